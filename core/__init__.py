@@ -1,0 +1,1 @@
+"""Horizon's core: the agent loop, plugin protocol, model backends, sandbox and run store."""

@@ -1,0 +1,218 @@
+"""The ``agent`` command line (typer + rich).
+
+    agent run PLUGIN "TASK" [--repo PATH] [--policy auto|embedded|openai|scripted] [--apply]
+    agent resume RUN_ID      continue an interrupted run
+    agent runs               list runs
+    agent show RUN_ID        print a trajectory
+    agent apply RUN_ID       apply a run's patch to its repository
+    agent plugins            list installed plugins
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from core.config import load_settings
+from core.errors import HorizonError, UserError
+from core.plugin import Task, discover
+from core.runner import Run, RunResult, apply_run, list_runs, make_policy, open_store, policy_spec
+from core.state import Limits, Usage
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Horizon: long-horizon agents for coding, 3D and finance.")
+console = Console(highlight=False)
+
+
+def _short(text: str | None, width: int = 90) -> str:
+    one_line = " ".join((text or "").split())
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+class StepPrinter:
+    """Prints one live line per tool call: step, tool, arguments, observation, tokens, seconds."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.latency = 0.0
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "model":
+            self.usage = data["total"]
+            if data["message"].content and not data["message"].tool_calls:
+                console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {escape(_short(data['message'].content))}")
+        elif kind == "tool":
+            call = data["call"]
+            head = "(no tool call)" if call is None else f"{call.name}({_short(call.arguments, 60)})"
+            colour = "red" if data["is_error"] else "green"
+            console.print(
+                f"[dim]step {data['step']:>3}[/]  [bold]{escape(head)}[/]  [{colour}]→ {escape(_short(data['output'], 70))}[/]"
+                f"  [dim]{self.usage.total_tokens:,} tok  {data['duration_s']:.1f}s[/]"
+            )
+        elif kind == "verify":
+            v = data["verification"]
+            console.print(f"[bold]verify[/]  {escape(v.summary)}")
+
+
+def _summary(result: RunResult) -> None:
+    s = result.state
+    table = Table.grid(padding=(0, 2))
+    table.add_row("run", result.run_id)
+    table.add_row("outcome", f"{result.exit_status.value}: {escape(result.exit_detail)}")
+    table.add_row("reward", "-" if result.reward is None else f"{result.reward:.3f}")
+    table.add_row("steps", str(result.steps))
+    table.add_row(
+        "tokens",
+        f"{s.usage.prompt_tokens:,} prompt ({s.usage.cached_prompt_tokens:,} cached), {s.usage.completion_tokens:,} completion",
+    )
+    table.add_row("cost", f"{s.cost:.4f}")
+    table.add_row("time", f"{s.active_s:.1f} s")
+    size = result.patch_path.stat().st_size if result.patch_path.exists() else 0
+    table.add_row("patch", f"{result.patch_path} ({size:,} bytes)" if size else f"{result.patch_path} (empty)")
+    console.print(table)
+
+
+def _run_and_report(run: Run, apply: bool) -> RunResult:
+    try:
+        result = run.execute()
+    finally:
+        run.close()
+    _summary(result)
+    if apply and result.patch_path.stat().st_size:
+        repo = apply_run(result.run_id)
+        console.print(f"applied the patch to {repo}")
+    elif result.status != "finished":
+        console.print(f"[yellow]the run stopped before it ended; continue it with: agent resume {result.run_id}[/]")
+    return result
+
+
+def _fail(exc: HorizonError) -> None:
+    console.print(f"[red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(2 if isinstance(exc, UserError) else 1)
+
+
+@app.command()
+def run(
+    plugin: str = typer.Argument(..., help="plugin name, e.g. coding"),
+    task: str = typer.Argument(..., help='what to do, e.g. "fix NPE in user module"'),
+    repo: Path = typer.Option(Path("."), "--repo", help="repository to work on (copied; your files change only with --apply)"),
+    policy: str = typer.Option("auto", "--policy", help="auto (server if configured, else embedded), embedded, openai, scripted"),
+    script: Optional[Path] = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+    model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
+    max_steps: int = typer.Option(30, "--max-steps", help="model calls before the run stops"),
+    max_tokens: int = typer.Option(2_000_000, "--max-tokens", help="prompt+completion tokens before the run stops"),
+    max_wall_s: float = typer.Option(3600.0, "--max-time", help="seconds of running before the run stops"),
+    max_cost: float = typer.Option(10.0, "--max-cost", help="spend before the run stops (config prices)"),
+    apply: bool = typer.Option(False, "--apply", help="apply the final patch to --repo when the run ends"),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
+) -> None:
+    """Start a run of PLUGIN on TASK; prints a line per step and a summary."""
+    try:
+        settings = load_settings(base_url=base_url, model=model)
+        if base_url and policy == "auto":
+            policy = "openai"
+        spec = policy_spec(policy, settings, script)
+        limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost)
+        the_policy = make_policy(spec, settings)
+        console.print(f"[bold]{plugin}[/]: {escape(task)}  [dim]({the_policy.name}, repo {repo.resolve()})[/]")
+        started = Run.start(
+            Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
+            pricing=settings.pricing, isolated=not no_sandbox, on_event=StepPrinter(),
+        )
+        console.print(f"[dim]run {started.run_id}  workspace {started.episode.ctx.workspace}[/]")
+        result = _run_and_report(started, apply)
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(0 if result.status == "finished" else 1)
+
+
+@app.command()
+def resume(run_id: str = typer.Argument(..., help="the run to continue (see: agent runs)"),
+           apply: bool = typer.Option(False, "--apply", help="apply the final patch when the run ends")) -> None:
+    """Continue an interrupted run from its last checkpoint; completed tool calls are not repeated."""
+    try:
+        opened = Run.open(run_id, settings=load_settings(), on_event=StepPrinter())
+        console.print(f"resuming {run_id} at step {(opened.state().step if opened.state() else 0) + 1}")
+        result = _run_and_report(opened, apply)
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(0 if result.status == "finished" else 1)
+
+
+@app.command()
+def runs() -> None:
+    """List runs, newest first."""
+    table = Table()
+    for name in ("run", "plugin", "status", "exit", "reward", "steps"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("task")
+    for r in list_runs():
+        reward = r.get("reward")
+        table.add_row(
+            r["run_id"], r.get("plugin") or "", r.get("status") or "", r.get("exit_status") or "",
+            "-" if reward is None else f"{reward:.2f}", str(r.get("steps") or 0), escape(_short(r.get("task"), 50)),
+        )
+    console.print(table)
+
+
+@app.command()
+def show(run_id: str = typer.Argument(..., help="the run to print"),
+         as_json: bool = typer.Option(False, "--json", help="print the messages as JSON")) -> None:
+    """Print a run's trajectory: each message, tool call and observation, and the rewards."""
+    try:
+        with closing(open_store(run_id)) as store:
+            row, messages, rewards = store.run(), store.messages(), store.rewards()
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps({"run": row, "messages": [m.to_openai() for m in messages], "rewards": rewards}, default=str, indent=1))
+        return
+    console.print(f"[bold]{row['run_id']}[/]  {row['plugin']}: {escape(row['task'])}  [dim]{row['policy']}[/]")
+    for m in messages:
+        if m.role == "assistant":
+            for c in m.tool_calls:
+                console.print(f"[cyan]assistant[/] → {escape(c.name)}({escape(c.arguments)})")
+            if m.content:
+                console.print(f"[cyan]assistant[/] {escape(m.content)}")
+        else:
+            console.print(f"[magenta]{m.role}[/]{' ' + m.name if m.name else ''}: {escape(m.content or '')}")
+    for name, r in rewards.items():
+        console.print(f"[bold]reward[/] {name} = {r['value']:.3f} (weight {r['weight']})")
+    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), reward {row['reward']}, patch {row['patch_path']}")
+
+
+@app.command("apply")
+def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to apply")) -> None:
+    """Apply a run's final patch to the repository the run was started on."""
+    try:
+        repo = apply_run(run_id)
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    console.print(f"applied the patch of {run_id} to {repo}")
+
+
+@app.command()
+def plugins() -> None:
+    """List the installed plugins (entry-point group horizon.plugins)."""
+    for name, ep in discover().items():
+        console.print(f"{name}  [dim]{ep.value}[/]")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:  # before a run exists (copying the repository): nothing to resume
+        console.print("[yellow]interrupted[/]")
+        raise SystemExit(130) from None

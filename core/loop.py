@@ -1,0 +1,256 @@
+"""The long-horizon loop as a LangGraph ``StateGraph``.
+
+    START -> model -> tools -> check --(not done)--> model
+                                    \\--(done)-----> verify -> END
+
+- ``model``: one policy call; the assistant turn is written to the run store before the node ends.
+- ``tools``: runs the turn's tool calls in order, each observation written to the run store as
+  soon as its call returns; malformed calls (unknown tool, bad arguments, no call at all)
+  become observations that say what was wrong, and are counted.
+- ``check``: the termination check: finish called, or a step, token, time, cost or
+  malformed-output limit reached; each sets its own ``ExitStatus``.
+- ``verify``: the plugin checks the workspace and computes the reward.
+
+The graph state (``EpisodeState``) is checkpointed after every node by LangGraph's checkpointer
+(one thread per run id). The history is not in the state: it is the run store, append-only.
+Every node first looks in the history for what it is about to produce, so a run killed after a
+store write but before the checkpoint resumes without calling the model or a tool twice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from langgraph.graph import END, START, StateGraph
+
+from core.errors import ToolError
+from core.plugin import Plugin, Task
+from core.policy.base import Policy
+from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
+from core.store import RunStore
+from core.tools import ToolContext, ToolResult
+
+NO_TOOL_CALL = "Your reply contained no tool call. Act by calling exactly one of the tools; call finish when done."
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+class Episode:
+    """What one run needs while it runs, besides the checkpointed state.
+
+    Args:
+        run_id: the run's id (also the checkpoint thread id).
+        task: what the user asked for.
+        plugin: the domain plugin.
+        policy: the model (or script) that chooses actions.
+        store: the run's trajectory database; the history is loaded from it.
+        ctx: the tool context (workspace, sandbox, scratch).
+        limits: the episode's budgets.
+        pricing: prices for cost accounting.
+        on_event: called with ``("model", {...})``, ``("tool", {...})``, ``("end", {...})`` as
+            the run progresses (the CLI's live display).
+        max_observation_chars: longer observations are cut to head and tail; the full text is
+            saved under ``<workspace>/.horizon/observations/`` (excluded from the patch).
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        task: Task,
+        plugin: Plugin,
+        policy: Policy,
+        store: RunStore,
+        ctx: ToolContext,
+        *,
+        limits: Limits,
+        pricing: Pricing,
+        on_event: EventSink | None = None,
+        max_observation_chars: int = 8000,
+    ) -> None:
+        self.run_id = run_id
+        self.task = task
+        self.plugin = plugin
+        self.policy = policy
+        self.store = store
+        self.ctx = ctx
+        self.limits = limits
+        self.pricing = pricing
+        self.on_event = on_event or (lambda kind, data: None)
+        self.max_observation_chars = max_observation_chars
+        tools = plugin.tools()
+        self.tools = {t.name: t for t in tools}
+        self.tool_schemas = [t.schema() for t in tools]
+        self.history: list[Message] = store.messages()
+        self._wire: list[dict[str, Any]] = [m.to_openai() for m in self.history]
+
+    def append(self, message: Message) -> int:
+        """Add an already-stored message to the in-memory history; return its position."""
+        self.history.append(message)
+        self._wire.append(message.to_openai())
+        return len(self.history) - 1
+
+    def observation(self, call: ToolCall, result: ToolResult) -> str:
+        """Cap an observation at ``max_observation_chars``, keeping head and tail."""
+        text = result.output
+        limit = self.max_observation_chars
+        if len(text) <= limit:
+            return text
+        folder = self.ctx.workspace / ".horizon" / "observations"
+        folder.mkdir(parents=True, exist_ok=True)
+        full = folder / f"{call.id}.txt"
+        full.write_text(text, encoding="utf-8")
+        rel = full.relative_to(self.ctx.workspace)
+        half = limit // 2
+        return f"{text[:half]}\n... [{len(text) - limit} characters omitted; full output in {rel}] ...\n{text[-half:]}"
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def model_node(self, state: EpisodeState) -> dict[str, Any]:
+        """Call the policy once (or reuse a turn stored before a crash) and record it."""
+        start = time.perf_counter()
+        step = state.step + 1
+        if len(self.history) > state.n_messages and self.history[state.n_messages].role == "assistant":
+            message = self.history[state.n_messages]  # stored before the crash; never call twice
+            usage = self.store.model_call_usage(step)
+        else:
+            response = self.policy.complete(self._wire, self.tool_schemas)
+            message, usage = response.message, response.usage
+            self.store.append_model_turn(
+                len(self.history), step, message, usage,
+                model=response.model, latency_s=response.latency_s, finish_reason=response.finish_reason,
+            )
+            self.append(message)
+        total = state.usage + usage
+        self.on_event("model", {"step": step, "message": message, "usage": usage, "total": total})
+        return {
+            "step": step,
+            "n_messages": state.n_messages + 1,
+            "usage": total,
+            "cost": state.cost + self.pricing.cost(usage),
+            "pending": message.tool_calls,
+            "active_s": state.active_s + time.perf_counter() - start,
+        }
+
+    def _stored_followup(self, index: int, call_id: str | None) -> Message | None:
+        """The message at ``index`` if it is the stored follow-up for ``call_id`` (None: the nudge)."""
+        if index >= len(self.history):
+            return None
+        m = self.history[index]
+        if call_id is None:
+            return m if m.role == "user" else None
+        return m if m.role == "tool" and m.tool_call_id == call_id else None
+
+    def tools_node(self, state: EpisodeState) -> dict[str, Any]:
+        """Run the pending tool calls in order, storing each observation as soon as it exists."""
+        start = time.perf_counter()
+        index = state.n_messages
+        malformed = 0
+        finished = False
+        if not state.pending:
+            malformed = 1
+            if self._stored_followup(index, None) is None:
+                nudge = Message(role="user", content=NO_TOOL_CALL)
+                self.store.append_message(index, state.step, nudge)
+                self.append(nudge)
+            self.on_event("tool", {"step": state.step, "call": None, "output": NO_TOOL_CALL, "is_error": True, "duration_s": 0.0})
+            index += 1
+        for call in state.pending:
+            stored = self._stored_followup(index, call.id)
+            if stored is not None:  # executed before a crash: reuse, never run twice
+                done, bad = self.store.tool_call_outcome(call.id)
+                finished |= done
+                malformed += int(bad)
+                index += 1
+                continue
+            t0 = time.perf_counter()
+            result, bad = self._execute(call)
+            malformed += int(bad)
+            finished |= result.done
+            duration = time.perf_counter() - t0
+            message = Message(role="tool", content=self.observation(call, result), tool_call_id=call.id, name=call.name)
+            self.store.append_observation(
+                index, state.step, message, call, is_error=result.is_error,
+                data={**result.data, "done": result.done, "malformed": bad}, duration_s=duration,
+            )
+            self.append(message)
+            self.on_event(
+                "tool",
+                {"step": state.step, "call": call, "output": result.output, "is_error": result.is_error, "duration_s": duration},
+            )
+            index += 1
+            if result.done:
+                break  # calls after finish in the same turn are not run
+        update: dict[str, Any] = {
+            "n_messages": index,
+            "pending": [],
+            "format_errors": state.format_errors + 1 if malformed else 0,
+            "active_s": state.active_s + time.perf_counter() - start,
+        }
+        if finished:
+            update.update(done=True, exit_status=ExitStatus.SUBMITTED, exit_detail="the agent called finish")
+        return update
+
+    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:
+        """Run one call. Returns the result and whether the call itself was malformed."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self.tools)
+            return ToolResult(output=f"unknown tool {call.name!r}; the tools are: {names}", is_error=True), True
+        try:
+            args = tool.parse(call.arguments)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), is_error=True), True
+        try:
+            result = tool.fn(args, self.ctx)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), is_error=True), False
+        return (result if isinstance(result, ToolResult) else ToolResult(output=str(result))), False
+
+    def check_node(self, state: EpisodeState) -> dict[str, Any]:
+        """Termination check: the first limit reached ends the episode with its reason."""
+        if state.done:
+            return {}
+        lim = self.limits
+        reasons = [
+            (state.format_errors >= lim.max_format_errors, ExitStatus.FORMAT_ERRORS,
+             f"{state.format_errors} malformed model outputs in a row (limit {lim.max_format_errors})"),
+            (state.step >= lim.max_steps, ExitStatus.STEP_LIMIT, f"step limit reached ({lim.max_steps} steps)"),
+            (state.usage.total_tokens >= lim.max_tokens, ExitStatus.TOKEN_LIMIT,
+             f"token limit reached ({state.usage.total_tokens:,} of {lim.max_tokens:,} tokens)"),
+            (state.active_s >= lim.max_wall_s, ExitStatus.TIME_LIMIT,
+             f"time limit reached ({state.active_s:.1f} s of {lim.max_wall_s:.0f} s)"),
+            (state.cost >= lim.max_cost > 0, ExitStatus.COST_LIMIT, f"cost limit reached ({state.cost:.4f} of {lim.max_cost})"),
+        ]
+        for hit, status, detail in reasons:
+            if hit:
+                return {"done": True, "exit_status": status, "exit_detail": detail}
+        return {}
+
+    def verify_node(self, state: EpisodeState) -> dict[str, Any]:
+        """Verify the workspace with the plugin and store the reward and its components."""
+        start = time.perf_counter()
+        verification = self.plugin.verify(self.task, self.ctx)
+        self.store.set_rewards({n: (c.value, c.weight, c.detail) for n, c in verification.components.items()})
+        self.store.update_run(reward=verification.reward, exit_detail=state.exit_detail)
+        self.on_event("verify", {"verification": verification})
+        return {"verified": True, "reward": verification.reward, "active_s": state.active_s + time.perf_counter() - start}
+
+
+def build_graph(episode: Episode, checkpointer: Any) -> Any:
+    """Compile the loop for ``episode`` with ``checkpointer`` (a LangGraph checkpoint saver)."""
+    graph = StateGraph(EpisodeState)
+    graph.add_node("model", episode.model_node)
+    graph.add_node("tools", episode.tools_node)
+    graph.add_node("check", episode.check_node)
+    graph.add_node("verify", episode.verify_node)
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "tools")
+    graph.add_edge("tools", "check")
+    graph.add_conditional_edges("check", lambda s: "verify" if s.done else "model", ["verify", "model"])
+    graph.add_edge("verify", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def recursion_limit(limits: Limits) -> int:
+    """LangGraph super-steps an episode may need: three nodes a step, plus verification."""
+    return 3 * limits.max_steps + 10

@@ -1,0 +1,111 @@
+"""The plugin protocol and its discovery through the ``horizon.plugins`` entry-point group.
+
+A plugin is one class; a third-party package registers it in its own ``pyproject.toml``::
+
+    [project.entry-points."horizon.plugins"]
+    mydomain = "my_package.plugin:MyPlugin"
+
+and ``agent run mydomain "..."`` finds it. The built-in plugins load through the same path.
+``HORIZON_PLUGINS=coding,threed`` restricts which plugins load (names, comma-separated).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from core.errors import PluginNotFound
+from core.tools import Tool, ToolContext
+
+ENTRY_POINT_GROUP = "horizon.plugins"
+
+
+class Task(BaseModel):
+    """What the user asked for.
+
+    Attributes:
+        plugin: the plugin's name.
+        instruction: the request in the user's words ("fix NPE in user module").
+        repo: the folder the episode works on (copied into the workspace), if the domain has one.
+    """
+
+    plugin: str
+    instruction: str
+    repo: Path | None = None
+
+
+class RewardComponent(BaseModel):
+    """One named part of a reward: a value in [0, 1], its weight, and what it was computed from."""
+
+    value: float = Field(ge=0.0, le=1.0)
+    weight: float = 1.0
+    detail: dict[str, Any] = {}
+
+
+class Verification(BaseModel):
+    """The plugin's end-of-episode check and the reward it gives.
+
+    Attributes:
+        reward: the scalar reward in [0, 1].
+        passed: whether the task counts as solved.
+        summary: one line for the user ("2/2 target tests pass, no regressions").
+        components: the reward's named parts, stored in the run store.
+    """
+
+    reward: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    summary: str
+    components: dict[str, RewardComponent] = {}
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """A domain: its prompt, its tools, how an episode starts and how it is verified and rewarded."""
+
+    name: str
+    description: str
+
+    def system_prompt(self, task: Task) -> str:
+        """Return the system prompt; it must not change within a run (prefix caching)."""
+        ...
+
+    def tools(self) -> list[Tool]:
+        """Return the tools, in a fixed order."""
+        ...
+
+    def setup(self, task: Task, ctx: ToolContext) -> str:
+        """Prepare the episode (e.g. record which tests fail) and return extra text for the task message."""
+        ...
+
+    def verify(self, task: Task, ctx: ToolContext) -> Verification:
+        """Check the final workspace and compute the reward."""
+        ...
+
+
+def discover() -> dict[str, Any]:
+    """Return ``{name: entry point}`` for the installed plugins (not yet imported)."""
+    allowed = {n.strip() for n in os.environ.get("HORIZON_PLUGINS", "").split(",") if n.strip()}
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {n: ep for n, ep in sorted(found.items()) if not allowed or n in allowed}
+
+
+def load_plugin(name: str) -> Plugin:
+    """Import and instantiate the plugin registered as ``name``.
+
+    Raises:
+        PluginNotFound: nothing is registered under that name (the installed names are listed).
+        TypeError: the registered object does not satisfy the ``Plugin`` protocol.
+    """
+    found = discover()
+    if name not in found:
+        names = ", ".join(found) or "none"
+        raise PluginNotFound(f"no plugin named {name!r} (installed: {names}); a plugin registers in the {ENTRY_POINT_GROUP!r} entry-point group")
+    obj = found[name].load()
+    plugin = obj() if isinstance(obj, type) else obj
+    if not isinstance(plugin, Plugin):
+        raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, verify)")
+    return plugin

@@ -1,0 +1,310 @@
+"""Starting, resuming and finishing runs: the run folder, the checkpointer and the final patch.
+
+A run lives in ``$HORIZON_HOME/runs/<run id>/``::
+
+    trajectory.duckdb    the run store (history, model calls, tool calls, rewards)
+    checkpoints.sqlite   LangGraph's checkpoints, thread id = run id
+    workspace/           the private copy of the repository the agent works in
+    scratch/             run-private files outside the workspace (test reports)
+    baseline.git/        the workspace as it was at the start, for the patch
+    patch.diff           the final diff, written whenever the run stops, however it stops
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import traceback
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
+
+from core import workspace as ws
+from core.config import Settings, horizon_home
+from core.errors import ConfigError, ModelUnavailable, RunNotFound, UserError
+from core.loop import Episode, EventSink, build_graph, recursion_limit
+from core.plugin import Task, load_plugin
+from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
+from core.sandbox import open_sandbox
+from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
+from core.store import RunStore
+from core.tools import ToolContext
+
+
+class RunResult(BaseModel):
+    """How a run ended.
+
+    Attributes:
+        run_id: the run's id.
+        status: ``finished`` (verified), or ``interrupted``/``model_error``/``crashed`` (resumable).
+        exit_status: the episode's ``ExitStatus``.
+        exit_detail: one line saying why.
+        reward: the verified reward in [0, 1], or None when the episode did not reach verification.
+        steps: model calls made.
+        state: the final checkpointed state.
+        patch_path: the final diff (possibly empty).
+    """
+
+    run_id: str
+    status: str
+    exit_status: ExitStatus
+    exit_detail: str
+    reward: float | None
+    steps: int
+    state: EpisodeState
+    patch_path: Path
+
+
+def checkpoint_serializer() -> JsonPlusSerializer:
+    """LangGraph's serializer, allowed to restore exactly the state's own types from a checkpoint."""
+    return JsonPlusSerializer(allowed_msgpack_modules=[("core.state", n) for n in ("EpisodeState", "Usage", "ToolCall", "ExitStatus")])
+
+
+def runs_dir(home: Path | None = None) -> Path:
+    """The folder holding one subfolder per run."""
+    return (home or horizon_home()) / "runs"
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: ``YYYYmmdd-HHMMSS-xxxx``."""
+    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> dict[str, Any]:
+    """Describe a policy so a resumed run can rebuild it (no secrets are kept).
+
+    Args:
+        kind: ``auto`` (a server if ``base_url`` is set, else embedded), ``embedded``, ``openai``
+            or ``scripted``.
+
+    Raises:
+        ConfigError: ``openai`` without base_url/model, ``scripted`` without a script, unknown kind.
+    """
+    if kind == "auto":
+        kind = "openai" if settings.base_url else "embedded"
+    if kind == "openai":
+        if not settings.base_url or not settings.model:
+            raise ConfigError("a model server needs both --base-url and --model (or HORIZON_BASE_URL and HORIZON_MODEL)")
+        return {"kind": "openai", "base_url": settings.base_url, "model": settings.model}
+    if kind == "scripted":
+        if script is None:
+            raise ConfigError("--policy scripted needs --script FILE (JSON Lines of tool calls)")
+        return {"kind": "scripted", "script": str(script.resolve())}
+    if kind == "embedded":
+        return {"kind": "embedded"}
+    raise ConfigError(f"unknown policy {kind!r}; use auto, embedded, openai or scripted")
+
+
+def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
+    """Build the policy described by ``policy_spec``."""
+    if spec["kind"] == "openai":
+        return OpenAIServerPolicy(
+            settings.base_url or spec["base_url"], settings.model or spec["model"], api_key=settings.api_key,
+            temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
+        )
+    if spec["kind"] == "scripted":
+        return ScriptedPolicy.from_file(Path(spec["script"]))
+    return EmbeddedPolicy()
+
+
+class Run:
+    """An open run: its folder, store, checkpointer and episode. Use ``Run.start`` or ``Run.open``."""
+
+    def __init__(self, run_id: str, folder: Path, store: RunStore, episode: Episode, checkpointer: SqliteSaver, sqlite: sqlite3.Connection):
+        self.run_id = run_id
+        self.folder = folder
+        self.store = store
+        self.episode = episode
+        self.checkpointer = checkpointer
+        self._sqlite = sqlite
+        self.graph = build_graph(episode, checkpointer)
+
+    @staticmethod
+    def _open_parts(folder: Path, run_id: str, task: Task, policy: Policy, config: dict[str, Any], on_event: EventSink | None,
+                    store: RunStore) -> Run:
+        plugin = load_plugin(task.plugin)
+        sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"])
+        ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch")
+        episode = Episode(
+            run_id, task, plugin, policy, store, ctx,
+            limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,
+        )
+        con = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
+        return Run(run_id, folder, store, episode, SqliteSaver(con, serde=checkpoint_serializer()), con)
+
+    @classmethod
+    def start(
+        cls,
+        task: Task,
+        policy: Policy,
+        *,
+        policy_config: dict[str, Any],
+        limits: Limits,
+        pricing: Pricing,
+        isolated: bool = True,
+        home: Path | None = None,
+        on_event: EventSink | None = None,
+    ) -> Run:
+        """Create a run: copy the repository, snapshot it, record the run (``execute`` starts it).
+
+        Raises:
+            PluginNotFound, UserError: unknown plugin, or the repository is not a folder.
+            SandboxUnavailable: isolation was asked for and cannot start here.
+        """
+        plugin = load_plugin(task.plugin)  # fail before copying anything
+        run_id = new_run_id()
+        folder = runs_dir(home) / run_id
+        (folder / "scratch").mkdir(parents=True)
+        if task.repo is not None:
+            ws.copy_repository(task.repo, folder / "workspace")
+        else:
+            (folder / "workspace").mkdir()
+        ws.snapshot(folder / "workspace", folder / "baseline.git")
+        config = {"policy": policy_config, "limits": limits.model_dump(), "pricing": pricing.model_dump(), "isolated": isolated}
+        store = RunStore(folder / "trajectory.duckdb")
+        store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""), policy=policy.name,
+                         config=config, steps=0)
+        return cls._open_parts(folder, run_id, task, policy, config, on_event, store)
+
+    def _begin(self) -> None:
+        """Set the plugin up and write the system and task messages (the episode's step 0).
+
+        Runs inside ``execute``, so Ctrl-C or a kill during set-up is resumable like any step.
+        """
+        ep = self.episode
+        extra = ep.plugin.setup(ep.task, ep.ctx)
+        opening = [
+            Message(role="system", content=ep.plugin.system_prompt(ep.task)),
+            Message(role="user", content=ep.task.instruction + (f"\n\n{extra}" if extra else "")),
+        ]
+        self.store.append_opening(opening)
+        for message in opening:
+            ep.append(message)
+
+    @classmethod
+    def open(cls, run_id: str, *, settings: Settings, home: Path | None = None, on_event: EventSink | None = None) -> Run:
+        """Reopen a run to resume it; the policy is rebuilt from the run's recorded config.
+
+        Raises:
+            RunNotFound: no such run.
+            UserError: the run is in use by another process.
+        """
+        folder = runs_dir(home) / run_id
+        if not (folder / "trajectory.duckdb").is_file():
+            raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
+        try:
+            store = RunStore(folder / "trajectory.duckdb")
+        except duckdb.IOException:
+            raise UserError(f"run {run_id} is in use by another process; wait for it or stop it first") from None
+        row = store.run()
+        task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None)
+        config = row["config"]
+        return cls._open_parts(folder, run_id, task, make_policy(config["policy"], settings), config, on_event, store)
+
+    @property
+    def _graph_config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.run_id}, "recursion_limit": recursion_limit(self.episode.limits)}
+
+    def state(self) -> EpisodeState | None:
+        """The last checkpointed state, or None before the first checkpoint."""
+        snap = self.graph.get_state(self._graph_config)
+        if not snap.values:
+            return None
+        return snap.values if isinstance(snap.values, EpisodeState) else EpisodeState(**snap.values)
+
+    def execute(self) -> RunResult:
+        """Run (or resume) the episode until it ends or stops; always save the patch and totals.
+
+        Ctrl-C, a dead model server and a crash stop the run resumably (``agent resume``); the
+        checkpoint keeps every completed node and the store every completed call.
+        """
+        snap = self.graph.get_state(self._graph_config)
+        if snap.values and not snap.next:
+            return self._finish("finished")  # already ended: report it again, change nothing
+        status, forced = "finished", None
+        self.store.update_run(status="running")
+        try:
+            if not self.episode.history:  # new, or killed before step 0 was complete
+                self._begin()
+            first_input = None if snap.values else EpisodeState(n_messages=len(self.episode.history))
+            self.graph.invoke(first_input, self._graph_config, durability="sync")
+        except KeyboardInterrupt:
+            status, forced = "interrupted", (ExitStatus.INTERRUPTED, "interrupted by the user; continue with: agent resume " + self.run_id)
+        except ModelUnavailable as exc:
+            status, forced = "model_error", (ExitStatus.MODEL_ERROR, f"{exc}; continue with: agent resume {self.run_id}")
+        except Exception as exc:  # a bug in Horizon or a plugin: keep everything, say where
+            (self.folder / "crash.txt").write_text(traceback.format_exc())
+            status, forced = "crashed", (ExitStatus.CRASHED, f"{type(exc).__name__}: {exc} (traceback in {self.folder / 'crash.txt'})")
+        return self._finish(status, forced)
+
+    def _finish(self, status: str, forced: tuple[ExitStatus, str] | None = None) -> RunResult:
+        state = self.state() or EpisodeState()
+        exit_status, detail = forced or (state.exit_status or ExitStatus.CRASHED, state.exit_detail)
+        patch = self.folder / "patch.diff"
+        patch.write_text(ws.diff(self.episode.ctx.workspace, self.folder / "baseline.git"))
+        self.store.update_run(
+            status=status, exit_status=exit_status.value, exit_detail=detail, steps=state.step,
+            prompt_tokens=state.usage.prompt_tokens, cached_prompt_tokens=state.usage.cached_prompt_tokens,
+            completion_tokens=state.usage.completion_tokens, cost=state.cost, active_s=state.active_s,
+            patch_path=str(patch), **({"reward": state.reward} if state.verified else {}),
+        )
+        return RunResult(
+            run_id=self.run_id, status=status, exit_status=exit_status, exit_detail=detail,
+            reward=state.reward if state.verified else None, steps=state.step, state=state, patch_path=patch,
+        )
+
+    def close(self) -> None:
+        """Release the store and checkpoint database."""
+        self.store.close()
+        self._sqlite.close()
+
+
+def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
+    """Return one row per run, newest first; a run being written shows ``status="in use"``."""
+    rows = []
+    for folder in sorted(runs_dir(home).glob("*/trajectory.duckdb"), reverse=True):
+        try:
+            with closing(RunStore(folder, read_only=True)) as store:
+                rows.append(store.run())
+        except duckdb.IOException:
+            rows.append({"run_id": folder.parent.name, "status": "in use"})
+        except RunNotFound:
+            continue
+    return rows
+
+
+def open_store(run_id: str, home: Path | None = None) -> RunStore:
+    """Open a run's store read-only.
+
+    Raises:
+        RunNotFound: no such run.
+        UserError: the run is being written by another process right now.
+    """
+    path = runs_dir(home) / run_id / "trajectory.duckdb"
+    if not path.is_file():
+        raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
+    try:
+        return RunStore(path, read_only=True)
+    except duckdb.IOException:
+        raise UserError(f"run {run_id} is in use by another process; try again when it stops") from None
+
+
+def apply_run(run_id: str, home: Path | None = None) -> Path:
+    """Apply a run's final patch to the repository it was started on; return that repository.
+
+    Raises:
+        RunNotFound, UserError: no such run, no repository, or the patch does not apply.
+    """
+    with closing(open_store(run_id, home)) as store:
+        row = store.run()
+    if not row["repo"]:
+        raise UserError(f"run {run_id} has no repository to apply a patch to")
+    repo = Path(row["repo"])
+    ws.apply_patch(repo, runs_dir(home) / run_id / "patch.diff")
+    return repo

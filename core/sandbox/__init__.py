@@ -1,0 +1,136 @@
+"""The process sandbox: every command a tool starts runs through one of these.
+
+``open_sandbox`` gives the default, ``BwrapSandbox`` (bubblewrap isolation), after ``self_check``
+proved that bwrap works here; ``UnconfinedSandbox`` only on the user's explicit ``--no-sandbox``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from core.errors import SandboxUnavailable
+from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
+from core.sandbox.bwrap import INSTALL_HINT, BwrapSandbox, find_bwrap
+from core.sandbox.unconfined import UnconfinedSandbox
+
+__all__ = [
+    "Sandbox",
+    "SandboxLimits",
+    "ProcessResult",
+    "BwrapSandbox",
+    "UnconfinedSandbox",
+    "open_sandbox",
+    "self_check",
+]
+
+OPT_OUT_HINT = "Or pass --no-sandbox to run without isolation, at your own risk."
+
+_checked = False
+_failure: SandboxUnavailable | None = None
+_check_lock = threading.Lock()
+
+
+def self_check() -> None:
+    """Prove that bwrap can start a sandbox here: run ``true`` under the same options.
+
+    The result (success or the error) is cached for the life of the process.
+
+    Raises:
+        SandboxUnavailable: with the cause (bwrap missing, user namespaces disabled or restricted,
+            a container that forbids namespaces), bwrap's own message, the fix, and how to opt out.
+    """
+    global _checked, _failure
+    with _check_lock:
+        if not _checked:
+            _failure = _run_check()
+            _checked = True
+    if _failure is not None:
+        raise _failure
+
+
+def _run_check() -> SandboxUnavailable | None:
+    try:
+        find_bwrap()
+    except SandboxUnavailable as exc:
+        return exc
+    with tempfile.TemporaryDirectory(prefix="horizon-sandbox-check-") as tmp:
+        workspace, scratch = Path(tmp, "workspace"), Path(tmp, "scratch")
+        workspace.mkdir()
+        try:
+            result = BwrapSandbox(workspace, scratch).run(["true"], limits=SandboxLimits(timeout_s=30))
+        except (SandboxUnavailable, OSError) as exc:
+            return SandboxUnavailable(_diagnose(str(exc)))
+    if not result.ok:
+        said = result.stderr.strip() or f"exit code {result.exit_code}"
+        return SandboxUnavailable(_diagnose(f"running `true` in the sandbox failed: {said}"))
+    return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _diagnose(bwrap_said: str) -> str:
+    """The message for a bwrap that cannot start: the likely cause and its fix, bwrap's own words,
+    and how to opt out."""
+    root = os.geteuid() == 0
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        cause = ("user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); "
+                 "enable them: sudo sysctl -w user.max_user_namespaces=15000")
+    elif not root and _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        cause = ("AppArmor forbids unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, "
+                 "Ubuntu 24.04 and later); allow them for bwrap with a profile: put "
+                 "'abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }' "
+                 "in /etc/apparmor.d/bwrap and run sudo systemctl reload apparmor "
+                 "(or allow them for everyone: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)")
+    elif not root and _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        cause = ("unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0); "
+                 "enable them: sudo sysctl -w kernel.unprivileged_userns_clone=1")
+    elif _in_container():
+        cause = ("this looks like a container that forbids creating namespaces (Docker's and Podman's "
+                 "default seccomp and AppArmor profiles do); run Horizon on the host, or start the container "
+                 "with --security-opt seccomp=unconfined --security-opt apparmor=unconfined")
+    else:
+        cause = f"bwrap cannot start a sandbox on this machine; if bwrap is very old, {INSTALL_HINT} (0.5 or later)"
+    return f"The process sandbox is unavailable: {cause}. bwrap said: {bwrap_said.strip()}. {OPT_OUT_HINT}"
+
+
+def _in_container() -> bool:
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv") or os.environ.get("container"):
+        return True
+    cgroup = _read("/proc/1/cgroup") or ""
+    return any(word in cgroup for word in ("docker", "kubepods", "containerd", "lxc", "libpod"))
+
+
+def open_sandbox(
+    workspace: Path,
+    scratch: Path,
+    *,
+    isolated: bool = True,
+    limits: SandboxLimits | None = None,
+    allow_network: bool = False,
+    readonly: list[Path] | None = None,
+) -> Sandbox:
+    """The sandbox for one episode: bubblewrap isolation unless the user opted out.
+
+    Args:
+        workspace: the episode's repository copy.
+        scratch: a run-private folder outside the workspace.
+        isolated: False only on the user's explicit ``--no-sandbox``.
+        limits: default limits of each command.
+        allow_network: let commands reach the network (ignored without isolation: they can).
+        readonly: extra host paths visible read-only inside (isolated only).
+
+    Raises:
+        SandboxUnavailable: ``isolated`` and bwrap cannot work here (see ``self_check``).
+    """
+    if not isolated:
+        return UnconfinedSandbox(workspace, scratch, limits=limits)
+    self_check()
+    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly)

@@ -1,0 +1,506 @@
+"""``BwrapSandbox``: every command in a fresh bubblewrap sandbox (https://github.com/containers/bubblewrap).
+
+What a command sees:
+
+* the host's ``/`` read-only, so compilers, JDKs and system libraries work unchanged;
+* a fresh ``/dev`` and ``/proc`` (its own pid namespace: it sees only its own processes);
+* an empty, private ``/tmp`` (also its ``HOME``), and empty tmpfs over ``/run`` (where the host's
+  daemons keep unix sockets: docker, dbus, databases; a unix socket is still connectable on a
+  read-only mount, and a network namespace does not stop it), over the user's home and over
+  ``/root`` (``~/.ssh``, cloud credentials, shell history);
+* the Python installation read-only again on top (it may live under the home folder, e.g. pyenv),
+  so ``python -m pytest`` runs the interpreter Horizon runs;
+* the workspace and the scratch folder read-write at their real absolute paths, then the
+  workspace's ``.git`` and any ``readonly`` paths read-only on top;
+* no network but its own loopback (unless ``allow_network``), no capabilities, a new session (no
+  terminal to inject keystrokes into), a fixed environment (the host's holds API keys).
+
+When the command's first process exits, the pid namespace's init exits and the kernel kills
+everything left in the namespace: detached processes (``setsid``, double fork, ``nohup &``) die
+with the command. Limits are in ``core.sandbox.limits``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.errors import SandboxUnavailable
+from core.sandbox.base import ProcessResult, SandboxLimits
+from core.sandbox.limits import Confinement
+from core.sandbox.process import (
+    Finished,
+    command_env,
+    decode_head,
+    kill_group,
+    run_captured,
+    shell_status_to_exit_code,
+    wait_readable,
+)
+
+INSTALL_HINT = "install the Debian package bubblewrap: sudo apt-get install bubblewrap"
+
+
+def find_bwrap() -> str:
+    """The path of the bwrap program.
+
+    Raises:
+        SandboxUnavailable: bwrap is not installed.
+    """
+    found = shutil.which("bwrap") or next(
+        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
+    )
+    if found is None:
+        raise SandboxUnavailable(
+            f"bwrap (bubblewrap) is not installed; {INSTALL_HINT}. "
+            "Or pass --no-sandbox to run without isolation, at your own risk."
+        )
+    return found
+
+
+@functools.cache
+def bwrap_features(bwrap: str) -> frozenset[str]:
+    """Options this bwrap knows, from its --help (``--size`` is 0.8+, ``--json-status-fd`` 0.5+)."""
+    try:
+        text = subprocess.run([bwrap, "--help"], capture_output=True, text=True, env={}, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(word for word in text.split() if word.startswith("--"))
+
+
+def python_prefixes() -> list[Path]:
+    """The running Python's installation folders (a venv's and the interpreter's it was made from)."""
+    found = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    return [p for p in dict.fromkeys(Path(f).resolve() for f in found) if p.is_dir()]
+
+
+def hidden_dirs() -> list[Path]:
+    """Folders replaced by empty tmpfs: the user's home ($HOME and the password database's) and /root."""
+    candidates = [os.environ.get("HOME", ""), "/root"]
+    try:
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        pass  # a uid without a passwd entry (some containers)
+    found: list[Path] = []
+    for candidate in candidates:
+        if not candidate:
+            continue
+        path = Path(candidate).resolve()
+        # Never hide "/" or a system tree (service accounts have homes like / or /var/lib/x).
+        if path.is_dir() and len(path.parts) > 1 and path not in found and not _is_system_dir(path):
+            found.append(path)
+    return found
+
+
+def _is_system_dir(path: Path) -> bool:
+    return path in {Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/var", "/opt", "/tmp", "/run")}
+
+
+def build_bwrap_argv(
+    argv: Sequence[str],
+    *,
+    bwrap: str,
+    workspace: Path,
+    scratch: Path,
+    cwd: Path,
+    env: dict[str, str],
+    allow_network: bool = False,
+    readonly: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
+    python: Sequence[Path] = (),
+    tmpfs_size: int | None = None,
+    status_fd: int | None = None,
+    json_status: bool = True,
+    block_fd: int | None = None,
+) -> list[str]:
+    """The bwrap command line that runs ``argv`` in the sandbox. Pure: touches no file.
+
+    Mount order matters: a later mount covers an earlier one at the same or a parent path, so the
+    tmpfs that hide things come first, the writable workspace after them, the read-only paths last.
+
+    Args:
+        argv: the command to run inside.
+        bwrap: path of the bwrap program.
+        workspace, scratch: bound read-write at the same absolute paths (must be resolved paths).
+        cwd: working directory inside the sandbox.
+        env: the complete environment of the command (nothing else is inherited).
+        allow_network: share the host's network namespace instead of a loopback-only one.
+        readonly: paths bound read-only last, on top of everything (e.g. ``workspace/.git``);
+            each must exist.
+        hidden: folders to replace with an empty tmpfs (the user's home, /root).
+        python: Python installation folders, bound read-only again after the tmpfs.
+        tmpfs_size: size limit in bytes of each tmpfs (bwrap 0.8+ ``--size``); None: no limit.
+        status_fd: descriptor for ``--json-status-fd`` (the sandbox's pid, then the exit code),
+            or ``--info-fd`` (the pid only; bwrap < 0.5) when not ``json_status``.
+        block_fd: descriptor for ``--block-fd``: the sandbox waits for a byte on it before it
+            starts the command.
+    """
+
+    def tmpfs(path: Path | str) -> list[str]:
+        sized = ["--size", str(tmpfs_size)] if tmpfs_size is not None else []
+        return [*sized, "--tmpfs", str(path)]
+
+    args = [bwrap, "--unshare-all"]
+    if allow_network:
+        args.append("--share-net")
+    args += [
+        "--die-with-parent",  # Horizon dies: the sandbox dies
+        "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
+        # Run as root, bwrap would leave the command every capability in its namespaces, enough to
+        # remount the read-only / read-write. Ignored (nothing to drop) for an ordinary user.
+        "--cap-drop", "ALL",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        *tmpfs("/tmp"),
+        *tmpfs("/run"),
+    ]
+    for path in hidden:
+        args += tmpfs(path)
+    for path in python:
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(workspace), str(workspace)]
+    if scratch != workspace:
+        args += ["--bind", str(scratch), str(scratch)]
+    for path in readonly:
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--chdir", str(cwd), "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    if status_fd is not None:
+        args += ["--json-status-fd" if json_status else "--info-fd", str(status_fd)]
+    if block_fd is not None:
+        args += ["--block-fd", str(block_fd)]
+    return [*args, "--", *argv]
+
+
+class BwrapSandbox:
+    """Runs each command in a fresh bubblewrap sandbox confined to ``workspace`` and ``scratch``.
+
+    Args:
+        workspace: the episode's repository copy; writable inside (its ``.git`` is read-only).
+        scratch: a run-private folder, writable inside; also holds the output files while a
+            command runs. Made if missing.
+        limits: default limits of each command.
+        allow_network: give commands the host's network (default: loopback only).
+        readonly: extra host paths made visible read-only (e.g. a Maven repository under the
+            hidden home); paths that do not exist are skipped.
+        use_cgroups: limit memory and processes with a cgroup where one can be made (False:
+            rlimits only).
+
+    Raises:
+        SandboxUnavailable: bwrap is not installed.
+        ValueError: ``workspace`` is not a folder.
+    """
+
+    isolated = True
+
+    def __init__(
+        self,
+        workspace: Path,
+        scratch: Path,
+        *,
+        limits: SandboxLimits | None = None,
+        allow_network: bool = False,
+        readonly: list[Path] | None = None,
+        use_cgroups: bool = True,
+    ):
+        self.workspace = Path(workspace).resolve()
+        if not self.workspace.is_dir():
+            raise ValueError(f"sandbox workspace is not a folder: {workspace}")
+        self.scratch = Path(scratch).resolve()
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.limits = limits or SandboxLimits()
+        self.allow_network = allow_network
+        self.readonly = [Path(p).resolve() for p in readonly or []]
+        self.use_cgroups = use_cgroups
+        self.bwrap = find_bwrap()
+        # Computed once: they do not change while Horizon runs.
+        self._hidden = hidden_dirs()
+        self._python = python_prefixes()
+        resolv = Path("/etc/resolv.conf").resolve()
+        if allow_network and resolv.is_relative_to("/run"):
+            # systemd-resolved links /etc/resolv.conf into /run, which is hidden: put it back.
+            self.readonly.append(resolv)
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+        stdin: str | None = None,
+    ) -> ProcessResult:
+        """Run ``argv`` in a fresh sandbox; see ``Sandbox.run``.
+
+        bwrap sets the sandbox up, then waits (``--block-fd``) while we move its process into the
+        cgroup and set its rlimits; only then does it start the command, which inherits both.
+
+        Raises:
+            SandboxUnavailable: bwrap could not set the sandbox up (its message is included), or
+                the limits could not be applied.
+            ValueError: empty ``argv``, ``cwd`` not a folder in the workspace or scratch, or an
+                invalid environment variable.
+        """
+        if not argv:
+            raise ValueError("empty command")
+        limits = limits or self.limits
+        workdir = self._workdir(cwd)
+        features = bwrap_features(self.bwrap)
+        with Confinement(limits, use_cgroups=self.use_cgroups) as confinement:
+            extra = dict(env or {})
+            if not confinement.memory_by_cgroup:
+                # Under RLIMIT_AS every glibc malloc arena reserves 64 MiB of address space, up to
+                # 8 per CPU: a JVM's many threads would use up the limit without using memory.
+                extra = {"MALLOC_ARENA_MAX": "2", **extra}
+            full_env = command_env(extra, home="/tmp", tmpdir="/tmp")
+            git = self.workspace / ".git"  # a folder, or a file in a git worktree
+            readonly = [git] if git.exists() and not git.is_symlink() else []
+            readonly += [p for p in self.readonly if p.exists()]
+            status_r, status_w = os.pipe()
+            block_r, block_w = os.pipe()
+            status = _StatusReader(status_r)
+            bwrap_argv = build_bwrap_argv(
+                argv,
+                bwrap=self.bwrap,
+                workspace=self.workspace,
+                scratch=self.scratch,
+                cwd=workdir,
+                env=full_env,
+                allow_network=self.allow_network,
+                readonly=readonly,
+                hidden=self._hidden,
+                python=self._python,
+                tmpfs_size=limits.memory_bytes if "--size" in features else None,
+                status_fd=status_w,
+                json_status="--json-status-fd" in features,
+                block_fd=block_r,
+            )
+
+            # Our copies of the descriptors bwrap inherits, closed once it has them.
+            theirs = [status_w, block_r]
+
+            def close_theirs() -> None:
+                while theirs:
+                    os.close(theirs.pop())
+
+            def start(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+                close_theirs()  # so that bwrap's exit reads as end of file
+                child_pid = status.wait_child_pid(deadline)
+                if child_pid is None:
+                    return status.exited  # bwrap failed before the sandbox existed, or time is up
+                try:
+                    confinement.apply_to(child_pid)
+                except ProcessLookupError:
+                    return True  # setup failed and the sandbox is gone; bwrap says why
+                except OSError as exc:
+                    raise SandboxUnavailable(f"could not apply the sandbox limits: {exc}") from exc
+                try:
+                    os.write(block_w, b"go")
+                except BrokenPipeError:
+                    pass  # setup failed meanwhile
+                return True
+
+            def stop(proc: subprocess.Popen[bytes]) -> None:
+                status.kill_sandbox(proc)
+                confinement.kill()
+
+            try:
+                finished = run_captured(
+                    bwrap_argv,
+                    env={},  # nothing for bwrap itself; --clearenv and --setenv make the command's
+                    cwd=None,
+                    stdin=stdin,
+                    timeout_s=limits.timeout_s,
+                    output_bytes=limits.output_bytes,
+                    output_dir=self.scratch,
+                    pass_fds=(status_w, block_r),
+                    after_start=start,
+                    on_timeout=stop,
+                    after_exit=status.wait_sandbox_gone,
+                )
+            except OSError as exc:  # bwrap itself could not be started
+                raise SandboxUnavailable(f"cannot start {self.bwrap}: {exc}") from exc
+            finally:
+                close_theirs()
+                os.close(block_w)
+                status.read()
+                status.close()
+            oom = confinement.oom_killed()
+        return self._result(argv, finished, status, oom, limits, full_env)
+
+    def _result(
+        self,
+        argv: list[str],
+        finished: Finished,
+        status: _StatusReader,
+        oom: bool,
+        limits: SandboxLimits,
+        env: dict[str, str],
+    ) -> ProcessResult:
+        """Tell the command's own outcome from bwrap's, and build the result."""
+        stdout = decode_head(finished.stdout, finished.stdout_bytes)
+        stderr = decode_head(finished.stderr, finished.stderr_bytes)
+        stderr_bytes = finished.stderr_bytes
+        if finished.timed_out:
+            exit_code = -signal.SIGKILL
+        elif status.exit_code is not None:  # the command ran; bwrap reports its status
+            exit_code = shell_status_to_exit_code(status.exit_code)
+        elif finished.returncode < 0:  # bwrap itself was killed (e.g. by the OOM killer)
+            exit_code = finished.returncode
+        elif finished.stderr.startswith(b"bwrap: execvp "):
+            # The sandbox started but the program could not: report it as a shell would.
+            reason = stderr.rstrip().rpartition(": ")[2]
+            exit_code = 127 if "No such file" in reason else 126
+            stderr = f"sandbox: cannot run {argv[0]!r}: {reason} (PATH={env['PATH']})\n"
+            stderr_bytes = len(stderr.encode())
+        elif finished.returncode == 1 and finished.stderr.startswith(b"bwrap: "):
+            # With --json-status-fd we know the command never ran; without (bwrap < 0.5) this is
+            # a guess, right unless the command itself prints "bwrap: " first and exits 1.
+            raise SandboxUnavailable(f"bwrap could not set up the sandbox: {stderr.strip()}")
+        else:
+            exit_code = shell_status_to_exit_code(finished.returncode)
+        if oom:
+            note = f"\nsandbox: killed by the memory limit ({limits.memory_bytes} bytes)\n"
+            stderr += note
+            stderr_bytes += len(note.encode())
+        return ProcessResult(
+            argv=list(argv),
+            exit_code=exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_bytes=finished.stdout_bytes,
+            stderr_bytes=stderr_bytes,
+            timed_out=finished.timed_out,
+            duration_s=finished.duration_s,
+        )
+
+    def _workdir(self, cwd: Path | None) -> Path:
+        if cwd is None:
+            return self.workspace
+        path = (self.workspace / cwd).resolve()  # an absolute cwd replaces the workspace part
+        if not (path.is_relative_to(self.workspace) or path.is_relative_to(self.scratch)):
+            raise ValueError(f"cwd must be inside the workspace or scratch folder: {cwd}")
+        if not path.is_dir():
+            raise ValueError(f"cwd is not a folder: {cwd}")
+        return path
+
+
+class _StatusReader:
+    """Reads what bwrap writes to ``--json-status-fd`` (or the older ``--info-fd``): the pid of
+    the sandbox's first process, then (json only) the command's exit status.
+
+    ``exit-code`` is written only when the command itself ran, which tells a failing command from
+    a sandbox (or exec) that never started.
+    """
+
+    _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
+    _EXIT_CODE = re.compile(rb'"exit-code"\s*:\s*(\d+)')
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.exited = False  # bwrap closed its end
+        self.pidfd = -1  # the sandbox's pid 1, once known
+        self._buffer = b""
+        os.set_blocking(fd, False)
+
+    @property
+    def child_pid(self) -> int | None:
+        found = self._CHILD_PID.search(self._buffer)
+        return int(found.group(1)) if found else None
+
+    @property
+    def exit_code(self) -> int | None:
+        found = self._EXIT_CODE.search(self._buffer)
+        return int(found.group(1)) if found else None
+
+    def read(self) -> None:
+        """Read what is there, without blocking."""
+        while self.fd >= 0 and not self.exited:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.exited = True
+                return
+            self._buffer += chunk
+
+    def wait_child_pid(self, deadline: float) -> int | None:
+        """The sandbox's pid once bwrap reports it; None when bwrap exits first or time is up.
+
+        Also opens a pidfd on it (the sandbox's pid 1 is not our child, so we cannot wait(2) for
+        it, and its pid could be reused once it is gone).
+        """
+        while True:
+            self.read()
+            if self.child_pid is not None or self.exited:
+                break
+            if not wait_readable(self.fd, deadline):
+                return None
+        if self.child_pid is not None and self.pidfd < 0:
+            try:
+                self.pidfd = os.pidfd_open(self.child_pid)
+            except (AttributeError, OSError):
+                pass  # gone already, or Linux < 5.3
+        return self.child_pid
+
+    def wait_sandbox_gone(self, proc: subprocess.Popen[bytes]) -> None:
+        """Wait until the sandbox's pid 1 has exited, which the kernel lets happen only after every
+        other process in the pid namespace is gone.
+
+        bwrap itself exits as soon as the command's first process does, a moment before the rest
+        of the namespace is killed: without this wait, a detached child would still show up just
+        after ``run`` returned.
+        """
+        if self.pidfd >= 0:
+            if not wait_readable(self.pidfd, time.monotonic() + 5):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                wait_readable(self.pidfd, time.monotonic() + 5)
+            return
+        if self.child_pid is not None:  # no pidfd: watch /proc (a zombie has no threads left)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                try:
+                    state = Path(f"/proc/{self.child_pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+                except (OSError, IndexError):
+                    return
+                if state in (b"Z", b"X"):
+                    return
+                time.sleep(0.002)
+
+    def kill_sandbox(self, proc: subprocess.Popen[bytes]) -> None:
+        """Time is up: SIGKILL the sandbox's pid 1, which takes the whole pid namespace with it.
+
+        bwrap then exits once the namespace is empty, so "done" means the whole tree is gone.
+        The process group kill is the fallback (bwrap's --die-with-parent does the rest).
+        """
+        self.read()
+        if self.child_pid is not None:
+            try:
+                if self.pidfd >= 0:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.child_pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+                self.wait_sandbox_gone(proc)
+                return
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        kill_group(proc)
+
+    def close(self) -> None:
+        for fd in (self.fd, self.pidfd):
+            if fd >= 0:
+                os.close(fd)
+        self.fd = self.pidfd = -1

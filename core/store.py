@@ -1,0 +1,230 @@
+"""The run store: every step of a run, written to an embedded DuckDB database as it happens.
+
+Each run has its own database file, ``<run dir>/trajectory.duckdb``, held open by the process
+running it; every write is one transaction, so a killed run leaves each completed step readable
+and none half-written. Tables (one row per):
+
+- ``runs``: the run (task, plugin, policy, status, totals, reward, patch path);
+- ``messages``: history message, in order (``seq``), OpenAI chat format, tool calls as JSON;
+- ``model_calls``: model call (tokens: prompt, cached prompt, completion; latency in seconds);
+- ``tool_calls``: executed tool call (arguments, observation, error flag, data, seconds);
+- ``rewards``: reward component (name, value in [0, 1], weight, details as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+
+from core.errors import RunNotFound
+from core.state import Message, ToolCall, Usage
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, plugin VARCHAR, task VARCHAR, repo VARCHAR, policy VARCHAR,
+    config JSON, status VARCHAR, exit_status VARCHAR, exit_detail VARCHAR, reward DOUBLE,
+    steps INTEGER, prompt_tokens BIGINT, cached_prompt_tokens BIGINT, completion_tokens BIGINT,
+    cost DOUBLE, active_s DOUBLE, patch_path VARCHAR, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY, step INTEGER, role VARCHAR, content VARCHAR, tool_calls JSON,
+    tool_call_id VARCHAR, name VARCHAR, created_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS model_calls (
+    step INTEGER PRIMARY KEY, model VARCHAR, prompt_tokens INTEGER, cached_prompt_tokens INTEGER,
+    completion_tokens INTEGER, latency_s DOUBLE, finish_reason VARCHAR, created_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    tool_call_id VARCHAR PRIMARY KEY, step INTEGER, tool VARCHAR, arguments VARCHAR, output VARCHAR,
+    is_error BOOLEAN, data JSON, duration_s DOUBLE, created_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS rewards (
+    name VARCHAR PRIMARY KEY, value DOUBLE, weight DOUBLE, detail JSON, created_at TIMESTAMPTZ
+);
+"""
+
+RUN_FIELDS = (
+    "run_id plugin task repo policy config status exit_status exit_detail reward steps prompt_tokens "
+    "cached_prompt_tokens completion_tokens cost active_s patch_path created_at updated_at"
+).split()
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RunStore:
+    """One run's trajectory database.
+
+    Args:
+        path: the DuckDB file (created with the schema when missing).
+        read_only: open without taking the write lock (fails while the run is being written).
+
+    Raises:
+        duckdb.IOException: another process holds the file (the run is in progress).
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.con = duckdb.connect(str(path), read_only=read_only)
+        if not read_only:
+            self.con.execute(SCHEMA)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """All writes inside are kept together or not at all."""
+        self.con.begin()
+        try:
+            yield
+        except BaseException:
+            self.con.rollback()
+            raise
+        self.con.commit()
+
+    def close(self) -> None:
+        """Close the database (idempotent)."""
+        self.con.close()
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(self, run_id: str, **fields: Any) -> None:
+        """Insert the run's row; ``fields`` are columns of ``runs`` (``config`` is a dict)."""
+        fields = {"run_id": run_id, "status": "running", "created_at": _now(), "updated_at": _now(), **fields}
+        if "config" in fields:
+            fields["config"] = json.dumps(fields["config"])
+        cols = ", ".join(fields)
+        self.con.execute(f"INSERT INTO runs ({cols}) VALUES ({', '.join('?' * len(fields))})", list(fields.values()))
+
+    def update_run(self, **fields: Any) -> None:
+        """Set columns of the run's row (there is one row per database)."""
+        fields["updated_at"] = _now()
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        self.con.execute(f"UPDATE runs SET {sets}", list(fields.values()))
+
+    def run(self) -> dict[str, Any]:
+        """Return the run's row as a dict (``config`` parsed).
+
+        Raises:
+            RunNotFound: the database holds no run.
+        """
+        row = self.con.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs").fetchone()
+        if row is None:
+            raise RunNotFound(f"{self.path} holds no run")
+        out = dict(zip(RUN_FIELDS, row))
+        out["config"] = json.loads(out["config"]) if out["config"] else {}
+        return out
+
+    # -- history ----------------------------------------------------------------------------
+
+    def _insert_message(self, seq: int, step: int, m: Message) -> None:
+        calls = json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
+        self.con.execute(
+            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [seq, step, m.role, m.content, calls, m.tool_call_id, m.name, _now()],
+        )
+
+    def append_message(self, seq: int, step: int, message: Message) -> None:
+        """Append a system or user message at position ``seq``."""
+        self._insert_message(seq, step, message)
+
+    def append_opening(self, messages: list[Message]) -> None:
+        """Write the opening messages (system prompt, task) as step 0, in one transaction."""
+        with self._transaction():
+            for seq, message in enumerate(messages):
+                self._insert_message(seq, 0, message)
+
+    def append_model_turn(
+        self, seq: int, step: int, message: Message, usage: Usage, *, model: str, latency_s: float, finish_reason: str | None
+    ) -> None:
+        """Append an assistant message and its model call, in one transaction."""
+        with self._transaction():
+            self._insert_message(seq, step, message)
+            self.con.execute(
+                "INSERT INTO model_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [step, model, usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens, latency_s, finish_reason, _now()],
+            )
+
+    def append_observation(
+        self, seq: int, step: int, message: Message, call: ToolCall, *, is_error: bool, data: dict[str, Any], duration_s: float
+    ) -> None:
+        """Append a tool message (the observation) and its tool-call record, in one transaction."""
+        with self._transaction():
+            self._insert_message(seq, step, message)
+            self.con.execute(
+                "INSERT INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [call.id, step, call.name, call.arguments, message.content, is_error, json.dumps(data, default=str), duration_s, _now()],
+            )
+
+    def model_call_usage(self, step: int) -> Usage:
+        """Return the stored token usage of model call ``step`` (zeros if none)."""
+        row = self.con.execute(
+            "SELECT prompt_tokens, cached_prompt_tokens, completion_tokens FROM model_calls WHERE step = ?", [step]
+        ).fetchone()
+        return Usage(prompt_tokens=row[0], cached_prompt_tokens=row[1], completion_tokens=row[2]) if row else Usage()
+
+    def tool_call_outcome(self, tool_call_id: str) -> tuple[bool, bool]:
+        """Return ``(ended the episode, was malformed)`` for a stored tool call."""
+        row = self.con.execute("SELECT data FROM tool_calls WHERE tool_call_id = ?", [tool_call_id]).fetchone()
+        data = json.loads(row[0]) if row and row[0] else {}
+        return bool(data.get("done")), bool(data.get("malformed"))
+
+    def messages(self) -> list[Message]:
+        """Return the whole history in order."""
+        rows = self.con.execute(
+            "SELECT role, content, tool_calls, tool_call_id, name FROM messages ORDER BY seq"
+        ).fetchall()
+        return [
+            Message(
+                role=role,
+                content=content,
+                tool_calls=[ToolCall(**c) for c in json.loads(calls)] if calls else [],
+                tool_call_id=call_id,
+                name=name,
+            )
+            for role, content, calls, call_id, name in rows
+        ]
+
+    def steps(self) -> list[dict[str, Any]]:
+        """Return one dict per model call: step, tokens, latency, and its tool calls."""
+        calls = self.con.execute(
+            "SELECT step, model, prompt_tokens, cached_prompt_tokens, completion_tokens, latency_s FROM model_calls ORDER BY step"
+        ).fetchall()
+        tools = self.con.execute(
+            "SELECT step, tool_call_id, tool, arguments, output, is_error, duration_s FROM tool_calls ORDER BY created_at"
+        ).fetchall()
+        by_step: dict[int, list[dict[str, Any]]] = {}
+        for step, cid, tool, args, output, is_error, dur in tools:
+            by_step.setdefault(step, []).append(
+                {"id": cid, "tool": tool, "arguments": args, "output": output, "is_error": is_error, "duration_s": dur}
+            )
+        return [
+            {
+                "step": step,
+                "model": model,
+                "usage": Usage(prompt_tokens=p, cached_prompt_tokens=c, completion_tokens=o),
+                "latency_s": lat,
+                "tool_calls": by_step.get(step, []),
+            }
+            for step, model, p, c, o, lat in calls
+        ]
+
+    # -- rewards ----------------------------------------------------------------------------
+
+    def set_rewards(self, components: dict[str, tuple[float, float, dict[str, Any]]]) -> None:
+        """Replace the reward components: ``{name: (value, weight, detail)}``, in one transaction."""
+        with self._transaction():
+            self.con.execute("DELETE FROM rewards")
+            for name, (value, weight, detail) in components.items():
+                self.con.execute(
+                    "INSERT INTO rewards VALUES (?, ?, ?, ?, ?)", [name, value, weight, json.dumps(detail, default=str), _now()]
+                )
+
+    def rewards(self) -> dict[str, dict[str, Any]]:
+        """Return ``{name: {"value", "weight", "detail"}}``."""
+        rows = self.con.execute("SELECT name, value, weight, detail FROM rewards ORDER BY name").fetchall()
+        return {n: {"value": v, "weight": w, "detail": json.loads(d) if d else {}} for n, v, w, d in rows}

@@ -1,0 +1,1 @@
+"""Horizon's built-in plugins, each registered in the ``horizon.plugins`` entry-point group."""

@@ -1,0 +1,76 @@
+"""The coding plugin: fix bugs in Python and Java repositories, verified by their own tests."""
+
+from __future__ import annotations
+
+import json
+
+from core.plugin import Task, Verification
+from core.tools import Tool, ToolContext
+from plugins.coding.reward import edited_test_files, file_digests, grade
+from plugins.coding.testing import run_test_suite, test_files
+from plugins.coding.tools import CODING_TOOLS
+
+SYSTEM_PROMPT = """\
+You are a careful software engineer fixing a problem in a repository. You work only through tools;
+every path is relative to the repository root.
+
+How to work:
+1. Find the relevant code: search_code (regex) and find_symbol (definitions and references).
+2. Read it with view_file.
+3. Reproduce the problem with run_tests; read the failure.
+4. Make the smallest correct change with edit_file (old_text must match exactly once).
+5. Run run_tests again, and static_check on what you changed.
+6. Call finish with a one-paragraph summary when the tests pass.
+
+Do not edit test files to make them pass: the grader checks the original tests and gives no
+credit if a test file changed.
+"""
+
+BASELINE_FILE = "baseline.json"
+
+
+class CodingPlugin:
+    """Plugin ``coding``: tools to search, read, edit, test and check code; a test-based reward."""
+
+    name = "coding"
+    description = "Fix bugs in Python and Java repositories; graded by fail-to-pass and pass-to-pass tests."
+
+    def system_prompt(self, task: Task) -> str:
+        """The same text for every run, so the model server's prefix cache can reuse it."""
+        return SYSTEM_PROMPT
+
+    def tools(self) -> list[Tool]:
+        """search_code, find_symbol, view_file, edit_file, run_tests, static_check, finish."""
+        return list(CODING_TOOLS)
+
+    def setup(self, task: Task, ctx: ToolContext) -> str:
+        """Run the test suite once before the agent starts and record each test's outcome.
+
+        Returns:
+            A paragraph for the task message naming the failing tests.
+        """
+        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+        baseline = {
+            "framework": run.framework,
+            "outcomes": run.outcomes,
+            "build_failed": run.build_failed,
+            "test_files": file_digests(ctx.workspace, test_files(ctx.workspace)),
+        }
+        (ctx.scratch / BASELINE_FILE).write_text(json.dumps(baseline, indent=1))
+        if run.framework is None:
+            return "No test suite was found in this repository."
+        failing = sorted(t for t, o in run.outcomes.items() if o in ("failed", "error"))
+        if run.build_failed:
+            return f"The {run.framework} test suite does not build at the moment."
+        listed = "\n".join(f"- {t}" for t in failing[:20])
+        return (
+            f"The {run.framework} test suite has {len(run.outcomes)} tests; {len(failing)} fail now"
+            + (f":\n{listed}" if failing else ".")
+        )
+
+    def verify(self, task: Task, ctx: ToolContext) -> Verification:
+        """Run the suite again and grade it against the baseline (see ``plugins.coding.reward``)."""
+        baseline = json.loads((ctx.scratch / BASELINE_FILE).read_text())
+        final = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+        edited = edited_test_files(baseline["test_files"], file_digests(ctx.workspace, test_files(ctx.workspace)))
+        return grade(baseline["outcomes"], final.outcomes, edited)

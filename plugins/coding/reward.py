@@ -1,0 +1,72 @@
+"""The coding reward: fail-to-pass share, gated by pass-to-pass and untouched test files.
+
+Grading follows SWE-bench's definitions (Jimenez et al., 2024, "SWE-bench: Can Language Models
+Resolve Real-World GitHub Issues?"): tests failing before the episode and passing after are
+FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
+
+    reward = |fixed targets| / |targets|    if no PASS_TO_PASS test broke and no test file changed
+           = 0                              otherwise
+
+where the targets are the tests that did not pass at the start. With no targets (the suite was
+green), the reward is 1 when nothing broke. Every test's outcome before and after is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from core.plugin import RewardComponent, Verification
+
+
+def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
+    """SHA-256 of each file in ``paths`` (relative to ``workspace``)."""
+    return {p: hashlib.sha256((workspace / p).read_bytes()).hexdigest() for p in paths if (workspace / p).is_file()}
+
+
+def edited_test_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Test files changed, deleted or added between two ``file_digests`` results."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]) -> Verification:
+    """Grade an episode from per-test outcomes.
+
+    Args:
+        before: ``{test_id: "passed"|"failed"|"error"|"skipped"}`` at the start.
+        after: the same at the end.
+        edited_tests: test files the episode changed (any makes the reward 0).
+
+    Returns:
+        The verification, with components ``fail_to_pass`` (the share, weight 1),
+        ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details.
+    """
+    targets = sorted(t for t, o in before.items() if o in ("failed", "error"))
+    if not before:  # the suite did not build at the start: every test it has now is a target
+        targets = sorted(after)
+    kept = sorted(t for t, o in before.items() if o == "passed")
+    fixed = [t for t in targets if after.get(t) == "passed"]
+    broken = [t for t in kept if after.get(t) != "passed"]
+    share = len(fixed) / len(targets) if targets else 1.0
+    p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
+    untouched = 0.0 if edited_tests else 1.0
+    reward = share if not broken and not edited_tests else 0.0
+    if edited_tests:
+        summary = f"test files were edited ({', '.join(edited_tests)}): reward 0"
+    elif broken:
+        summary = f"{len(broken)} test(s) that passed before now fail ({', '.join(broken[:3])}): reward 0"
+    elif targets:
+        summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
+    else:
+        summary = "no failing tests at the start; none broke" if after else "no tests found"
+    detail = {"before": before, "after": after}
+    return Verification(
+        reward=reward,
+        passed=bool(targets) and reward == 1.0,
+        summary=summary,
+        components={
+            "fail_to_pass": RewardComponent(value=share, weight=1.0, detail={"targets": targets, "fixed": fixed, **detail}),
+            "pass_to_pass": RewardComponent(value=p2p, weight=0.0, detail={"kept": len(kept), "broken": broken}),
+            "tests_untouched": RewardComponent(value=untouched, weight=0.0, detail={"edited": edited_tests}),
+        },
+    )

@@ -1,0 +1,226 @@
+"""Walking a repository's files (honouring ``.gitignore``) and regex search over them.
+
+Everything here runs in-process: it only reads the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from core.errors import ToolError
+
+#: Directories never entered, whether or not a ``.gitignore`` names them.
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".venv", "node_modules"}
+)
+#: Files larger than this many bytes are not searched.
+MAX_SEARCH_FILE_BYTES = 1 << 20
+#: A file whose first this-many bytes contain a NUL byte is treated as binary.
+BINARY_SNIFF_BYTES = 8192
+#: Longest matched line shown, in characters.
+MAX_LINE_CHARS = 200
+
+
+def is_binary_bytes(head: bytes) -> bool:
+    """Return True when ``head`` (the first bytes of a file) looks binary (contains a NUL byte)."""
+    return b"\0" in head[:BINARY_SNIFF_BYTES]
+
+
+def _load_spec(directory: Path, *, include_info_exclude: bool = False) -> pathspec.PathSpec | None:
+    lines: list[str] = []
+    sources = [directory / ".gitignore"]
+    if include_info_exclude:
+        sources.append(directory / ".git" / "info" / "exclude")
+    for source in sources:
+        try:
+            lines += source.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+@dataclass
+class _Ignores:
+    """The ``.gitignore`` specs of a directory and its ancestors up to the repository root."""
+
+    root: Path
+    specs: list[tuple[Path, pathspec.PathSpec]] = field(default_factory=list)
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        for base, spec in self.specs:
+            rel = path.relative_to(base).as_posix()
+            if spec.match_file(rel + "/" if is_dir else rel):
+                return True
+        return False
+
+    def child(self, directory: Path) -> _Ignores:
+        spec = _load_spec(directory)
+        if spec is None:
+            return self
+        return _Ignores(self.root, [*self.specs, (directory, spec)])
+
+
+def _ignores_for(root: Path, directory: Path) -> _Ignores:
+    ignores = _Ignores(root)
+    spec = _load_spec(root, include_info_exclude=True)
+    if spec is not None:
+        ignores.specs.append((root, spec))
+    current = root
+    for part in directory.relative_to(root).parts:
+        current = current / part
+        ignores = ignores.child(current)
+    return ignores
+
+
+def iter_files(root: Path, start: Path | None = None, *, suffixes: tuple[str, ...] | None = None) -> Iterator[Path]:
+    """Yield the files of a repository, in a stable (sorted) order.
+
+    Skips ``.git`` and other tool folders (``SKIPPED_DIRS``), anything matched by the
+    ``.gitignore`` files of the root and of each folder on the way (plus ``.git/info/exclude``),
+    and symbolic links that leave the repository.
+
+    Args:
+        root: the repository root (absolute).
+        start: a folder or file inside ``root`` to walk instead of the whole repository; a
+            file given here is yielded even if ignored (it was asked for by name).
+        suffixes: when given, only files whose name ends with one of these (e.g. ``(".py",)``).
+
+    Returns:
+        An iterator of absolute paths.
+    """
+    root = root.resolve()
+    start = (start or root).resolve()
+    if start.is_file():
+        if suffixes is None or start.name.endswith(suffixes):
+            yield start
+        return
+    if not start.is_dir():
+        return
+    yield from _walk(root, start, _ignores_for(root, start), suffixes)
+
+
+def _walk(root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    subdirs: list[Path] = []
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir()
+            if entry.is_symlink():
+                target = path.resolve()
+                if target != root and root not in target.parents:
+                    continue
+                if is_dir:
+                    continue  # never follow directory links: no cycles
+        except OSError:
+            continue
+        if is_dir:
+            if entry.name in SKIPPED_DIRS or ignores.ignored(path, True):
+                continue
+            subdirs.append(path)
+        elif (suffixes is None or entry.name.endswith(suffixes)) and entry.is_file() and not ignores.ignored(path, False):
+            yield path
+    for sub in subdirs:
+        yield from _walk(root, sub, ignores.child(sub), suffixes)
+
+
+@dataclass
+class SearchMatch:
+    """One matching line: ``path`` relative to the root (POSIX), 1-based ``line``, the line's ``text``."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass
+class SearchResult:
+    """Matches of one search; ``truncated`` when more matches exist than were kept."""
+
+    matches: list[SearchMatch]
+    truncated: bool
+    files_searched: int
+    files_skipped: int
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """Compile a Python regular expression, turning ``re.error`` into a ``ToolError``."""
+    if not pattern:
+        raise ToolError("pattern is empty; give a regular expression such as 'def display_name' or 'getNickname\\(\\)'")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(
+            f"invalid regular expression {pattern!r}: {exc}; escape special characters such as ( ) [ ] . * + ? with a backslash"
+        ) from None
+
+
+def search_code(root: Path, pattern: str, start: Path | None = None, max_results: int = 50) -> SearchResult:
+    """Search text files under ``start`` (default: the whole repository) for a regex, line by line.
+
+    Args:
+        root: repository root (absolute).
+        pattern: a Python regular expression, matched against each line separately.
+        start: folder or file to search (absolute, inside ``root``).
+        max_results: how many matching lines to keep.
+
+    Returns:
+        ``SearchResult`` with matches in path then line order.
+
+    Raises:
+        ToolError: the pattern is not a valid regular expression.
+    """
+    regex = compile_pattern(pattern)
+    root = root.resolve()
+    matches: list[SearchMatch] = []
+    searched = skipped = 0
+    for path in iter_files(root, start):
+        try:
+            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                skipped += 1
+                continue
+            data = path.read_bytes()
+        except OSError:
+            skipped += 1
+            continue
+        if is_binary_bytes(data):
+            skipped += 1
+            continue
+        searched += 1
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                if len(matches) >= max_results:
+                    return SearchResult(matches, True, searched, skipped)
+                matches.append(SearchMatch(rel, number, line))
+    return SearchResult(matches, False, searched, skipped)
+
+
+def shorten(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """Strip trailing whitespace and cut ``text`` to ``limit`` characters, marking the cut."""
+    text = text.rstrip()
+    return text if len(text) <= limit else text[:limit] + f" … (+{len(text) - limit} chars)"
+
+
+def format_search(result: SearchResult, pattern: str, where: str) -> str:
+    """Render a ``SearchResult`` as ``path:line: text`` lines with a one-line summary."""
+    if not result.matches:
+        return f"no matches for /{pattern}/ in {where} ({result.files_searched} files searched)"
+    lines = [f"{m.path}:{m.line}: {shorten(m.text)}" for m in result.matches]
+    files = len({m.path for m in result.matches})
+    if result.truncated:
+        lines.append(
+            f"[showing the first {len(result.matches)} matching lines; there are more: narrow the pattern or the path, or raise max_results]"
+        )
+    else:
+        lines.append(f"[{len(result.matches)} matching lines in {files} files]")
+    return "\n".join(lines)

@@ -1,0 +1,661 @@
+"""Detecting and running a repository's tests in the sandbox, with per-test outcomes.
+
+The ``run_tests`` tool and the reward (fail-to-pass / pass-to-pass at the start and end of an
+episode) both call ``run_test_suite``. Outcomes are read from a JUnit XML report written under
+the scratch folder, never from console text, and nothing is built inside the workspace:
+
+* pytest: ``python -m pytest -p no:cacheprovider --junitxml=<scratch>/... -o junit_family=xunit1``
+  with ``PYTHONDONTWRITEBYTECODE=1``, ``--basetemp`` under scratch and ``--rootdir=<workspace>``.
+  Test ids are pytest node ids relative to the workspace (``tests/test_service.py::test_x``,
+  ``tests/test_a.py::TestK::test_y[param]``).
+* JUnit 5 (no Maven: no network): ``javac -d <scratch>/classes -cp <console launcher jar>`` over
+  the main and test sources, then the JUnit Platform console launcher 1.9 (Debian's
+  ``junit5``; its options are flat, with no ``execute`` subcommand) with ``--scan-class-path``
+  and ``--reports-dir``. Ids are ``com.example.users.UserServiceTest#methodName`` (parameters kept
+  when a method has any: ``#len(String)[1]``; nested classes as ``Outer$Inner``).
+
+Outcomes are ``passed``, ``failed``, ``error`` or ``skipped``. ``failed`` means the test ran and
+did not pass; for JUnit that includes the XML's ``<error>`` (any exception other than an
+assertion), because the JUnit Platform itself only knows success, failure and abort, and pytest
+too reports an exception raised in a test body as a failure. ``error`` is pytest's error in a
+fixture's setup or teardown, or a module that failed to import (id: the module's path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.errors import ToolError
+from core.sandbox.base import Sandbox, SandboxLimits
+from plugins.coding.search import iter_files, shorten
+
+Framework = Literal["pytest", "junit"]
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+#: Characters of console output kept in ``TestRun.output`` (head and tail); the rest is in the
+#: run folder's ``output.txt``.
+OUTPUT_HEAD_CHARS = 4000
+OUTPUT_TAIL_CHARS = 12000
+
+_JUNIT_JAR_GLOBS = ("junit-platform-console-standalone.jar", "junit-platform-console-standalone-*.jar")
+_JUNIT_JAR_DIRS = (Path("/usr/share/java"),)
+_PYTEST_CONFIG_MARKERS = {
+    "pytest.ini": None,
+    "pyproject.toml": "[tool.pytest",
+    "setup.cfg": "[tool:pytest]",
+    "tox.ini": "[pytest]",
+}
+NO_TESTS_MESSAGE = (
+    "no tests found: expected pytest tests (test_*.py / *_test.py or a pytest config) or "
+    "JUnit tests (src/test/java or *Test.java)"
+)
+_FRAMEWORK_NOISE = ("java.", "jdk.", "sun.", "org.junit.", "org.opentest4j.", "org.apiguardian.")
+
+
+class TestRun(BaseModel):
+    """The outcome of one test-suite run.
+
+    Attributes:
+        framework: ``pytest`` or ``junit``; ``None`` when the repository has no tests (then
+            nothing ran and ``exit_code`` is -1).
+        outcomes: ``{test_id: "passed" | "failed" | "error" | "skipped"}``, one entry per test that
+            the report lists; empty when nothing ran (build failure, timeout, crash).
+        messages: ``{test_id: text}`` for tests not passed: the failure message and the most
+            useful lines of its traceback.
+        exit_code: exit status of the test command (of ``javac`` when the build failed).
+        build_failed: the suite could not be built or collected, so some or all outcomes are
+            missing: a ``javac`` error, or a pytest module that failed to import.
+        timed_out: the sandbox's time limit stopped the run.
+        output: the console output (compiler errors when the build failed), head and tail kept.
+        duration_s: wall-clock seconds for the whole run, build included.
+        run_dir: the scratch folder holding the report and ``output.txt``.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    framework: Framework | None
+    outcomes: dict[str, Outcome] = Field(default_factory=dict)
+    messages: dict[str, str] = Field(default_factory=dict)
+    exit_code: int
+    build_failed: bool = False
+    timed_out: bool = False
+    output: str = ""
+    duration_s: float = 0.0
+    run_dir: str = ""
+
+    def count(self, outcome: Outcome) -> int:
+        """How many tests had ``outcome``."""
+        return sum(1 for value in self.outcomes.values() if value == outcome)
+
+    @property
+    def not_passed(self) -> list[str]:
+        """Ids of tests that failed or errored, sorted."""
+        return sorted(t for t, o in self.outcomes.items() if o in ("failed", "error"))
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def _is_python_test(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    if not name.endswith(".py"):
+        return False
+    parts = rel.split("/")[:-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part in ("tests", "test") for part in parts)
+    )
+
+
+def _is_java_test(rel: str) -> bool:
+    if ("/" + rel).find("/src/test/") != -1:
+        return True
+    name = rel.rsplit("/", 1)[-1]
+    if not name.endswith(".java"):
+        return False
+    stem = name[: -len(".java")]
+    return stem.startswith("Test") or stem.endswith(("Test", "Tests", "IT"))
+
+
+def test_files(workspace: Path) -> list[str]:
+    """List the repository's test source files, so edits to tests can be told apart.
+
+    Python: ``test_*.py``, ``*_test.py``, ``conftest.py`` and any ``.py`` under a ``tests`` or
+    ``test`` folder. Java: every file under a ``src/test/`` folder (resources included) and
+    ``Test*.java``, ``*Test.java``, ``*Tests.java``, ``*IT.java`` elsewhere. Files ignored by
+    ``.gitignore`` are left out.
+
+    Args:
+        workspace: repository root.
+
+    Returns:
+        Sorted POSIX paths relative to ``workspace``.
+    """
+    root = workspace.resolve()
+    found = []
+    for path in iter_files(root):
+        rel = path.relative_to(root).as_posix()
+        if _is_python_test(rel) or _is_java_test(rel):
+            found.append(rel)
+    return sorted(found)
+
+
+test_files.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
+
+
+def _has_pytest_config(root: Path) -> bool:
+    if (root / "conftest.py").is_file():
+        return True
+    for name, marker in _PYTEST_CONFIG_MARKERS.items():
+        path = root / name
+        if not path.is_file():
+            continue
+        if marker is None:
+            return True
+        try:
+            if marker in path.read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def detect_framework(workspace: Path) -> Framework | None:
+    """Tell which test framework a repository uses.
+
+    ``junit`` when there is a ``src/test/java`` folder or ``*Test.java``-style files; ``pytest``
+    when there are ``test_*.py`` / ``*_test.py`` files or a pytest configuration. When both
+    apply, the one with more test files wins (pytest on a tie).
+
+    Args:
+        workspace: repository root.
+
+    Returns:
+        ``"pytest"``, ``"junit"``, or ``None`` when no tests were found.
+    """
+    root = workspace.resolve()
+    python = java = 0
+    for rel in test_files(root):
+        name = rel.rsplit("/", 1)[-1]
+        if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
+            python += 1
+        elif name.endswith(".java"):
+            java += 1
+    if not java and any(True for _ in _maven_roots(root, "test")):
+        java = 1
+    if not python and _has_pytest_config(root):
+        python = 1
+    if not python and not java:
+        return None
+    return "junit" if java > python else "pytest"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def default_python() -> str:
+    """The interpreter that runs pytest: ``$HORIZON_TEST_PYTHON``, else Horizon's own."""
+    return os.environ.get("HORIZON_TEST_PYTHON") or sys.executable
+
+
+def find_junit_launcher() -> Path | None:
+    """The JUnit Platform console-launcher jar: ``$HORIZON_JUNIT_JAR``, else Debian's in ``/usr/share/java``."""
+    configured = os.environ.get("HORIZON_JUNIT_JAR")
+    if configured:
+        return Path(configured) if Path(configured).is_file() else None
+    for folder in _JUNIT_JAR_DIRS:
+        for pattern in _JUNIT_JAR_GLOBS:
+            matches = sorted(folder.glob(pattern))
+            if matches:
+                return matches[-1]
+    return None
+
+
+def java_tool(name: str) -> str | None:
+    """Absolute path of a JDK program (``java``, ``javac``): ``$JAVA_HOME/bin`` first, then ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).is_file():
+        return str(Path(home) / "bin" / name)
+    found = shutil.which(name)
+    return str(Path(found).resolve()) if found else None
+
+
+def sandbox_env(run_dir: Path) -> dict[str, str]:
+    """Extra environment for tool processes: UTF-8 and no bytecode files in the workspace.
+
+    The sandbox supplies PATH, HOME and TMPDIR; programs are started by absolute path anyway.
+    Also makes ``run_dir/tmp`` for programs told to use it (pytest's basetemp, java.io.tmpdir).
+    """
+    (run_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def new_run_dir(scratch: Path, label: str) -> Path:
+    """Make a fresh numbered folder ``<scratch>/runs/NNN-label`` for one command's files."""
+    base = scratch / "runs"
+    base.mkdir(parents=True, exist_ok=True)
+    for number in range(len(list(base.iterdir())) + 1, 100000):
+        candidate = base / f"{number:03d}-{label}"
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RuntimeError(f"cannot make a run folder under {base}")
+
+
+def clip_output(text: str, head: int = OUTPUT_HEAD_CHARS, tail: int = OUTPUT_TAIL_CHARS) -> str:
+    """Keep the first ``head`` and last ``tail`` characters of ``text``, marking the cut."""
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n… [{len(text) - head - tail} characters cut] …\n{text[-tail:]}"
+
+
+def _maven_roots(root: Path, kind: str) -> list[Path]:
+    """Folders ``…/src/<kind>/java`` in the repository (``kind``: main or test)."""
+    found = []
+    for dirpath, dirnames, _files in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("target", "build", "node_modules"))
+        path = Path(dirpath)
+        if path.name == "java" and path.parent.name == kind and path.parent.parent.name == "src":
+            found.append(path)
+            dirnames[:] = []
+    return found
+
+
+def java_sources(workspace: Path) -> tuple[list[str], list[str]]:
+    """Java files to compile, split into (main, test), as POSIX paths relative to the workspace.
+
+    With a Maven layout only ``src/main/java`` and ``src/test/java`` trees (any module) count;
+    otherwise every ``.java`` file not ignored by ``.gitignore``, split by ``_is_java_test``.
+    """
+    root = workspace.resolve()
+    main_roots, test_roots = _maven_roots(root, "main"), _maven_roots(root, "test")
+    main: list[str] = []
+    test: list[str] = []
+    if main_roots or test_roots:
+        for bucket, roots in ((main, main_roots), (test, test_roots)):
+            for source_root in roots:
+                bucket += [p.relative_to(root).as_posix() for p in iter_files(root, source_root, suffixes=(".java",))]
+    else:
+        for path in iter_files(root, suffixes=(".java",)):
+            rel = path.relative_to(root).as_posix()
+            (test if _is_java_test(rel) else main).append(rel)
+    return main, test
+
+
+def java_classpath_extras(workspace: Path) -> list[str]:
+    """Resource folders (``src/*/resources``) and ``.jar`` files of the repository, absolute."""
+    root = workspace.resolve()
+    extras = [
+        str(p) for kind in ("main", "test") for p in (r.parent / "resources" for r in _maven_roots(root, kind)) if p.is_dir()
+    ]
+    extras += [str(p) for p in iter_files(root, suffixes=(".jar",))]
+    return extras
+
+
+# --------------------------------------------------------------------------- report parsing
+
+
+def _pytest_id(workspace: Path, case: ET.Element) -> str:
+    name = case.get("name", "")
+    classname = case.get("classname", "")
+    file = case.get("file")
+    if not classname:  # collection error: name is the module, dotted
+        return _dotted_to_path(workspace, name.split(".")) or name
+    parts = classname.split(".")
+    if file:
+        module = file[:-3].replace("/", ".") if file.endswith(".py") else file
+        if classname == module or classname.startswith(module + "."):
+            rest = classname[len(module) + 1 :].split(".") if classname != module else []
+            return "::".join([file, *[p for p in rest if p], name])
+    for cut in range(len(parts), 0, -1):
+        path = _dotted_to_path(workspace, parts[:cut])
+        if path:
+            return "::".join([path, *parts[cut:], name])
+    return f"{classname}::{name}"
+
+
+def _dotted_to_path(workspace: Path, parts: list[str]) -> str | None:
+    candidate = "/".join(parts) + ".py"
+    return candidate if (workspace / candidate).is_file() else None
+
+
+def _tail_lines(text: str, count: int) -> list[str]:
+    lines = [line.rstrip() for line in text.strip("\n").splitlines() if line.strip()]
+    return lines[-count:]
+
+
+def parse_pytest_report(workspace: Path, report: Path) -> tuple[dict[str, Outcome], dict[str, str], bool]:
+    """Read a pytest JUnit XML report.
+
+    Returns:
+        ``(outcomes, messages, collection_failed)``; ``collection_failed`` is True when some
+        module could not be collected.
+    """
+    outcomes: dict[str, Outcome] = {}
+    messages: dict[str, str] = {}
+    collection_failed = False
+    rank = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        test_id = _pytest_id(workspace, case)
+        outcome: Outcome = "passed"
+        detail = None
+        for child in case:
+            kind = {"failure": "failed", "error": "error", "skipped": "skipped"}.get(child.tag)
+            if kind is None:
+                continue
+            if rank[kind] > rank[outcome]:
+                outcome, detail = kind, child  # type: ignore[assignment]
+        if not case.get("classname") and outcome == "error":
+            collection_failed = True
+        previous = outcomes.get(test_id)
+        if previous is not None and rank[previous] >= rank[outcome]:
+            continue
+        outcomes[test_id] = outcome
+        if detail is not None and outcome != "skipped":
+            head = (detail.get("message") or "").strip().splitlines()[:2]
+            messages[test_id] = "\n".join([*head, *_tail_lines(detail.text or "", 8)])
+    return outcomes, messages, collection_failed
+
+
+def _junit_id(case: ET.Element) -> str:
+    name = case.get("name", "")
+    name = name.removesuffix("()")
+    return f"{case.get('classname', '')}#{name}"
+
+
+def _java_message(detail: ET.Element) -> str:
+    kind = detail.get("type", "")
+    message = (detail.get("message") or "").strip()
+    first = f"{kind}: {message}" if kind and message else (kind or message)
+    frames = []
+    for line in (detail.text or "").splitlines():
+        line = line.strip()
+        if line.startswith("at "):
+            frame = line[3:]
+            if not frame.startswith(_FRAMEWORK_NOISE):
+                frames.append("  " + line)
+        elif line.startswith("Caused by:"):
+            frames.append(line)
+        if len(frames) >= 5:
+            break
+    return "\n".join([first.splitlines()[0] if first else "(no message)", *frames])
+
+
+def parse_junit_reports(reports_dir: Path) -> tuple[dict[str, Outcome], dict[str, str]]:
+    """Read the console launcher's ``TEST-*.xml`` reports (``TEST-junit-jupiter.xml`` and others).
+
+    Returns:
+        ``(outcomes, messages)``; ``<failure>`` and ``<error>`` both count as ``failed``.
+    """
+    outcomes: dict[str, Outcome] = {}
+    messages: dict[str, str] = {}
+    for report in sorted(reports_dir.glob("TEST-*.xml")):
+        for case in ET.parse(report).getroot().iter("testcase"):
+            test_id = _junit_id(case)
+            outcome: Outcome = "passed"
+            for child in case:
+                if child.tag in ("failure", "error"):
+                    outcome = "failed"
+                    messages[test_id] = _java_message(child)
+                    break
+                if child.tag == "skipped" and outcome == "passed":
+                    outcome = "skipped"
+            outcomes[test_id] = outcome
+    return outcomes, messages
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _check_selectors(tests: list[str]) -> list[str]:
+    cleaned = [t.strip() for t in tests if t.strip()]
+    for item in cleaned:
+        if item.startswith("-"):
+            raise ToolError(f"test selector {item!r} looks like an option; give test ids or paths, not flags")
+    return cleaned
+
+
+def _run_pytest(
+    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None
+) -> TestRun:
+    report = run_dir / "report.xml"
+    python = python or default_python()
+    argv = [
+        python, "-m", "pytest",
+        "-p", "no:cacheprovider",
+        f"--junitxml={report}",
+        "-o", "junit_family=xunit1",
+        f"--basetemp={run_dir / 'tmp' / 'pytest'}",
+        f"--rootdir={root}",
+        "--tb=short", "--color=no", "-q", "-rN",
+        *tests,
+    ]  # fmt: skip
+    result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
+    output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
+    (run_dir / "output.txt").write_text(output, encoding="utf-8")
+    run = TestRun(
+        framework="pytest",
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        output=clip_output(output),
+        run_dir=str(run_dir),
+    )
+    if report.is_file():
+        try:
+            run.outcomes, run.messages, run.build_failed = parse_pytest_report(root, report)
+        except ET.ParseError as exc:
+            run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
+    return run
+
+
+def _java_selectors(root: Path, tests: list[str]) -> list[str]:
+    selectors = []
+    for item in tests:
+        if item.endswith(".java"):
+            path = Path(item)
+            parts = path.with_suffix("").parts
+            if "java" in parts:
+                class_name = ".".join(parts[len(parts) - parts[::-1].index("java") :])
+            else:
+                package = ""
+                try:
+                    match = re.search(
+                        r"^\s*package\s+([\w.]+)\s*;", (root / item).read_text(encoding="utf-8", errors="replace"), re.MULTILINE
+                    )
+                    package = match.group(1) + "." if match else ""
+                except OSError:
+                    pass
+                class_name = package + path.stem
+            selectors.append(f"--select-class={class_name}")
+        elif "#" in item:
+            selectors.append(f"--select-method={item}")
+        elif re.fullmatch(r"[\w$.]+", item):
+            selectors.append(f"--select-class={item}")
+        else:
+            raise ToolError(
+                f"cannot read the JUnit test selector {item!r}; use a class (com.example.FooTest), a method "
+                "(com.example.FooTest#testBar) or a test file path"
+            )
+    return selectors
+
+
+def _run_junit(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None) -> TestRun:
+    launcher = find_junit_launcher()
+    javac, java = java_tool("javac"), java_tool("java")
+    if launcher is None or javac is None or java is None:
+        missing = [
+            n
+            for n, v in (
+                ("JUnit console launcher jar (junit-platform-console-standalone.jar; set HORIZON_JUNIT_JAR)", launcher),
+                ("javac", javac),
+                ("java", java),
+            )
+            if v is None
+        ]
+        raise ToolError(f"cannot run JUnit tests here: missing {', '.join(missing)}")
+    main, test = java_sources(root)
+    if not test:
+        raise ToolError("no Java test sources found (expected src/test/java or *Test.java files)")
+    classes, reports = run_dir / "classes", run_dir / "reports"
+    classes.mkdir()
+    extras = java_classpath_extras(root)
+    classpath = os.pathsep.join([str(launcher), *extras])
+    argfile = run_dir / "sources.txt"
+    argfile.write_text("\n".join(f'"{p}"' for p in [*main, *test]) + "\n", encoding="utf-8")
+    env = sandbox_env(run_dir)
+    started = time.monotonic()
+    compiled = sandbox.run(
+        [javac, "-d", str(classes), "-cp", classpath, "-encoding", "UTF-8", "-g", "-nowarn", "-implicit:none", f"@{argfile}"],
+        cwd=root, env=env, limits=limits,
+    )  # fmt: skip
+    if not compiled.ok:
+        output = (compiled.stdout + "\n" + compiled.stderr).strip()
+        if compiled.timed_out:
+            output = f"[javac timed out after {compiled.duration_s:.0f} s]\n{output}"
+        (run_dir / "output.txt").write_text(output, encoding="utf-8")
+        shutil.rmtree(classes, ignore_errors=True)
+        return TestRun(
+            framework="junit", exit_code=compiled.exit_code, build_failed=True, timed_out=compiled.timed_out,
+            output=clip_output(output), run_dir=str(run_dir),
+        )  # fmt: skip
+    selectors = _java_selectors(root, tests) if tests else [f"--scan-class-path={classes}"]
+    argv = [
+        java, "-XX:-UsePerfData", f"-Djava.io.tmpdir={run_dir / 'tmp'}",
+        "-jar", str(launcher),
+        "--disable-banner", "--disable-ansi-colors", "--details=none",
+        f"--class-path={os.pathsep.join([str(classes), *extras])}",
+        f"--reports-dir={reports}",
+        *selectors,
+    ]  # fmt: skip
+    if limits is not None:
+        remaining = max(1.0, limits.timeout_s - (time.monotonic() - started))
+        limits = limits.model_copy(update={"timeout_s": remaining})
+    result = sandbox.run(argv, cwd=root, env=env, limits=limits)
+    output = (result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")).strip()
+    (run_dir / "output.txt").write_text(output, encoding="utf-8")
+    shutil.rmtree(classes, ignore_errors=True)
+    run = TestRun(
+        framework="junit",
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        output=clip_output(output),
+        run_dir=str(run_dir),
+    )
+    if reports.is_dir():
+        try:
+            run.outcomes, run.messages = parse_junit_reports(reports)
+        except ET.ParseError as exc:
+            run.output = clip_output(f"[the JUnit report could not be read: {exc}]\n{output}")
+    return run
+
+
+def run_test_suite(
+    sandbox: Sandbox,
+    workspace: Path,
+    scratch: Path,
+    tests: list[str] | None = None,
+    *,
+    framework: Framework | None = None,
+    limits: SandboxLimits | None = None,
+    python: str | None = None,
+) -> TestRun:
+    """Run the repository's tests (or some of them) in the sandbox and collect per-test outcomes.
+
+    Args:
+        sandbox: runs the build and test commands; its workspace is ``workspace``.
+        workspace: repository root.
+        scratch: folder outside the workspace for builds, reports and logs; each run gets a
+            fresh ``runs/NNN-<framework>`` folder in it.
+        tests: selectors; pytest: node ids or paths (``tests/test_a.py::test_x``); JUnit:
+            ``pkg.Class``, ``pkg.Class#method`` or a test file path. ``None`` or empty: all.
+        framework: skip detection and use this one.
+        limits: sandbox limits per command (the sandbox's own by default); for JUnit the
+            launcher gets what the compiler left of ``timeout_s``.
+        python: interpreter for pytest (default ``default_python()``).
+
+    Returns:
+        ``TestRun``. A compile error or a test failure is a result, not an exception; so is a
+        repository without tests (``framework`` None, ``exit_code`` -1, nothing run).
+
+    Raises:
+        ToolError: a needed program (javac, java, the JUnit launcher) is missing, or a selector
+            is malformed.
+    """
+    root = workspace.resolve()
+    framework = framework or detect_framework(root)
+    if framework is None:
+        return TestRun(framework=None, exit_code=-1, output=NO_TESTS_MESSAGE)
+    selected = _check_selectors(tests or [])
+    run_dir = new_run_dir(scratch, framework)
+    started = time.monotonic()
+    if framework == "pytest":
+        run = _run_pytest(sandbox, root, run_dir, selected, limits, python)
+    else:
+        run = _run_junit(sandbox, root, run_dir, selected, limits)
+    run.duration_s = round(time.monotonic() - started, 3)
+    return run
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 50) -> str:
+    """Render a ``TestRun`` for the model: counts, failing tests with their first lines, exit code."""
+    lines: list[str] = []
+    if run.framework is None:
+        return run.output or NO_TESTS_MESSAGE
+    if run.build_failed and not run.outcomes:
+        tool = "javac" if run.framework == "junit" else "pytest"
+        lines.append(f"{run.framework}: BUILD FAILED, no tests ran ({tool} exit code {run.exit_code}, {run.duration_s:.1f} s)")
+        lines += _first_lines(run.output, 40)
+        return "\n".join(lines)
+    total = len(run.outcomes)
+    counts = ", ".join(f"{run.count(o)} {o}" for o in ("passed", "failed", "error", "skipped") if run.count(o) or o == "passed")
+    status = "timed out" if run.timed_out else f"exit code {run.exit_code}"
+    lines.append(f"{run.framework}: {total} test{'' if total == 1 else 's'}: {counts} ({status}, {run.duration_s:.1f} s)")
+    if run.build_failed:
+        lines.append("Some test modules could not be collected (see the errors below).")
+    if run.timed_out:
+        lines.append("The run was stopped by the time limit; outcomes may be missing. Run fewer tests (pass test ids).")
+    bad = run.not_passed
+    for index, test_id in enumerate(bad):
+        if index < max_detailed:
+            lines.append("")
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id}")
+            lines += ["    " + shorten(line, 300) for line in run.messages.get(test_id, "").splitlines()[:10]]
+        elif index < max_detailed + max_listed:
+            if index == max_detailed:
+                lines.append("")
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id}")
+        else:
+            lines.append(f"… and {len(bad) - index} more not passing")
+            break
+    if total == 0 and run.exit_code != 0:
+        lines.append("No test results were reported. Output:")
+        lines += _last_lines(run.output, 30)
+    elif total == 0:
+        lines.append("No tests were collected.")
+    return "\n".join(lines)
+
+
+def _first_lines(text: str, count: int) -> list[str]:
+    lines = text.strip().splitlines()
+    return lines[:count] + ([f"… ({len(lines) - count} more lines)"] if len(lines) > count else [])
+
+
+def _last_lines(text: str, count: int) -> list[str]:
+    lines = text.strip().splitlines()
+    return ([f"… ({len(lines) - count} lines before)"] if len(lines) > count else []) + lines[-count:]

@@ -1,0 +1,186 @@
+"""The coding plugin's tools: search, symbols, view, edit, tests, static checks, finish.
+
+Paths the model gives are relative to the repository root and pass through
+``ToolContext.resolve``. Tools that start processes (``run_tests``, ``static_check``) use
+``ctx.sandbox``; the others only read or write workspace files in-process.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.errors import ToolError
+from core.tools import Tool, ToolContext, ToolResult, tool
+from plugins.coding import files, search, static, symbols, testing
+
+
+def _rel(ctx: ToolContext, path) -> str:
+    root = ctx.workspace.resolve()
+    return path.relative_to(root).as_posix() if path != root else "."
+
+
+class SearchCodeArgs(BaseModel):
+    pattern: str = Field(
+        description="Python regular expression matched against each line, e.g. 'def display_name' or 'getNickname\\(\\)'; prefix (?i) to ignore case"
+    )
+    path: str = Field("", description="folder or file to search, relative to the repository root; empty for the whole repository")
+    max_results: int = Field(50, ge=1, le=500, description="most matching lines to return (1-500)")
+
+
+@tool
+def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
+    """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. Returns 'path:line: text' lines.
+
+    Args: ``SearchCodeArgs``. Returns a result whose ``data`` is ``{"matches": n, "truncated": bool}``.
+    """
+    start = ctx.resolve(args.path)
+    if not start.exists():
+        raise ToolError(
+            f"path {args.path!r} does not exist; give a folder or file relative to the repository root, or '' for all"
+        )
+    result = search.search_code(ctx.workspace, args.pattern, start, args.max_results)
+    where = "the repository" if not args.path.strip(" ./") else repr(_rel(ctx, start))
+    return ToolResult(
+        output=search.format_search(result, args.pattern, where),
+        data={"matches": len(result.matches), "truncated": result.truncated},
+    )
+
+
+class FindSymbolArgs(BaseModel):
+    name: str = Field(
+        description="identifier to look up, e.g. 'getDisplayName', or 'Class.member' to keep only definitions inside that class"
+    )
+    kind: Literal["definition", "reference", "any"] = Field(
+        "any", description="'definition' (classes, functions, methods, fields...), 'reference' (calls and other uses) or 'any'"
+    )
+
+
+@tool
+def find_symbol(args: FindSymbolArgs, ctx: ToolContext) -> ToolResult:
+    """Find where a name is defined and/or used in the repository's Python and Java files (parsed with tree-sitter, not text search). Returns 'path:line: kind  source-line' lines, definitions first.
+
+    Args: ``FindSymbolArgs``. Returns a result whose ``data`` is ``{"definitions": n, "references": n}``.
+    """
+    hits = symbols.find_symbol(ctx.workspace, args.name, args.kind)
+    definitions = sum(h.is_definition for h in hits)
+    return ToolResult(
+        output=symbols.format_hits(hits, args.name, args.kind),
+        data={"definitions": definitions, "references": len(hits) - definitions},
+    )
+
+
+class ViewFileArgs(BaseModel):
+    path: str = Field(description="file path relative to the repository root")
+    start_line: int = Field(1, description="first line to show, counting from 1")
+    end_line: int | None = Field(
+        None,
+        description=f"last line to show (inclusive); omit to show as much as allowed ({files.MAX_VIEW_LINES} lines per call)",
+    )
+
+
+@tool
+def view_file(args: ViewFileArgs, ctx: ToolContext) -> ToolResult:
+    """Show a file's lines with their line numbers (number, tab, text), at most 200 lines per call; the last line says how to see more.
+
+    Args: ``ViewFileArgs``. Returns the numbered text.
+    """
+    path = ctx.resolve(args.path)
+    return ToolResult(output=files.view_file(ctx.workspace, path, args.start_line, args.end_line))
+
+
+class EditFileArgs(BaseModel):
+    path: str = Field(description="file path relative to the repository root")
+    old_text: str = Field(
+        description="exact text to replace, copied from the file without line numbers, including indentation; it must occur exactly once (add surrounding lines if needed). Empty to create a new file"
+    )
+    new_text: str = Field(description="text that replaces old_text (the whole content when creating a file)")
+
+
+@tool
+def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+    """Replace one exact occurrence of old_text with new_text in a file (or create a new file when old_text is empty). Returns a unified diff of the change; when old_text is not found the error shows the most similar lines.
+
+    Args: ``EditFileArgs``. Returns a result whose ``data`` is ``{"path": str, "line": n, "created": bool}``.
+    """
+    path = ctx.resolve(args.path)
+    rel = _rel(ctx, path)
+    if rel == "." or rel == ".git" or rel.startswith(".git/"):
+        raise ToolError(f"{args.path!r} cannot be edited; give a file of the repository")
+    outcome = files.edit_file(ctx.workspace, path, args.old_text, args.new_text)
+    head = f"created {outcome.path}" if outcome.created else f"edited {outcome.path} at line {outcome.line}"
+    return ToolResult(
+        output=f"{head}\n{outcome.diff}", data={"path": outcome.path, "line": outcome.line, "created": outcome.created}
+    )
+
+
+class RunTestsArgs(BaseModel):
+    tests: list[str] = Field(
+        default_factory=list,
+        description="tests to run; empty for the whole suite. pytest: node ids or paths such as 'tests/test_service.py::test_x'; JUnit: 'com.example.FooTest' or 'com.example.FooTest#method'",
+    )
+
+
+@tool
+def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
+    """Run the repository's tests (pytest or JUnit 5, detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build.
+
+    Args: ``RunTestsArgs``. Returns a result whose ``data`` has ``tests`` (``{test_id: "passed" |
+    "failed" | "error" | "skipped"}``), ``framework``, ``exit_code``, ``build_failed``,
+    ``timed_out``, ``duration_s`` and ``run_dir``.
+    """
+    run = testing.run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, args.tests)
+    if run.framework is None:
+        raise ToolError(testing.NO_TESTS_MESSAGE)
+    return ToolResult(
+        output=testing.format_test_run(run),
+        data={
+            "tests": dict(run.outcomes),
+            "framework": run.framework,
+            "exit_code": run.exit_code,
+            "build_failed": run.build_failed,
+            "timed_out": run.timed_out,
+            "duration_s": run.duration_s,
+            "run_dir": run.run_dir,
+        },
+    )
+
+
+class StaticCheckArgs(BaseModel):
+    path: str = Field("", description="file or folder to check, relative to the repository root; empty for the whole repository")
+
+
+@tool
+def static_check(args: StaticCheckArgs, ctx: ToolContext) -> ToolResult:
+    """Run static checks: ruff on Python files, javac -Xlint:all on Java files. Lists findings as 'path:line: message', or says there are none.
+
+    Args: ``StaticCheckArgs``. Returns a result whose ``data`` is ``{"findings": {checker: [line, ...]}}``.
+    """
+    target = ctx.resolve(args.path)
+    reports = static.static_check(ctx.sandbox, ctx.workspace, ctx.scratch, target)
+    where = "the repository" if target == ctx.workspace.resolve() else _rel(ctx, target)
+    return ToolResult(
+        output=static.format_reports(reports, where),
+        data={"findings": {r.checker: list(r.findings) for r in reports}},
+    )
+
+
+class FinishArgs(BaseModel):
+    summary: str = Field(min_length=1, description="what was wrong, what you changed and how you checked it")
+
+
+@tool
+def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
+    """Finish the task: call this once the fix is made and the tests pass, with a short summary of the change.
+
+    Args: ``FinishArgs``. Returns a result with ``done=True`` and ``data["summary"]``.
+    """
+    summary = args.summary.strip()
+    if not summary:
+        raise ToolError("summary is empty; say what was wrong and what you changed")
+    return ToolResult(output=f"Finished: {summary}", done=True, data={"summary": summary})
+
+
+#: The coding plugin's tools, in the order they are offered to the model.
+CODING_TOOLS: list[Tool] = [search_code, find_symbol, view_file, edit_file, run_tests, static_check, finish]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything Horizon needs on a fresh Debian or Ubuntu machine, idempotently:
+# system packages (bubblewrap for the sandbox, a JDK and JUnit 5 for Java repositories, git),
+# a virtual environment in .venv, and Horizon itself with its Python dependencies
+# (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v git >/dev/null || need+=(git)
+command -v javac >/dev/null || need+=(default-jdk-headless)
+[ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)
+command -v cmake >/dev/null || need+=(cmake)
+command -v g++ >/dev/null || need+=(g++)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing Debian packages: ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: Horizon needs Python 3.11 or newer" >&2; exit 1; }
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+# llama.cpp is compiled for a fixed, widely available x86-64 level (AVX2) instead of -march=native:
+# virtual machines often advertise AMX tiles their kernel will not let a process use, and a native
+# build then dies with "Illegal instruction" on the first matrix product.
+if [ "$(uname -m)" = x86_64 ]; then
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+fi
+.venv/bin/python -m pip install -q -e '.[dev]'
+echo "setup: done (.venv/bin/agent is the command line)"

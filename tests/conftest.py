@@ -1,0 +1,31 @@
+"""Shared fixtures: a private Horizon home per test and fresh copies of the example repositories."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(autouse=True)
+def horizon_home(tmp_path, monkeypatch):
+    """Runs, config and checkpoints of each test go to its own folder, never to ~/.horizon."""
+    home = tmp_path / "horizon-home"
+    monkeypatch.setenv("HORIZON_HOME", str(home))
+    for var in ("HORIZON_BASE_URL", "HORIZON_MODEL", "HORIZON_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def java_repo(tmp_path):
+    """A private copy of examples/java-user-service (two tests fail with an NPE)."""
+    return Path(shutil.copytree(EXAMPLES / "java-user-service", tmp_path / "java-user-service"))
+
+
+@pytest.fixture
+def python_repo(tmp_path):
+    """A private copy of examples/python-user-service (two tests fail with an AttributeError)."""
+    return Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "python-user-service"))

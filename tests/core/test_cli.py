@@ -1,0 +1,46 @@
+"""The agent command line, run as a user would: real runs with the scripted policy."""
+
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from core.cli import app
+
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "scripts" / "fix-python-npe.jsonl"
+runner = CliRunner()
+
+
+def test_run_show_runs_apply(python_repo):
+    result = runner.invoke(app, ["run", "coding", "fix NPE in user module", "--repo", str(python_repo),
+                                 "--policy", "scripted", "--script", str(SCRIPT), "--apply"])
+    assert result.exit_code == 0, result.output
+    assert "run_tests" in result.output and "edit_file" in result.output
+    assert "submitted" in result.output and "1.000" in result.output
+    assert "applied the patch" in result.output
+    assert "(user.nickname or" in (python_repo / "users" / "service.py").read_text()
+    run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", result.output).group(1)
+    listed = runner.invoke(app, ["runs"])
+    assert run_id in listed.output and "submitted" in listed.output
+    shown = runner.invoke(app, ["show", run_id])
+    assert shown.exit_code == 0 and "fail_to_pass = 1.000" in shown.output and "edit_file" in shown.output
+
+
+def test_user_errors_are_one_clean_line():
+    result = runner.invoke(app, ["run", "nope", "x"])
+    assert result.exit_code == 2
+    assert "error: no plugin named 'nope'" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["show", "20990101-000000-dead"])
+    assert result.exit_code == 2 and "no run" in result.output
+    result = runner.invoke(app, ["run", "coding", "x", "--policy", "openai"])
+    assert result.exit_code == 2 and "--base-url" in result.output
+    result = runner.invoke(app, ["run", "coding", "x", "--repo", "/nonexistent/repo", "--policy", "scripted", "--script", str(SCRIPT)])
+    assert result.exit_code == 2 and "not a folder" in result.output
+
+
+def test_dead_model_server_ends_with_a_stated_reason(python_repo):
+    result = runner.invoke(app, ["run", "coding", "fix", "--repo", str(python_repo),
+                                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])
+    assert result.exit_code == 1
+    assert "model_error" in result.output and "cannot reach the model server" in result.output
+    assert "agent resume" in result.output

@@ -1,0 +1,139 @@
+"""The loop end to end with a scripted policy on the real coding plugin, sandbox and run store."""
+
+import json
+from contextlib import closing
+from pathlib import Path
+
+from core.plugin import Task
+from core.policy import ScriptedPolicy, load_script
+from core.runner import Run, RunResult, apply_run, open_store
+from core.state import ExitStatus, Limits, Pricing
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+VIEW = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 1, "end_line": 5}}
+FINISH = {"tool": "finish", "arguments": {"summary": "done"}}
+
+
+def run(repo: Path, turns: list[dict], pricing: Pricing | None = None, **limits) -> RunResult:
+    started = Run.start(
+        Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(turns),
+        policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(**limits), pricing=pricing or Pricing(),
+    )
+    try:
+        return started.execute()
+    finally:
+        started.close()
+
+
+def test_scripted_java_fix_is_verified_and_applies(java_repo):
+    result = run(java_repo, load_script(EXAMPLES / "scripts" / "fix-java-npe.jsonl"))
+    assert result.status == "finished"
+    assert result.exit_status == ExitStatus.SUBMITTED
+    assert result.reward == 1.0
+    patch = result.patch_path.read_text()
+    assert "UserService.java" in patch and "getNickname() == null" in patch
+    source = java_repo / "src/main/java/com/example/users/UserService.java"
+    assert "getNickname().trim();" in source.read_text()  # untouched until applied
+    with closing(open_store(result.run_id)) as store:
+        rewards = store.rewards()
+        steps = store.steps()
+        row = store.run()
+    assert rewards["fail_to_pass"]["value"] == 1.0
+    after = rewards["fail_to_pass"]["detail"]["after"]
+    assert after["com.example.users.UserServiceTest#displayNameFallsBackToFullNameWhenNicknameMissing"] == "passed"
+    assert all(outcome == "passed" for outcome in after.values()) and len(after) >= 10
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5, 6]
+    assert [c["tool"] for s in steps for c in s["tool_calls"]] == [
+        "search_code", "view_file", "run_tests", "edit_file", "run_tests", "finish"]
+    assert row["exit_status"] == "submitted" and row["steps"] == 6
+    apply_run(result.run_id)
+    assert "getNickname() == null" in source.read_text()
+
+
+def test_scripted_python_fix(python_repo):
+    result = run(python_repo, load_script(EXAMPLES / "scripts" / "fix-python-npe.jsonl"))
+    assert (result.exit_status, result.reward) == (ExitStatus.SUBMITTED, 1.0)
+
+
+def test_step_limit(python_repo):
+    result = run(python_repo, [VIEW] * 5, max_steps=3)
+    assert result.exit_status == ExitStatus.STEP_LIMIT and result.steps == 3
+    assert result.reward == 0.0  # verified: the two failing tests still fail
+    assert "3 steps" in result.exit_detail
+
+
+def test_token_limit(python_repo):
+    turn = {**VIEW, "usage": {"prompt_tokens": 500, "completion_tokens": 100}}
+    result = run(python_repo, [turn] * 5, max_tokens=1000)
+    assert result.exit_status == ExitStatus.TOKEN_LIMIT and result.steps == 2
+    assert result.state.usage.total_tokens == 1200
+
+
+def test_cost_limit(python_repo):
+    turn = {**VIEW, "usage": {"prompt_tokens": 1000, "cached_prompt_tokens": 500, "completion_tokens": 100}}
+    pricing = Pricing(input_per_mtok=1000.0, cached_input_per_mtok=100.0, output_per_mtok=2000.0)
+    result = run(python_repo, [turn] * 5, pricing=pricing, max_cost=1.5)
+    # per step: 500 uncached * 1000 + 500 cached * 100 + 100 out * 2000, per million = 0.75
+    assert result.exit_status == ExitStatus.COST_LIMIT and result.steps == 2
+    assert abs(result.state.cost - 1.5) < 1e-9
+
+
+def test_time_limit(python_repo):
+    result = run(python_repo, [VIEW] * 5, max_wall_s=0.000001)
+    assert result.exit_status == ExitStatus.TIME_LIMIT and result.steps == 1
+
+
+def test_malformed_outputs_become_observations_and_are_capped(python_repo):
+    turns = [
+        {"tool": "no_such_tool", "arguments": {}},
+        {"tool": "view_file", "raw_arguments": "{\"path\": "},
+        {"content": "I will look at the code"},
+        VIEW,
+    ]
+    result = run(python_repo, turns, max_format_errors=3)
+    assert result.exit_status == ExitStatus.FORMAT_ERRORS and result.steps == 3
+    with closing(open_store(result.run_id)) as store:
+        observations = [m.content for m in store.messages() if m.role in ("tool", "user")][1:]
+    assert "unknown tool 'no_such_tool'" in observations[0] and "view_file" in observations[0]
+    assert "not valid JSON" in observations[1]
+    assert "no tool call" in observations[2]
+
+
+def test_a_valid_call_resets_the_malformed_count(python_repo):
+    bad = {"tool": "nope", "arguments": {}}
+    result = run(python_repo, [bad, bad, VIEW, bad, bad, FINISH], max_format_errors=3)
+    assert result.exit_status == ExitStatus.SUBMITTED and result.steps == 6
+
+
+def test_editing_a_test_file_gives_no_reward(python_repo):
+    edit = {"tool": "edit_file", "arguments": {
+        "path": "tests/test_service.py", "old_text": "def test_display_name_falls_back_to_full_name_when_nickname_missing",
+        "new_text": "def skip_display_name_falls_back_to_full_name_when_nickname_missing"}}
+    result = run(python_repo, [edit, FINISH])
+    assert result.exit_status == ExitStatus.SUBMITTED
+    assert result.reward == 0.0
+    with closing(open_store(result.run_id)) as store:
+        assert store.rewards()["tests_untouched"]["detail"]["edited"] == ["tests/test_service.py"]
+
+
+def test_dead_policy_stops_resumably_and_resume_finishes(python_repo, tmp_path):
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps(VIEW) + "\n")
+    started = Run.start(
+        Task(plugin="coding", instruction="fix", repo=python_repo), ScriptedPolicy.from_file(script),
+        policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(), pricing=Pricing(),
+    )
+    first = started.execute()
+    started.close()
+    assert first.status == "model_error" and first.exit_status == ExitStatus.MODEL_ERROR
+    assert "agent resume" in first.exit_detail and first.reward is None
+    with script.open("a") as f:
+        f.write(json.dumps(FINISH) + "\n")  # the "server" is back
+    from core.config import load_settings
+
+    reopened = Run.open(first.run_id, settings=load_settings())
+    second = reopened.execute()
+    reopened.close()
+    assert second.status == "finished" and second.exit_status == ExitStatus.SUBMITTED and second.steps == 2
+    with closing(open_store(first.run_id)) as store:
+        assert [s["step"] for s in store.steps()] == [1, 2]

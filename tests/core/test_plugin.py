@@ -1,0 +1,69 @@
+"""Plugin discovery through the horizon.plugins entry-point group, as a third party would register."""
+
+import sys
+
+import pytest
+
+from core.errors import PluginNotFound
+from core.plugin import Plugin, discover, load_plugin
+
+THIRD_PARTY = '''
+from pydantic import BaseModel
+from core.plugin import Verification
+from core.tools import tool
+
+class Args(BaseModel):
+    text: str
+
+@tool
+def echo(args: Args, ctx):
+    """Repeat the text."""
+    return args.text
+
+class EchoPlugin:
+    name = "echo"
+    description = "repeats things"
+    def system_prompt(self, task): return "echo"
+    def tools(self): return [echo]
+    def setup(self, task, ctx): return ""
+    def verify(self, task, ctx): return Verification(reward=1.0, passed=True, summary="ok")
+'''
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch):
+    """An installed distribution (a dist-info folder on sys.path) that registers plugin "echo"."""
+    (tmp_path / "echo_plugin.py").write_text(THIRD_PARTY)
+    info = tmp_path / "horizon_echo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: horizon-echo\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[horizon.plugins]\necho = echo_plugin:EchoPlugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("echo_plugin", None)
+
+
+def test_builtin_coding_plugin_is_discovered_like_any_other():
+    assert "coding" in discover()
+    plugin = load_plugin("coding")
+    assert isinstance(plugin, Plugin)
+    assert [t.name for t in plugin.tools()] == [
+        "search_code", "find_symbol", "view_file", "edit_file", "run_tests", "static_check", "finish"]
+
+
+def test_third_party_plugin_loads_without_touching_horizon(third_party):
+    assert "echo" in discover()
+    plugin = load_plugin("echo")
+    assert plugin.name == "echo" and plugin.tools()[0].name == "echo"
+
+
+def test_horizon_plugins_restricts_loading(third_party, monkeypatch):
+    monkeypatch.setenv("HORIZON_PLUGINS", "echo")
+    assert list(discover()) == ["echo"]
+    with pytest.raises(PluginNotFound, match="installed: echo"):
+        load_plugin("coding")
+
+
+def test_unknown_plugin_names_the_installed_ones():
+    with pytest.raises(PluginNotFound, match="no plugin named 'nope'.*coding"):
+        load_plugin("nope")

@@ -1,0 +1,85 @@
+"""Workspaces: private copies, a baseline outside them, and patches that apply to the user's repo."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core import workspace as ws
+from core.errors import UserError
+
+
+def make_repo(path: Path, git: bool) -> Path:
+    path.mkdir()
+    (path / "app.py").write_text("x = 1\n")
+    (path / "notes.txt").write_text("keep\n")
+    (path / ".gitignore").write_text("secret.env\n")
+    (path / "secret.env").write_text("TOKEN=1\n")
+    if git:
+        subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+        subprocess.run(["git", "add", "app.py", ".gitignore"], cwd=path, check=True)
+    return path
+
+
+def test_git_repo_copy_skips_ignored_files_and_keeps_git(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=True)
+    ws.copy_repository(repo, tmp_path / "w")
+    assert (tmp_path / "w" / "app.py").read_text() == "x = 1\n"
+    assert (tmp_path / "w" / "notes.txt").exists()  # untracked, not ignored
+    assert not (tmp_path / "w" / "secret.env").exists()
+    assert (tmp_path / "w" / ".git" / "HEAD").exists()
+
+
+def test_patch_covers_edits_new_and_deleted_files_but_not_caches(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
+    assert ws.diff(work, base) == ""
+    (work / "app.py").write_text("x = 2\n")
+    (work / "new.py").write_text("y = 1\n")
+    (work / "notes.txt").unlink()
+    (work / "__pycache__").mkdir()
+    (work / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0\1")
+    patch = ws.diff(work, base)
+    assert "+x = 2" in patch and "new.py" in patch and "deleted file" in patch
+    assert "__pycache__" not in patch
+    # the user's files are untouched until the patch is applied
+    assert (repo / "app.py").read_text() == "x = 1\n"
+    (tmp_path / "p.diff").write_text(patch)
+    ws.apply_patch(repo, tmp_path / "p.diff")
+    assert (repo / "app.py").read_text() == "x = 2\n"
+    assert (repo / "new.py").exists() and not (repo / "notes.txt").exists()
+
+
+def test_apply_inside_an_enclosing_git_repository(tmp_path):
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=outer, check=True)
+    repo = make_repo(outer / "sub", git=False)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
+    (work / "app.py").write_text("x = 3\n")
+    (tmp_path / "p.diff").write_text(ws.diff(work, base))
+    ws.apply_patch(repo, tmp_path / "p.diff")
+    assert (repo / "app.py").read_text() == "x = 3\n"
+
+
+def test_a_patch_that_no_longer_applies_changes_nothing(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
+    (work / "app.py").write_text("x = 2\n")
+    (work / "notes.txt").write_text("changed\n")
+    (tmp_path / "p.diff").write_text(ws.diff(work, base))
+    (repo / "app.py").write_text("x = 100\n")  # the user changed the file meanwhile
+    with pytest.raises(UserError, match="does not apply"):
+        ws.apply_patch(repo, tmp_path / "p.diff")
+    assert (repo / "notes.txt").read_text() == "keep\n"
+
+
+def test_copy_of_a_missing_folder_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="not a folder"):
+        ws.copy_repository(tmp_path / "nope", tmp_path / "w")

@@ -1,0 +1,93 @@
+"""static_check, finish, and the tool list as the model sees it."""
+
+from __future__ import annotations
+
+import pytest
+
+from plugins.coding.tools import CODING_TOOLS, finish, static_check
+
+
+def test_static_check_python_clean_then_with_findings(python_repo):
+    clean = static_check({}, python_repo.ctx)
+    assert not clean.is_error, clean.output
+    assert clean.output == "ruff: no findings in the repository"
+    assert clean.data == {"findings": {"ruff": []}}
+
+    (python_repo.root / "users" / "sloppy.py").write_text("import os\n\n\ndef f():\n    return undefined_name\n")
+    dirty = static_check({"path": "users"}, python_repo.ctx)
+    findings = dirty.data["findings"]["ruff"]
+    assert any(f.startswith("users/sloppy.py:1:8: F401") for f in findings), findings
+    assert any(f.startswith("users/sloppy.py:5:12: F821") for f in findings), findings
+    assert dirty.output.splitlines()[0].startswith("ruff: ") and "finding" in dirty.output.splitlines()[0]
+    assert "users/sloppy.py:1:8: F401" in dirty.output
+    assert not (python_repo.root / ".ruff_cache").exists()
+
+    one_file = static_check({"path": "users/models.py"}, python_repo.ctx)
+    assert one_file.output == "ruff: no findings in users/models.py"
+
+
+def test_static_check_java(java_repo):
+    result = static_check({}, java_repo.ctx)
+    assert not result.is_error, result.output
+    findings = result.data["findings"]["javac"]
+    assert findings == [
+        (
+            "src/main/java/com/example/users/UserNotFoundException.java:4: warning: [serial] serializable class "
+            "UserNotFoundException has no definition of serialVersionUID"
+        )
+    ]
+    assert result.output.splitlines()[0] == "javac -Xlint:all: 1 finding in the repository"
+
+    clean_part = static_check({"path": "src/test"}, java_repo.ctx)
+    assert clean_part.output == "javac -Xlint:all: no findings in src/test"
+
+    service = java_repo.root / "src/main/java/com/example/users/UserService.java"
+    service.write_text(service.read_text().replace("return nickname;", "return nickName;"))
+    broken = static_check({"path": "src/main/java/com/example/users/UserService.java"}, java_repo.ctx)
+    errors = broken.data["findings"]["javac"]
+    assert len(errors) == 1
+    assert errors[0].startswith("src/main/java/com/example/users/UserService.java:46: error: cannot find symbol | symbol:")
+    assert not list(java_repo.root.rglob("*.class"))
+
+
+def test_static_check_errors(python_repo):
+    missing = static_check({"path": "nope"}, python_repo.ctx)
+    assert missing.is_error and "does not exist" in missing.output
+    nothing = static_check({"path": "README.md"}, python_repo.ctx)
+    assert nothing.is_error and "no Python" in nothing.output
+    outside = static_check({"path": "../.."}, python_repo.ctx)
+    assert outside.is_error and "outside the repository" in outside.output
+
+
+def test_finish_ends_the_episode(python_repo):
+    done = finish({"summary": "Treat a missing nickname as empty."}, python_repo.ctx)
+    assert done.done is True and not done.is_error
+    assert "Treat a missing nickname as empty." in done.output
+    assert done.data == {"summary": "Treat a missing nickname as empty."}
+
+    empty = finish({"summary": "   "}, python_repo.ctx)
+    assert empty.is_error and not empty.done
+    missing = finish({}, python_repo.ctx)
+    assert missing.is_error and "summary" in missing.output
+
+
+def test_tool_list_and_schemas():
+    names = [t.name for t in CODING_TOOLS]
+    assert names == ["search_code", "find_symbol", "view_file", "edit_file", "run_tests", "static_check", "finish"]
+    for t in CODING_TOOLS:
+        schema = t.schema()["function"]
+        assert len(schema["description"]) > 40, t.name
+        assert "Args:" not in schema["description"]
+        for field, spec in schema["parameters"]["properties"].items():
+            assert spec.get("description"), f"{t.name}.{field} has no description"
+    required = {t.name: t.schema()["function"]["parameters"].get("required", []) for t in CODING_TOOLS}
+    assert required["search_code"] == ["pattern"]
+    assert required["edit_file"] == ["path", "old_text", "new_text"]
+    assert required["run_tests"] == []
+    assert CODING_TOOLS[1].schema()["function"]["parameters"]["properties"]["kind"]["enum"] == ["definition", "reference", "any"]
+
+
+@pytest.mark.parametrize("arguments", ['{"pattern": "x", "max_results": 0}', '{"pattern": "x", "max_results": 100000}'])
+def test_search_limits_are_validated(python_repo, arguments):
+    result = CODING_TOOLS[0](arguments, python_repo.ctx)
+    assert result.is_error and "max_results" in result.output
