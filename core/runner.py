@@ -136,6 +136,10 @@ class Run:
             limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,
         )
         con = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
+        # WAL with synchronous=NORMAL: a commit survives a killed process; after a power loss the
+        # last checkpoints may be lost, never corrupted, and the run store (ahead of them) fills the gap.
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
         return Run(run_id, folder, store, episode, SqliteSaver(con, serde=checkpoint_serializer()), con)
 
     @classmethod

@@ -1,21 +1,27 @@
 """The run store: every step of a run, written to an embedded DuckDB database as it happens.
 
 Each run has its own database file, ``<run dir>/trajectory.duckdb``, held open by the process
-running it; every write is one transaction, so a killed run leaves each completed step readable
-and none half-written. Tables (one row per):
+running it. The history is one append-only table, ``messages``, one row per message in order
+(``seq``), in OpenAI chat format; an assistant row also carries its model call's tokens and
+latency, and a tool row its tool call's arguments, error flag, data and duration. Each row is one
+statement, hence one transaction: a killed run leaves every completed step readable and none
+half-written, at one write per model call and one per tool call.
+
+Tables and views:
 
 - ``runs``: the run (task, plugin, policy, status, totals, reward, patch path);
-- ``messages``: history message, in order (``seq``), OpenAI chat format, tool calls as JSON;
-- ``model_calls``: model call (tokens: prompt, cached prompt, completion; latency in seconds);
-- ``tool_calls``: executed tool call (arguments, observation, error flag, data, seconds);
-- ``rewards``: reward component (name, value in [0, 1], weight, details as JSON).
+- ``messages``: the history (see above);
+- ``model_calls`` (view): one row per model call: step, model, prompt, cached prompt and
+  completion tokens, latency in seconds;
+- ``tool_calls`` (view): one row per executed tool call: id, step, tool, arguments, observation,
+  error flag, data, seconds;
+- ``rewards``: one row per reward component (name, value in [0, 1], weight, details as JSON).
 """
 
 from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,18 +39,21 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE TABLE IF NOT EXISTS messages (
     seq INTEGER PRIMARY KEY, step INTEGER, role VARCHAR, content VARCHAR, tool_calls JSON,
-    tool_call_id VARCHAR, name VARCHAR, created_at TIMESTAMPTZ
+    tool_call_id VARCHAR, name VARCHAR,
+    model VARCHAR, prompt_tokens INTEGER, cached_prompt_tokens INTEGER, completion_tokens INTEGER,
+    latency_s DOUBLE, finish_reason VARCHAR,
+    arguments VARCHAR, is_error BOOLEAN, data JSON, duration_s DOUBLE,
+    created_at TIMESTAMPTZ DEFAULT current_timestamp
 );
-CREATE TABLE IF NOT EXISTS model_calls (
-    step INTEGER PRIMARY KEY, model VARCHAR, prompt_tokens INTEGER, cached_prompt_tokens INTEGER,
-    completion_tokens INTEGER, latency_s DOUBLE, finish_reason VARCHAR, created_at TIMESTAMPTZ
-);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    tool_call_id VARCHAR PRIMARY KEY, step INTEGER, tool VARCHAR, arguments VARCHAR, output VARCHAR,
-    is_error BOOLEAN, data JSON, duration_s DOUBLE, created_at TIMESTAMPTZ
-);
+CREATE OR REPLACE VIEW model_calls AS
+    SELECT step, model, prompt_tokens, cached_prompt_tokens, completion_tokens, latency_s, finish_reason, created_at
+    FROM messages WHERE role = 'assistant';
+CREATE OR REPLACE VIEW tool_calls AS
+    SELECT seq, tool_call_id, step, name AS tool, arguments, content AS output, is_error, data, duration_s, created_at
+    FROM messages WHERE role = 'tool';
 CREATE TABLE IF NOT EXISTS rewards (
-    name VARCHAR PRIMARY KEY, value DOUBLE, weight DOUBLE, detail JSON, created_at TIMESTAMPTZ
+    name VARCHAR PRIMARY KEY, value DOUBLE, weight DOUBLE, detail JSON,
+    created_at TIMESTAMPTZ DEFAULT current_timestamp
 );
 """
 
@@ -52,10 +61,6 @@ RUN_FIELDS = (
     "run_id plugin task repo policy config status exit_status exit_detail reward steps prompt_tokens "
     "cached_prompt_tokens completion_tokens cost active_s patch_path created_at updated_at"
 ).split()
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class RunStore:
@@ -94,17 +99,20 @@ class RunStore:
 
     def create_run(self, run_id: str, **fields: Any) -> None:
         """Insert the run's row; ``fields`` are columns of ``runs`` (``config`` is a dict)."""
-        fields = {"run_id": run_id, "status": "running", "created_at": _now(), "updated_at": _now(), **fields}
+        fields = {"run_id": run_id, "status": "running", **fields}
         if "config" in fields:
             fields["config"] = json.dumps(fields["config"])
         cols = ", ".join(fields)
-        self.con.execute(f"INSERT INTO runs ({cols}) VALUES ({', '.join('?' * len(fields))})", list(fields.values()))
+        values = ", ".join("?" * len(fields))
+        self.con.execute(
+            f"INSERT INTO runs ({cols}, created_at, updated_at) VALUES ({values}, current_timestamp, current_timestamp)",
+            list(fields.values()),
+        )
 
     def update_run(self, **fields: Any) -> None:
         """Set columns of the run's row (there is one row per database)."""
-        fields["updated_at"] = _now()
         sets = ", ".join(f"{k} = ?" for k in fields)
-        self.con.execute(f"UPDATE runs SET {sets}", list(fields.values()))
+        self.con.execute(f"UPDATE runs SET {sets}, updated_at = current_timestamp", list(fields.values()))
 
     def run(self) -> dict[str, Any]:
         """Return the run's row as a dict (``config`` parsed).
@@ -121,44 +129,40 @@ class RunStore:
 
     # -- history ----------------------------------------------------------------------------
 
-    def _insert_message(self, seq: int, step: int, m: Message) -> None:
-        calls = json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
-        self.con.execute(
-            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [seq, step, m.role, m.content, calls, m.tool_call_id, m.name, _now()],
-        )
+    def _insert(self, seq: int, step: int, m: Message, **extra: Any) -> None:
+        cols = {
+            "seq": seq, "step": step, "role": m.role, "content": m.content,
+            "tool_calls": json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None,
+            "tool_call_id": m.tool_call_id, "name": m.name, **extra,
+        }
+        self.con.execute(f"INSERT INTO messages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", list(cols.values()))
 
     def append_message(self, seq: int, step: int, message: Message) -> None:
         """Append a system or user message at position ``seq``."""
-        self._insert_message(seq, step, message)
+        self._insert(seq, step, message)
 
     def append_opening(self, messages: list[Message]) -> None:
         """Write the opening messages (system prompt, task) as step 0, in one transaction."""
         with self._transaction():
             for seq, message in enumerate(messages):
-                self._insert_message(seq, 0, message)
+                self._insert(seq, 0, message)
 
     def append_model_turn(
         self, seq: int, step: int, message: Message, usage: Usage, *, model: str, latency_s: float, finish_reason: str | None
     ) -> None:
-        """Append an assistant message and its model call, in one transaction."""
-        with self._transaction():
-            self._insert_message(seq, step, message)
-            self.con.execute(
-                "INSERT INTO model_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [step, model, usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens, latency_s, finish_reason, _now()],
-            )
+        """Append an assistant message with its model call's tokens and latency (one row)."""
+        self._insert(
+            seq, step, message, model=model, prompt_tokens=usage.prompt_tokens, cached_prompt_tokens=usage.cached_prompt_tokens,
+            completion_tokens=usage.completion_tokens, latency_s=latency_s, finish_reason=finish_reason,
+        )
 
     def append_observation(
         self, seq: int, step: int, message: Message, call: ToolCall, *, is_error: bool, data: dict[str, Any], duration_s: float
     ) -> None:
-        """Append a tool message (the observation) and its tool-call record, in one transaction."""
-        with self._transaction():
-            self._insert_message(seq, step, message)
-            self.con.execute(
-                "INSERT INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [call.id, step, call.name, call.arguments, message.content, is_error, json.dumps(data, default=str), duration_s, _now()],
-            )
+        """Append a tool message (the observation) with its call's record (one row)."""
+        self._insert(
+            seq, step, message, arguments=call.arguments, is_error=is_error, data=json.dumps(data, default=str), duration_s=duration_s
+        )
 
     def model_call_usage(self, step: int) -> Usage:
         """Return the stored token usage of model call ``step`` (zeros if none)."""
@@ -195,7 +199,7 @@ class RunStore:
             "SELECT step, model, prompt_tokens, cached_prompt_tokens, completion_tokens, latency_s FROM model_calls ORDER BY step"
         ).fetchall()
         tools = self.con.execute(
-            "SELECT step, tool_call_id, tool, arguments, output, is_error, duration_s FROM tool_calls ORDER BY created_at"
+            "SELECT step, tool_call_id, tool, arguments, output, is_error, duration_s FROM tool_calls ORDER BY seq"
         ).fetchall()
         by_step: dict[int, list[dict[str, Any]]] = {}
         for step, cid, tool, args, output, is_error, dur in tools:
@@ -221,7 +225,8 @@ class RunStore:
             self.con.execute("DELETE FROM rewards")
             for name, (value, weight, detail) in components.items():
                 self.con.execute(
-                    "INSERT INTO rewards VALUES (?, ?, ?, ?, ?)", [name, value, weight, json.dumps(detail, default=str), _now()]
+                    "INSERT INTO rewards (name, value, weight, detail) VALUES (?, ?, ?, ?)",
+                    [name, value, weight, json.dumps(detail, default=str)],
                 )
 
     def rewards(self) -> dict[str, dict[str, Any]]:

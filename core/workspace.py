@@ -16,7 +16,7 @@ from pathlib import Path
 from core.errors import UserError
 
 # Build outputs and caches never belong in a patch, whatever the repository's .gitignore says.
-ALWAYS_EXCLUDED = ["__pycache__/", "*.pyc", ".pytest_cache/", ".ruff_cache/", "target/", "*.class", ".venv/", "node_modules/"]
+ALWAYS_EXCLUDED = [".horizon/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ruff_cache/", "target/", "*.class", ".venv/", "node_modules/"]
 
 
 def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, work_tree: Path | None = None) -> str:

@@ -17,10 +17,10 @@ from core.sandbox.bwrap import INSTALL_HINT, BwrapSandbox, find_bwrap
 from core.sandbox.unconfined import UnconfinedSandbox
 
 __all__ = [
+    "BwrapSandbox",
+    "ProcessResult",
     "Sandbox",
     "SandboxLimits",
-    "ProcessResult",
-    "BwrapSandbox",
     "UnconfinedSandbox",
     "open_sandbox",
     "self_check",
@@ -81,21 +81,29 @@ def _diagnose(bwrap_said: str) -> str:
     and how to opt out."""
     root = os.geteuid() == 0
     if _read("/proc/sys/user/max_user_namespaces") == "0":
-        cause = ("user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); "
-                 "enable them: sudo sysctl -w user.max_user_namespaces=15000")
+        cause = (
+            "user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); "
+            "enable them: sudo sysctl -w user.max_user_namespaces=15000"
+        )
     elif not root and _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
-        cause = ("AppArmor forbids unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, "
-                 "Ubuntu 24.04 and later); allow them for bwrap with a profile: put "
-                 "'abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }' "
-                 "in /etc/apparmor.d/bwrap and run sudo systemctl reload apparmor "
-                 "(or allow them for everyone: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)")
+        cause = (
+            "AppArmor forbids unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, "
+            "Ubuntu 24.04 and later); allow them for bwrap with a profile: put "
+            "'abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }' "
+            "in /etc/apparmor.d/bwrap and run sudo systemctl reload apparmor "
+            "(or allow them for everyone: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)"
+        )
     elif not root and _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-        cause = ("unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0); "
-                 "enable them: sudo sysctl -w kernel.unprivileged_userns_clone=1")
+        cause = (
+            "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0); "
+            "enable them: sudo sysctl -w kernel.unprivileged_userns_clone=1"
+        )
     elif _in_container():
-        cause = ("this looks like a container that forbids creating namespaces (Docker's and Podman's "
-                 "default seccomp and AppArmor profiles do); run Horizon on the host, or start the container "
-                 "with --security-opt seccomp=unconfined --security-opt apparmor=unconfined")
+        cause = (
+            "this looks like a container that forbids creating namespaces (Docker's and Podman's "
+            "default seccomp and AppArmor profiles do); run Horizon on the host, or start the container "
+            "with --security-opt seccomp=unconfined --security-opt apparmor=unconfined"
+        )
     else:
         cause = f"bwrap cannot start a sandbox on this machine; if bwrap is very old, {INSTALL_HINT} (0.5 or later)"
     return f"The process sandbox is unavailable: {cause}. bwrap said: {bwrap_said.strip()}. {OPT_OUT_HINT}"

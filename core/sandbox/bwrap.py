@@ -56,9 +56,7 @@ def find_bwrap() -> str:
     Raises:
         SandboxUnavailable: bwrap is not installed.
     """
-    found = shutil.which("bwrap") or next(
-        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
-    )
+    found = shutil.which("bwrap") or next((p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None)
     if found is None:
         raise SandboxUnavailable(
             f"bwrap (bubblewrap) is not installed; {INSTALL_HINT}. "
@@ -71,7 +69,7 @@ def find_bwrap() -> str:
 def bwrap_features(bwrap: str) -> frozenset[str]:
     """Options this bwrap knows, from its --help (``--size`` is 0.8+, ``--json-status-fd`` 0.5+)."""
     try:
-        text = subprocess.run([bwrap, "--help"], capture_output=True, text=True, env={}, timeout=10).stdout
+        text = subprocess.run([bwrap, "--help"], check=False, capture_output=True, text=True, env={}, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return frozenset(word for word in text.split() if word.startswith("--"))
@@ -149,21 +147,18 @@ def build_bwrap_argv(
         sized = ["--size", str(tmpfs_size)] if tmpfs_size is not None else []
         return [*sized, "--tmpfs", str(path)]
 
-    args = [bwrap, "--unshare-all"]
+    args = [bwrap, "--unshare-all"]  # new user, pid, network, ipc, uts and cgroup namespaces
     if allow_network:
         args.append("--share-net")
-    args += [
-        "--die-with-parent",  # Horizon dies: the sandbox dies
-        "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
-        # Run as root, bwrap would leave the command every capability in its namespaces, enough to
-        # remount the read-only / read-write. Ignored (nothing to drop) for an ordinary user.
-        "--cap-drop", "ALL",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        *tmpfs("/tmp"),
-        *tmpfs("/run"),
-    ]
+    args.append("--die-with-parent")  # Horizon dies: the sandbox dies
+    args.append("--new-session")  # no controlling terminal: no TIOCSTI keystroke injection
+    # Run as root, bwrap would leave the command every capability in its namespaces, enough to
+    # remount the read-only / read-write. Nothing to drop for an ordinary user.
+    args += ["--cap-drop", "ALL"]
+    args += ["--ro-bind", "/", "/"]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    args += tmpfs("/tmp")
+    args += tmpfs("/run")
     for path in hidden:
         args += tmpfs(path)
     for path in python:

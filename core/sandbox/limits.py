@@ -39,6 +39,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from core.sandbox.base import SandboxLimits
 
@@ -118,8 +119,11 @@ def plan_rlimits(limits: SandboxLimits, *, memory_by_cgroup: bool, pids_by_cgrou
         nproc = count_user_tasks(uid) + limits.max_processes
         plan.append((resource.RLIMIT_NPROC, _clamp(nproc, resource.RLIMIT_NPROC, root=False)))
     elif not pids_by_cgroup:
-        _warn_once("root-no-pids", "running as root without a pids cgroup: the number of processes a "
-                   "command may start is not limited (RLIMIT_NPROC does not apply to root)")
+        _warn_once(
+            "root-no-pids",
+            "running as root without a pids cgroup: the number of processes a "
+            "command may start is not limited (RLIMIT_NPROC does not apply to root)",
+        )
     return plan
 
 
@@ -190,7 +194,7 @@ def _unescape(path: str) -> str:
 def _join(mount: tuple[str, Path], path: str) -> Path:
     root, point = mount
     if root != "/" and (path == root or path.startswith(root + "/")):
-        path = path[len(root):]
+        path = path[len(root) :]
     return point / path.lstrip("/")
 
 
@@ -297,7 +301,15 @@ class Cgroup:
     def open_procs(self) -> list[int]:
         """Open each directory's ``cgroup.procs``: writing a pid there moves that process in
         ("0" moves the writer). The descriptors are close-on-exec, so a command never holds them."""
-        return [os.open(d / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in set(self.dirs.values())]
+        fds: list[int] = []
+        try:
+            for directory in set(self.dirs.values()):
+                fds.append(os.open(directory / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
 
     def pids(self) -> set[int]:
         found: set[int] = set()
@@ -545,7 +557,7 @@ class Confinement:
             self.cgroup.remove()
             self.cgroup = None
 
-    def __enter__(self) -> Confinement:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,9 +10,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 # Standard system directories, searched after the Python environment's bin.
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
@@ -93,7 +95,10 @@ def run_captured(
         OSError: the program (``argv[0]``) could not be started.
     """
     start = time.monotonic()
-    with _output_file(output_dir) as out, _output_file(output_dir) as err, _stdin_file(stdin, output_dir) as inp:
+    with ExitStack() as files:
+        out = files.enter_context(_output_file(output_dir))
+        err = files.enter_context(_output_file(output_dir))
+        inp = subprocess.DEVNULL if stdin is None else files.enter_context(_stdin_file(stdin, output_dir))
         proc = subprocess.Popen(
             argv,
             stdin=inp,
@@ -104,7 +109,7 @@ def run_captured(
             close_fds=True,
             pass_fds=pass_fds,
             start_new_session=True,  # its own process group, which on_timeout can kill as one
-            preexec_fn=preexec_fn,
+            preexec_fn=preexec_fn,  # noqa: PLW1509 (only UnconfinedSandbox; see Confinement.preexec)
         )
         deadline = start + timeout_s
         try:
@@ -176,22 +181,13 @@ def _output_file(directory: Path) -> IO[bytes]:
     return tempfile.TemporaryFile(dir=directory, prefix="horizon-output-")
 
 
-class _NoStdin:
-    def __enter__(self) -> int:
-        return subprocess.DEVNULL
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-def _stdin_file(text: str | None, directory: Path) -> IO[bytes] | _NoStdin:
-    """A file holding ``text`` (a file, not a pipe: no writer thread, no deadlock), or /dev/null."""
-    if text is None:
-        return _NoStdin()
-    f = tempfile.TemporaryFile(dir=directory, prefix="horizon-stdin-")
-    f.write(text.encode())
-    f.seek(0)
-    return f
+@contextmanager
+def _stdin_file(text: str, directory: Path) -> Iterator[IO[bytes]]:
+    """A file holding ``text``: a file, not a pipe, so no writer thread and no deadlock."""
+    with tempfile.TemporaryFile(dir=directory, prefix="horizon-stdin-") as f:
+        f.write(text.encode())
+        f.seek(0)
+        yield f
 
 
 def _head(f: IO[bytes], keep: int) -> tuple[bytes, int]:

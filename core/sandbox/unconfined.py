@@ -113,4 +113,3 @@ class UnconfinedSandbox:
             timed_out=finished.timed_out,
             duration_s=finished.duration_s,
         )
-

@@ -137,3 +137,16 @@ def test_dead_policy_stops_resumably_and_resume_finishes(python_repo, tmp_path):
     assert second.status == "finished" and second.exit_status == ExitStatus.SUBMITTED and second.steps == 2
     with closing(open_store(first.run_id)) as store:
         assert [s["step"] for s in store.steps()] == [1, 2]
+
+
+def test_long_observations_are_cut_with_a_pointer_to_the_full_text(python_repo):
+    (python_repo / "big.txt").write_text("".join(f"line {i:04d} " + "x" * 90 + "\n" for i in range(200)))
+    view = {"tool": "view_file", "arguments": {"path": "big.txt", "start_line": 1, "end_line": 200}}
+    result = run(python_repo, [view, FINISH])
+    with closing(open_store(result.run_id)) as store:
+        observation = [m.content for m in store.messages() if m.role == "tool"][0]
+    assert len(observation) < 8200 and "characters omitted; full output in .horizon/observations/call_0_0.txt" in observation
+    assert "line 0000" in observation and "line 0199" in observation and "line 0100" not in observation
+    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call_0_0.txt"
+    assert "line 0100" in full.read_text()
+    assert ".horizon" not in result.patch_path.read_text()  # never part of the patch

@@ -31,14 +31,16 @@ def test_history_and_calls_round_trip(tmp_path):
     assert run["status"] == "finished" and run["reward"] == 1.0 and run["config"] == {"a": 1}
 
 
-def test_a_failed_write_leaves_no_half_step(tmp_path):
+def test_a_repeated_write_is_refused_whole(tmp_path):
     store = RunStore(tmp_path / "t.duckdb")
     call = ToolCall(id="c1", name="t")
     msg = Message(role="tool", content="x", tool_call_id="c1")
     store.append_observation(0, 1, msg, call, is_error=False, data={}, duration_s=0)
-    # the same call id again: the tool_calls insert fails, so the message must not be kept either
+    # a second write at the same position (a step run twice) is refused, and nothing is half-kept
     with pytest.raises(duckdb.ConstraintException):
-        store.append_observation(1, 1, msg, call, is_error=False, data={}, duration_s=0)
+        store.append_observation(0, 1, msg, call, is_error=False, data={}, duration_s=0)
+    with pytest.raises(duckdb.ConstraintException):
+        store.append_opening([Message(role="user", content="new"), Message(role="user", content="dup")])
     assert len(store.messages()) == 1
 
 
