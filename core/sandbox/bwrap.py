@@ -157,6 +157,7 @@ def build_bwrap_argv(
     args += ["--cap-drop", "ALL"]
     args += ["--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--proc", "/proc"]
+    args += tmpfs("/dev/shm")  # its own, so that --size bounds it too (multiprocessing uses it)
     args += tmpfs("/tmp")
     args += tmpfs("/run")
     for path in hidden:
