@@ -65,6 +65,7 @@ class Sandbox(Protocol):
     workspace: Path
     scratch: Path
     isolated: bool
+    limits: SandboxLimits
 
     def run(
         self,

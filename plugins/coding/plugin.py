@@ -19,7 +19,8 @@ How to work:
 2. Read it with view_file.
 3. Reproduce the problem with run_tests; read the failure.
 4. Make the smallest correct change with edit_file (old_text must match exactly once).
-5. Run run_tests again, and static_check on what you changed.
+5. Run run_tests again, and static_check on what you changed. shell runs any other command
+   (a fresh process each time, no network).
 6. Call finish with a one-paragraph summary when the tests pass.
 
 Do not edit test files to make them pass: the grader checks the original tests and gives no
@@ -40,7 +41,7 @@ class CodingPlugin:
         return SYSTEM_PROMPT
 
     def tools(self) -> list[Tool]:
-        """search_code, find_symbol, view_file, edit_file, run_tests, static_check, finish."""
+        """search_code, find_symbol, view_file, edit_file, run_tests, static_check, shell, finish."""
         return list(CODING_TOOLS)
 
     def setup(self, task: Task, ctx: ToolContext) -> str:

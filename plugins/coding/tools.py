@@ -166,6 +166,34 @@ def static_check(args: StaticCheckArgs, ctx: ToolContext) -> ToolResult:
     )
 
 
+class ShellArgs(BaseModel):
+    command: str = Field(min_length=1, description="a bash command line, run from the repository root, e.g. 'git log --oneline -5' or 'python -c \"import users\"'")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="seconds before the command is killed (at most 600)")
+
+
+@tool
+def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
+    """Run a bash command in the sandbox: a fresh process each time (no state carries over between calls), no network, only the repository writable, .git read-only. Returns the exit code, stdout and stderr.
+
+    Args: ``ShellArgs``. Returns a result whose ``data`` is ``{"exit_code": n, "timed_out": bool,
+    "stdout_bytes": n, "stderr_bytes": n, "duration_s": seconds}``.
+    """
+    limits = ctx.sandbox.limits.model_copy(update={"timeout_s": args.timeout_s})
+    proc = ctx.sandbox.run(["bash", "-c", args.command], limits=limits)
+    status = f"timed out after {args.timeout_s:g} s (killed)" if proc.timed_out else f"exit code {proc.exit_code}"
+    parts = [status]
+    for name, text, total in (("stdout", proc.stdout, proc.stdout_bytes), ("stderr", proc.stderr, proc.stderr_bytes)):
+        if total:
+            dropped = total - len(text.encode())
+            parts.append(f"--- {name} ---\n{text}" + (f"\n[... {dropped} more bytes not kept]" if dropped > 0 else ""))
+    return ToolResult(
+        output="\n".join(parts),
+        is_error=not proc.ok,
+        data={"exit_code": proc.exit_code, "timed_out": proc.timed_out, "stdout_bytes": proc.stdout_bytes,
+              "stderr_bytes": proc.stderr_bytes, "duration_s": proc.duration_s},
+    )
+
+
 class FinishArgs(BaseModel):
     summary: str = Field(min_length=1, description="what was wrong, what you changed and how you checked it")
 
@@ -183,4 +211,4 @@ def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
 
 
 #: The coding plugin's tools, in the order they are offered to the model.
-CODING_TOOLS: list[Tool] = [search_code, find_symbol, view_file, edit_file, run_tests, static_check, finish]
+CODING_TOOLS: list[Tool] = [search_code, find_symbol, view_file, edit_file, run_tests, static_check, shell, finish]
