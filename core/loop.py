@@ -114,7 +114,7 @@ class Episode:
             usage = self.store.model_call_usage(step)
         else:
             response = self.policy.complete(self._wire, self.tool_schemas)
-            message, usage = response.message, response.usage
+            message, usage = self._with_unique_call_ids(response.message, step), response.usage
             self.store.append_model_turn(
                 len(self.history), step, message, usage,
                 model=response.model, latency_s=response.latency_s, finish_reason=response.finish_reason,
@@ -130,6 +130,17 @@ class Episode:
             "pending": message.tool_calls,
             "active_s": state.active_s + time.perf_counter() - start,
         }
+
+    def _with_unique_call_ids(self, message: Message, step: int) -> Message:
+        """Give calls with a missing or already-used id a fresh one; observations are matched by id."""
+        seen = {m.tool_call_id for m in self.history if m.role == "tool"} if message.tool_calls else set()
+        calls = []
+        for i, call in enumerate(message.tool_calls):
+            if not call.id or call.id in seen:
+                call = call.model_copy(update={"id": f"call_{step}_{i}_h"})
+            seen.add(call.id)
+            calls.append(call)
+        return message.model_copy(update={"tool_calls": calls}) if calls != message.tool_calls else message
 
     def _stored_followup(self, index: int, call_id: str | None) -> Message | None:
         """The message at ``index`` if it is the stored follow-up for ``call_id`` (None: the nudge)."""

@@ -150,3 +150,30 @@ def test_long_observations_are_cut_with_a_pointer_to_the_full_text(python_repo):
     full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call_0_0.txt"
     assert "line 0100" in full.read_text()
     assert ".horizon" not in result.patch_path.read_text()  # never part of the patch
+
+
+def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(python_repo):
+    from core.policy.base import PolicyResponse
+    from core.state import Message, ToolCall
+
+    class SameIds:
+        """A server that reuses one empty id for every call."""
+
+        name = "same-ids"
+
+        def complete(self, messages, tools):
+            n = sum(1 for m in messages if m["role"] == "assistant")
+            name = "finish" if n == 1 else "view_file"
+            args = '{"summary": "x"}' if n == 1 else '{"path": "users/service.py", "end_line": 2}'
+            return PolicyResponse(message=Message(role="assistant", tool_calls=[ToolCall(id="", name=name, arguments=args)] * (1 if n else 2)))
+
+    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), SameIds(), policy_config={"kind": "test"},
+                        limits=Limits(), pricing=Pricing())
+    result = started.execute()
+    started.close()
+    assert result.exit_status == ExitStatus.SUBMITTED and result.steps == 2
+    with closing(open_store(result.run_id)) as store:
+        tool_messages = [m for m in store.messages() if m.role == "tool"]
+        calls = [c for m in store.messages() if m.role == "assistant" for c in m.tool_calls]
+    assert len(tool_messages) == 3 and len({m.tool_call_id for m in tool_messages}) == 3
+    assert [m.tool_call_id for m in tool_messages] == [c.id for c in calls]
