@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
@@ -22,12 +22,18 @@ from rich.table import Table
 
 from core.config import load_settings
 from core.errors import HorizonError, UserError
-from core.plugin import Task, discover
-from core.runner import Run, RunResult, apply_run, list_runs, make_policy, open_store, policy_spec
-from core.state import Limits, Usage
+from core.state import Usage
+
+if TYPE_CHECKING:
+    from core.runner import Run, RunResult
+
+# The run machinery (LangGraph, DuckDB, llama.cpp) takes seconds to import: commands import it
+# when they need it, so `agent --help` is instant and Ctrl-C while starting is a clean exit.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Horizon: long-horizon agents for coding, 3D and finance.")
-console = Console(highlight=False)
+# soft_wrap: long lines (code, diffs, paths) are never broken at the terminal's width
+console = Console(highlight=False, soft_wrap=True)
+EXIT_INTERRUPTED = 130  # the shell's convention for a run stopped by Ctrl-C
 
 
 def _short(text: str | None, width: int = 90) -> str:
@@ -58,6 +64,8 @@ class StepPrinter:
         elif kind == "verify":
             v = data["verification"]
             console.print(f"[bold]verify[/]  {escape(v.summary)}")
+        elif kind == "stopping":
+            console.print("[yellow]stopping after the current step (Ctrl-C again to stop at once)[/]")
 
 
 def _summary(result: RunResult) -> None:
@@ -78,18 +86,22 @@ def _summary(result: RunResult) -> None:
     console.print(table)
 
 
-def _run_and_report(run: Run, apply: bool) -> RunResult:
+def _run_and_report(run: Run, apply: bool) -> None:
+    """Execute a run, print its summary, apply its patch if asked; exit with the run's status."""
+    from core.runner import apply_run
+
     try:
         result = run.execute()
     finally:
         run.close()
     _summary(result)
-    if apply and result.patch_path.stat().st_size:
-        repo = apply_run(result.run_id)
-        console.print(f"applied the patch to {repo}")
-    elif result.status != "finished":
+    if result.status != "finished":
         console.print(f"[yellow]the run stopped before it ended; continue it with: agent resume {result.run_id}[/]")
-    return result
+        raise typer.Exit(EXIT_INTERRUPTED if result.status == "interrupted" else 1)
+    if apply and result.patch_path.stat().st_size:
+        console.print(f"applied the patch to {apply_run(result.run_id)}")
+    elif apply:
+        console.print("the patch is empty: nothing to apply")
 
 
 def _fail(exc: HorizonError) -> None:
@@ -106,51 +118,69 @@ def run(
     script: Optional[Path] = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
-    max_steps: int = typer.Option(30, "--max-steps", help="model calls before the run stops"),
-    max_tokens: int = typer.Option(2_000_000, "--max-tokens", help="prompt+completion tokens before the run stops"),
-    max_wall_s: float = typer.Option(3600.0, "--max-time", help="seconds of running before the run stops"),
-    max_cost: float = typer.Option(10.0, "--max-cost", help="spend before the run stops (config prices)"),
+    max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls before the run stops"),
+    max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
+    max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
+    max_cost: float = typer.Option(10.0, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
     apply: bool = typer.Option(False, "--apply", help="apply the final patch to --repo when the run ends"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
     """Start a run of PLUGIN on TASK; prints a line per step and a summary."""
+    from core.plugin import Task
+    from core.runner import Run, make_policy, policy_spec
+    from core.state import Limits
+
     try:
+        if not task.strip():
+            raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
         settings = load_settings(base_url=base_url, model=model)
         if base_url and policy == "auto":
             policy = "openai"
         spec = policy_spec(policy, settings, script)
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost)
         the_policy = make_policy(spec, settings)
-        console.print(f"[bold]{plugin}[/]: {escape(task)}  [dim]({the_policy.name}, repo {repo.resolve()})[/]")
         started = Run.start(
             Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
-            pricing=settings.pricing, isolated=not no_sandbox, on_event=StepPrinter(),
+            pricing=settings.pricing, isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
         )
+        console.print(f"[bold]{plugin}[/]: {escape(task)}  [dim]({the_policy.name}, repo {repo.resolve()})[/]")
         console.print(f"[dim]run {started.run_id}  workspace {started.episode.ctx.workspace}[/]")
-        result = _run_and_report(started, apply)
+        if no_sandbox:
+            console.print("[yellow]warning: --no-sandbox: the agent's commands run WITHOUT isolation, as you[/]")
+        _run_and_report(started, apply)
     except HorizonError as exc:
         _fail(exc)
-        return
-    raise typer.Exit(0 if result.status == "finished" else 1)
 
 
 @app.command()
-def resume(run_id: str = typer.Argument(..., help="the run to continue (see: agent runs)"),
-           apply: bool = typer.Option(False, "--apply", help="apply the final patch when the run ends")) -> None:
+def resume(
+    run_id: str = typer.Argument(..., help="the run to continue (see: agent runs)"),
+    apply: bool = typer.Option(False, "--apply", help="apply the final patch when the run ends"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="the model server moved: continue against this URL"),
+    model: Optional[str] = typer.Option(None, "--model", help="continue with this model name on the server"),
+) -> None:
     """Continue an interrupted run from its last checkpoint; completed tool calls are not repeated."""
+    from core.runner import Run
+
+    overrides = {k: v for k, v in {"base_url": base_url, "model": model}.items() if v}
     try:
-        opened = Run.open(run_id, settings=load_settings(), on_event=StepPrinter())
-        console.print(f"resuming {run_id} at step {(opened.state().step if opened.state() else 0) + 1}")
-        result = _run_and_report(opened, apply)
+        opened = Run.open(run_id, settings=load_settings(), policy_overrides=overrides, on_event=StepPrinter())
+        state = opened.state()
+        if state is not None and state.verified:
+            console.print(f"run {run_id} has already finished")
+        else:
+            done = state.step if state else 0
+            console.print(f"resuming {run_id} after step {done}")
+        _run_and_report(opened, apply)
     except HorizonError as exc:
         _fail(exc)
-        return
-    raise typer.Exit(0 if result.status == "finished" else 1)
 
 
 @app.command()
 def runs() -> None:
-    """List runs, newest first."""
+    """List runs, newest first ("killed": its process died; continue it with agent resume)."""
+    from core.runner import list_runs
+
     table = Table()
     for name in ("run", "plugin", "status", "exit", "reward", "steps"):
         table.add_column(name, no_wrap=True)
@@ -168,6 +198,8 @@ def runs() -> None:
 def show(run_id: str = typer.Argument(..., help="the run to print"),
          as_json: bool = typer.Option(False, "--json", help="print the messages as JSON")) -> None:
     """Print a run's trajectory: each message, tool call and observation, and the rewards."""
+    from core.runner import open_store
+
     try:
         with closing(open_store(run_id)) as store:
             row, messages, rewards = store.run(), store.messages(), store.rewards()
@@ -194,6 +226,8 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
 @app.command("apply")
 def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to apply")) -> None:
     """Apply a run's final patch to the repository the run was started on."""
+    from core.runner import apply_run
+
     try:
         repo = apply_run(run_id)
     except HorizonError as exc:
@@ -205,6 +239,8 @@ def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to app
 @app.command()
 def plugins() -> None:
     """List the installed plugins (entry-point group horizon.plugins)."""
+    from core.plugin import discover
+
     for name, ep in discover().items():
         console.print(f"{name}  [dim]{ep.value}[/]")
 

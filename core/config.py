@@ -14,10 +14,11 @@ Example ``horizon.toml``::
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from core.errors import ConfigError
@@ -41,6 +42,7 @@ class Settings(BaseSettings):
         max_completion_tokens: completion tokens per model call.
         timeout_s: seconds to wait for one model call.
         input_per_mtok, cached_input_per_mtok, output_per_mtok: prices per million tokens.
+        keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
     """
 
     model_config = SettingsConfigDict(env_prefix="HORIZON_", extra="ignore")
@@ -54,6 +56,7 @@ class Settings(BaseSettings):
     input_per_mtok: float = 0.0
     cached_input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+    keep_checkpoints: int = Field(20, ge=1)
 
     @classmethod
     def settings_customise_sources(
@@ -64,8 +67,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        files = [horizon_home() / "config.toml", Path("horizon.toml")]
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=[f for f in files if f.is_file()]))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_files()))
 
     @property
     def pricing(self) -> Pricing:
@@ -77,16 +79,34 @@ class Settings(BaseSettings):
         )
 
 
+def config_files() -> list[Path]:
+    """The config files read, lowest priority first (missing ones are skipped)."""
+    return [f for f in (horizon_home() / "config.toml", Path("horizon.toml")) if f.is_file()]
+
+
+def _check_file(path: Path) -> None:
+    """Fail on TOML that does not parse or on keys Settings does not know (a typo is not ignored)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc}") from None
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}")
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Load settings; ``overrides`` (from flags) win, ``None`` values are ignored.
 
     Raises:
-        ConfigError: a file or variable holds an invalid value (the field is named).
+        ConfigError: a file does not parse or has an unknown key, or a file or variable holds
+            an invalid value (the file and the field are named).
     """
+    for path in config_files():
+        _check_file(path)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid settings: {problems}") from None
-    except (OSError, ValueError) as exc:  # unreadable or malformed TOML
-        raise ConfigError(f"cannot read Horizon's config file: {exc}") from None
+        where = ", ".join(map(str, config_files())) or "no config file"
+        raise ConfigError(f"invalid settings ({where}, HORIZON_* variables, flags): {problems}") from None

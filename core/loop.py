@@ -19,7 +19,10 @@ store write but before the checkpoint resumes without calling the model or a too
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
+import traceback
 from typing import Any, Callable
 
 from langgraph.graph import END, START, StateGraph
@@ -27,9 +30,15 @@ from langgraph.graph import END, START, StateGraph
 from core.errors import ToolError
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
+from core.policy.text import utf8_safe
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
 from core.store import RunStore
 from core.tools import ToolContext, ToolResult
+from core.workspace import CallJournal
+
+class StopRequested(Exception):  # noqa: N818 - a signal, not an error
+    """Raised at a node boundary after the user asked the run to stop (first Ctrl-C)."""
+
 
 NO_TOOL_CALL = "Your reply contained no tool call. Act by calling exactly one of the tools; call finish when done."
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -51,6 +60,8 @@ class Episode:
             the run progresses (the CLI's live display).
         max_observation_chars: longer observations are cut to head and tail; the full text is
             saved under ``<workspace>/.horizon/observations/`` (excluded from the patch).
+        journal: saves the workspace before each call that may change it, so a call cut short
+            by a crash is undone before it runs again (None: no undo).
     """
 
     def __init__(
@@ -66,6 +77,7 @@ class Episode:
         pricing: Pricing,
         on_event: EventSink | None = None,
         max_observation_chars: int = 8000,
+        journal: CallJournal | None = None,
     ) -> None:
         self.run_id = run_id
         self.task = task
@@ -77,6 +89,8 @@ class Episode:
         self.pricing = pricing
         self.on_event = on_event or (lambda kind, data: None)
         self.max_observation_chars = max_observation_chars
+        self.journal = journal
+        self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
         tools = plugin.tools()
         self.tools = {t.name: t for t in tools}
         self.tool_schemas = [t.schema() for t in tools]
@@ -97,16 +111,21 @@ class Episode:
             return text
         folder = self.ctx.workspace / ".horizon" / "observations"
         folder.mkdir(parents=True, exist_ok=True)
-        full = folder / f"{call.id}.txt"
+        full = folder / f"{_file_stem(call.id)}.txt"
         full.write_text(text, encoding="utf-8")
         rel = full.relative_to(self.ctx.workspace)
         half = limit // 2
         return f"{text[:half]}\n... [{len(text) - limit} characters omitted; full output in {rel}] ...\n{text[-half:]}"
 
+    def _stop_if_requested(self) -> None:
+        if self.stop_requested:
+            raise StopRequested
+
     # -- nodes ------------------------------------------------------------------------------
 
     def model_node(self, state: EpisodeState) -> dict[str, Any]:
         """Call the policy once (or reuse a turn stored before a crash) and record it."""
+        self._stop_if_requested()
         start = time.perf_counter()
         step = state.step + 1
         if len(self.history) > state.n_messages and self.history[state.n_messages].role == "assistant":
@@ -114,7 +133,9 @@ class Episode:
             usage = self.store.model_call_usage(step)
         else:
             response = self.policy.complete(self._wire, self.tool_schemas)
-            message, usage = self._with_unique_call_ids(response.message, step), response.usage
+            # lone surrogates cannot be stored (DuckDB), checkpointed (they become "?") or sent back
+            # to a server, so the turn is made UTF-8-safe before anything else sees it
+            message, usage = self._with_unique_call_ids(utf8_safe(response.message), step), response.usage
             self.store.append_model_turn(
                 len(self.history), step, message, usage,
                 model=response.model, latency_s=response.latency_s, finish_reason=response.finish_reason,
@@ -137,7 +158,11 @@ class Episode:
         calls = []
         for i, call in enumerate(message.tool_calls):
             if not call.id or call.id in seen:
-                call = call.model_copy(update={"id": f"call_{step}_{i}_h"})
+                fresh, n = f"call_{step}_{i}_h", 0
+                while fresh in seen:  # the model may have used this very id before
+                    n += 1
+                    fresh = f"call_{step}_{i}_h{n}"
+                call = call.model_copy(update={"id": fresh})
             seen.add(call.id)
             calls.append(call)
         return message.model_copy(update={"tool_calls": calls}) if calls != message.tool_calls else message
@@ -153,6 +178,7 @@ class Episode:
 
     def tools_node(self, state: EpisodeState) -> dict[str, Any]:
         """Run the pending tool calls in order, storing each observation as soon as it exists."""
+        self._stop_if_requested()
         start = time.perf_counter()
         index = state.n_messages
         malformed = 0
@@ -175,6 +201,7 @@ class Episode:
                 continue
             t0 = time.perf_counter()
             result, bad = self._execute(call)
+            result = utf8_safe(result)  # outputs may echo undecodable bytes or the model's own lone surrogates
             malformed += int(bad)
             finished |= result.done
             duration = time.perf_counter() - t0
@@ -211,10 +238,17 @@ class Episode:
             args = tool.parse(call.arguments)
         except ToolError as exc:
             return ToolResult(output=str(exc), is_error=True), True
+        except (ValueError, RecursionError) as exc:  # json.loads limits: integers over 4,300 digits, deep nesting
+            return ToolResult(output=f"arguments of {call.name} could not be read ({exc}); send one JSON object", is_error=True), True
+        if self.journal is not None and not tool.read_only:
+            self.journal.before(call.id)
         try:
             result = tool.fn(args, self.ctx)
         except ToolError as exc:
             return ToolResult(output=str(exc), is_error=True), False
+        except (OSError, ValueError) as exc:  # arguments the tool did not check: a NUL byte or a 300-byte name in a path
+            return ToolResult(output=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True,
+                              data={"exception": traceback.format_exc()}), False
         return (result if isinstance(result, ToolResult) else ToolResult(output=str(result))), False
 
     def check_node(self, state: EpisodeState) -> dict[str, Any]:
@@ -239,6 +273,7 @@ class Episode:
 
     def verify_node(self, state: EpisodeState) -> dict[str, Any]:
         """Verify the workspace with the plugin and store the reward and its components."""
+        self._stop_if_requested()
         start = time.perf_counter()
         verification = self.plugin.verify(self.task, self.ctx)
         self.store.set_rewards({n: (c.value, c.weight, c.detail) for n, c in verification.components.items()})
@@ -265,3 +300,13 @@ def build_graph(episode: Episode, checkpointer: Any) -> Any:
 def recursion_limit(limits: Limits) -> int:
     """LangGraph super-steps an episode may need: three nodes a step, plus verification."""
     return 3 * limits.max_steps + 10
+
+
+def _file_stem(call_id: str) -> str:
+    """A file name for a call's full output: the id itself when it is a plain word, else a hash of it.
+
+    Call ids come from the model server and may hold ``/``, ``..``, NUL bytes or 1,000 characters.
+    """
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", call_id):
+        return call_id
+    return "call-" + hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]

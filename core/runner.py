@@ -12,23 +12,27 @@ A run lives in ``$HORIZON_HOME/runs/<run id>/``::
 
 from __future__ import annotations
 
+import os
+import json
 import secrets
+import shutil
+import signal
 import sqlite3
+import threading
 import traceback
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 from core import workspace as ws
+from core.checkpoint import PruningSqliteSaver
 from core.config import Settings, horizon_home
 from core.errors import ConfigError, ModelUnavailable, RunNotFound, UserError
-from core.loop import Episode, EventSink, build_graph, recursion_limit
+from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
 from core.sandbox import open_sandbox
@@ -59,11 +63,6 @@ class RunResult(BaseModel):
     steps: int
     state: EpisodeState
     patch_path: Path
-
-
-def checkpoint_serializer() -> JsonPlusSerializer:
-    """LangGraph's serializer, allowed to restore exactly the state's own types from a checkpoint."""
-    return JsonPlusSerializer(allowed_msgpack_modules=[("core.state", n) for n in ("EpisodeState", "Usage", "ToolCall", "ExitStatus")])
 
 
 def runs_dir(home: Path | None = None) -> Path:
@@ -102,10 +101,11 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> di
 
 
 def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
-    """Build the policy described by ``policy_spec``."""
+    """Build the policy described by ``policy_spec``; its server and model are the recorded ones
+    (a resumed run talks to the same model), the key and sampling settings come from ``settings``."""
     if spec["kind"] == "openai":
         return OpenAIServerPolicy(
-            settings.base_url or spec["base_url"], settings.model or spec["model"], api_key=settings.api_key,
+            spec["base_url"], spec["model"], api_key=settings.api_key,
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
         )
     if spec["kind"] == "scripted":
@@ -116,7 +116,7 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
 class Run:
     """An open run: its folder, store, checkpointer and episode. Use ``Run.start`` or ``Run.open``."""
 
-    def __init__(self, run_id: str, folder: Path, store: RunStore, episode: Episode, checkpointer: SqliteSaver, sqlite: sqlite3.Connection):
+    def __init__(self, run_id: str, folder: Path, store: RunStore, episode: Episode, checkpointer: PruningSqliteSaver, sqlite: sqlite3.Connection):
         self.run_id = run_id
         self.folder = folder
         self.store = store
@@ -134,13 +134,14 @@ class Run:
         episode = Episode(
             run_id, task, plugin, policy, store, ctx,
             limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,
+            journal=ws.CallJournal(folder / "workspace", folder / "baseline.git", folder / "inflight.json"),
         )
         con = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
         # WAL with synchronous=NORMAL: a commit survives a killed process; after a power loss the
         # last checkpoints may be lost, never corrupted, and the run store (ahead of them) fills the gap.
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
-        return Run(run_id, folder, store, episode, SqliteSaver(con, serde=checkpoint_serializer()), con)
+        return Run(run_id, folder, store, episode, PruningSqliteSaver(con, keep=config.get("keep_checkpoints", 20)), con)
 
     @classmethod
     def start(
@@ -152,6 +153,7 @@ class Run:
         limits: Limits,
         pricing: Pricing,
         isolated: bool = True,
+        keep_checkpoints: int = 20,
         home: Path | None = None,
         on_event: EventSink | None = None,
     ) -> Run:
@@ -161,20 +163,31 @@ class Run:
             PluginNotFound, UserError: unknown plugin, or the repository is not a folder.
             SandboxUnavailable: isolation was asked for and cannot start here.
         """
-        plugin = load_plugin(task.plugin)  # fail before copying anything
+        load_plugin(task.plugin)  # fail before copying anything
         run_id = new_run_id()
         folder = runs_dir(home) / run_id
-        (folder / "scratch").mkdir(parents=True)
-        if task.repo is not None:
-            ws.copy_repository(task.repo, folder / "workspace")
-        else:
-            (folder / "workspace").mkdir()
-        ws.snapshot(folder / "workspace", folder / "baseline.git")
-        config = {"policy": policy_config, "limits": limits.model_dump(), "pricing": pricing.model_dump(), "isolated": isolated}
-        store = RunStore(folder / "trajectory.duckdb")
-        store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""), policy=policy.name,
-                         config=config, steps=0)
-        return cls._open_parts(folder, run_id, task, policy, config, on_event, store)
+        # Built under a hidden name and renamed when complete: a run killed while starting
+        # leaves no half-made run behind for `agent runs` or `agent resume` to trip over.
+        partial = folder.with_name(f".{run_id}.partial")
+        (partial / "scratch").mkdir(parents=True)
+        config = {
+            "policy": policy_config, "limits": limits.model_dump(), "pricing": pricing.model_dump(), "isolated": isolated,
+            "keep_checkpoints": keep_checkpoints,
+        }
+        try:
+            if task.repo is not None:
+                ws.copy_repository(task.repo, partial / "workspace")
+            else:
+                (partial / "workspace").mkdir()
+            ws.snapshot(partial / "workspace", partial / "baseline.git")
+            with closing(RunStore(partial / "trajectory.duckdb")) as store:
+                store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""),
+                                 policy=policy.name, config=config, steps=0)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        os.replace(partial, folder)
+        return cls._open_parts(folder, run_id, task, policy, config, on_event, RunStore(folder / "trajectory.duckdb"))
 
     def _begin(self) -> None:
         """Set the plugin up and write the system and task messages (the episode's step 0).
@@ -192,23 +205,32 @@ class Run:
             ep.append(message)
 
     @classmethod
-    def open(cls, run_id: str, *, settings: Settings, home: Path | None = None, on_event: EventSink | None = None) -> Run:
+    def open(
+        cls,
+        run_id: str,
+        *,
+        settings: Settings,
+        policy_overrides: dict[str, str] | None = None,
+        home: Path | None = None,
+        on_event: EventSink | None = None,
+    ) -> Run:
         """Reopen a run to resume it; the policy is rebuilt from the run's recorded config.
+
+        Args:
+            policy_overrides: e.g. ``{"base_url": ...}`` when the model server moved; recorded.
 
         Raises:
             RunNotFound: no such run.
-            UserError: the run is in use by another process.
+            UserError: the run is in use by another process, or its store is damaged.
         """
-        folder = runs_dir(home) / run_id
-        if not (folder / "trajectory.duckdb").is_file():
-            raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
-        try:
-            store = RunStore(folder / "trajectory.duckdb")
-        except duckdb.IOException:
-            raise UserError(f"run {run_id} is in use by another process; wait for it or stop it first") from None
+        store = _open_store(run_id, home, read_only=False)
         row = store.run()
         task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None)
         config = row["config"]
+        if policy_overrides:
+            config["policy"].update(policy_overrides)
+            store.update_run(config=json.dumps(config))
+        folder = runs_dir(home) / run_id
         return cls._open_parts(folder, run_id, task, make_policy(config["policy"], settings), config, on_event, store)
 
     @property
@@ -233,19 +255,42 @@ class Run:
             return self._finish("finished")  # already ended: report it again, change nothing
         status, forced = "finished", None
         self.store.update_run(status="running")
+        restore = self._graceful_ctrl_c()
         try:
             if not self.episode.history:  # new, or killed before step 0 was complete
                 self._begin()
             first_input = None if snap.values else EpisodeState(n_messages=len(self.episode.history))
             self.graph.invoke(first_input, self._graph_config, durability="sync")
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, StopRequested):
             status, forced = "interrupted", (ExitStatus.INTERRUPTED, "interrupted by the user; continue with: agent resume " + self.run_id)
         except ModelUnavailable as exc:
             status, forced = "model_error", (ExitStatus.MODEL_ERROR, f"{exc}; continue with: agent resume {self.run_id}")
         except Exception as exc:  # a bug in Horizon or a plugin: keep everything, say where
             (self.folder / "crash.txt").write_text(traceback.format_exc())
             status, forced = "crashed", (ExitStatus.CRASHED, f"{type(exc).__name__}: {exc} (traceback in {self.folder / 'crash.txt'})")
+        finally:
+            restore()
         return self._finish(status, forced)
+
+    def _graceful_ctrl_c(self) -> Callable[[], None]:
+        """First Ctrl-C: stop at the next node boundary (the step in flight is kept); second: now.
+
+        A model call in native code (llama.cpp) cannot be interrupted between Python bytecodes
+        anyway, so stopping after it keeps its answer instead of throwing it away.
+        Returns a function that puts the previous handler back.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        episode = self.episode
+
+        def handler(signum: int, frame: Any) -> None:
+            if episode.stop_requested:
+                raise KeyboardInterrupt
+            episode.stop_requested = True
+            episode.on_event("stopping", {})
+
+        previous = signal.signal(signal.SIGINT, handler)
+        return lambda: signal.signal(signal.SIGINT, previous)
 
     def _finish(self, status: str, forced: tuple[ExitStatus, str] | None = None) -> RunResult:
         state = self.state() or EpisodeState()
@@ -269,18 +314,42 @@ class Run:
         self._sqlite.close()
 
 
+def _is_lock_error(exc: duckdb.Error) -> bool:
+    return "lock" in str(exc).lower()
+
+
 def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
-    """Return one row per run, newest first; a run being written shows ``status="in use"``."""
+    """Return one row per run, newest first.
+
+    ``status`` is ``in use`` for a run another process is writing now, ``killed`` for one whose
+    process died without a word (it can be resumed), ``damaged`` for an unreadable store.
+    """
     rows = []
-    for folder in sorted(runs_dir(home).glob("*/trajectory.duckdb"), reverse=True):
+    for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb"), reverse=True):  # not half-made ones
         try:
-            with closing(RunStore(folder, read_only=True)) as store:
-                rows.append(store.run())
-        except duckdb.IOException:
-            rows.append({"run_id": folder.parent.name, "status": "in use"})
+            with closing(RunStore(path, read_only=True)) as store:
+                row = store.run()
+        except duckdb.Error as exc:
+            rows.append({"run_id": path.parent.name, "status": "in use" if _is_lock_error(exc) else "damaged"})
+            continue
         except RunNotFound:
             continue
+        if row["status"] == "running":  # we could open it, so no process holds it any more
+            row["status"] = "killed"
+        rows.append(row)
     return rows
+
+
+def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
+    path = runs_dir(home) / run_id / "trajectory.duckdb"
+    if not path.is_file():
+        raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
+    try:
+        return RunStore(path, read_only=read_only)
+    except duckdb.Error as exc:
+        if _is_lock_error(exc):
+            raise UserError(f"run {run_id} is in use by another process; try again when it stops") from None
+        raise UserError(f"the run store of {run_id} is damaged ({path}): {exc}") from None
 
 
 def open_store(run_id: str, home: Path | None = None) -> RunStore:
@@ -288,15 +357,9 @@ def open_store(run_id: str, home: Path | None = None) -> RunStore:
 
     Raises:
         RunNotFound: no such run.
-        UserError: the run is being written by another process right now.
+        UserError: the run is being written by another process right now, or its store is damaged.
     """
-    path = runs_dir(home) / run_id / "trajectory.duckdb"
-    if not path.is_file():
-        raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
-    try:
-        return RunStore(path, read_only=True)
-    except duckdb.IOException:
-        raise UserError(f"run {run_id} is in use by another process; try again when it stops") from None
+    return _open_store(run_id, home, read_only=True)
 
 
 def apply_run(run_id: str, home: Path | None = None) -> Path:

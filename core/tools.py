@@ -96,12 +96,16 @@ class Tool:
         description: what the tool does, shown to the model.
         args_model: pydantic model validating the call's arguments.
         fn: ``fn(args, ctx) -> ToolResult | str``; may raise ``ToolError``.
+        read_only: True when the tool never changes the workspace; the loop snapshots the
+            workspace before every other tool call, so a call cut short by a crash is rolled
+            back and re-run on resume instead of leaving half its effects behind.
     """
 
     name: str
     description: str
     args_model: type[BaseModel]
     fn: ToolFunction
+    read_only: bool = False
 
     def schema(self) -> dict[str, Any]:
         """Return the OpenAI function-calling schema: ``{"type": "function", "function": {...}}``."""
@@ -143,11 +147,12 @@ class Tool:
         return result if isinstance(result, ToolResult) else ToolResult(output=str(result))
 
 
-def tool(fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
+def tool(fn: ToolFunction | None = None, *, name: str | None = None, read_only: bool = False) -> Any:
     """Make a ``Tool`` from ``fn(args: SomeModel, ctx: ToolContext)``.
 
     The argument model is read from the first parameter's annotation and the description from
-    the docstring's first paragraph. Usable bare (``@tool``) or with a name (``@tool(name=...)``).
+    the docstring's first paragraph. Usable bare (``@tool``) or with options
+    (``@tool(name=..., read_only=True)``).
 
     Raises:
         TypeError: the first parameter is not annotated with a pydantic model, or no docstring.
@@ -162,6 +167,7 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
         doc = inspect.getdoc(f)
         if not doc:
             raise TypeError(f"tool {f.__name__}: a docstring is required; it is the model's description")
-        return Tool(name=name or f.__name__, description=doc.split("\n\n")[0].replace("\n", " "), args_model=model, fn=f)
+        description = doc.split("\n\n")[0].replace("\n", " ")
+        return Tool(name=name or f.__name__, description=description, args_model=model, fn=f, read_only=read_only)
 
     return build(fn) if fn is not None else build

@@ -8,6 +8,7 @@ The user's files change only through ``apply_patch`` (``agent run --apply`` or `
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +28,9 @@ def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, work_
         cmd += [f"--work-tree={work_tree}"]
     proc = subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
+        reverse = subprocess.run(["git", "apply", "--reverse", "--check", str(patch)], cwd=repo, capture_output=True, env=env)
+        if reverse.returncode == 0:
+            raise UserError(f"the patch is already applied to {repo}; nothing changed")
         raise UserError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
 
@@ -83,22 +87,75 @@ def diff(workspace: Path, baseline: Path) -> str:
     return _git("diff", "--cached", "--binary", "HEAD", git_dir=baseline, work_tree=workspace)
 
 
+def save_tree(workspace: Path, baseline: Path) -> str:
+    """Store the workspace's current files in the baseline database; return the tree's hash.
+
+    Files that ``ALWAYS_EXCLUDED`` or the repository's .gitignore exclude are not saved.
+    """
+    _git("add", "-A", git_dir=baseline, work_tree=workspace)
+    return _git("write-tree", git_dir=baseline, work_tree=workspace).strip()
+
+
+def restore_tree(workspace: Path, baseline: Path, tree: str) -> None:
+    """Make the workspace's files exactly those of ``tree`` (from ``save_tree``).
+
+    Changed and deleted files are restored and files the tree lacks are removed; ignored files
+    (build outputs, caches) are left alone, as are ``.git`` and ``.horizon``.
+    """
+    _git("read-tree", tree, git_dir=baseline, work_tree=workspace)
+    _git("checkout-index", "-a", "-f", git_dir=baseline, work_tree=workspace)
+    _git("clean", "-f", "-d", "-q", git_dir=baseline, work_tree=workspace)
+
+
+class CallJournal:
+    """Undo for tool calls that a crash cut short, so a resumed run re-runs them on clean files.
+
+    Before each call that may change the workspace, ``before(call_id)`` saves the files (a git
+    tree in the baseline database) and names the call in ``path``, replaced atomically. When a
+    resumed run meets the same call again, its observation was never stored: the call did not
+    finish, so the workspace goes back to the saved tree before the call runs again.
+
+    Args:
+        workspace: the episode's workspace.
+        baseline: the run's baseline git database (see ``snapshot``).
+        path: the journal file, outside the workspace (the run's folder).
+    """
+
+    def __init__(self, workspace: Path, baseline: Path, path: Path) -> None:
+        self.workspace, self.baseline, self.path = workspace, baseline, path
+
+    def before(self, call_id: str) -> bool:
+        """Prepare the workspace for ``call_id``; return True when a cut-short attempt was undone."""
+        if self.path.exists():
+            entry = json.loads(self.path.read_text())
+            if entry["call_id"] == call_id:
+                restore_tree(self.workspace, self.baseline, entry["tree"])
+                return True
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"call_id": call_id, "tree": save_tree(self.workspace, self.baseline)}))
+        os.replace(tmp, self.path)
+        return False
+
+
 def apply_patch(repo: Path, patch: Path) -> None:
     """Apply ``patch`` to the user's ``repo``, all or nothing.
 
     Raises:
-        UserError: the patch does not apply (the repository changed since the run started);
-            nothing is changed in that case.
+        UserError: the patch is empty, already applied, or does not apply (the repository
+            changed since the run started); nothing is changed in those cases.
     """
     if not patch.is_file():
         raise UserError(f"no patch at {patch}")
     if not patch.read_text().strip():
-        return
+        raise UserError("the run's patch is empty: the agent changed nothing, so there is nothing to apply")
     # A ceiling stops git from finding an enclosing repository, whose root it would otherwise
     # take as the base of the patch's paths (and silently skip every file).
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(repo.resolve().parent)}
     proc = subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
+        reverse = subprocess.run(["git", "apply", "--reverse", "--check", str(patch)], cwd=repo, capture_output=True, env=env)
+        if reverse.returncode == 0:
+            raise UserError(f"the patch is already applied to {repo}; nothing changed")
         raise UserError(
             f"the patch does not apply to {repo}: {proc.stderr.strip()}; your files are unchanged. "
             f"Inspect it with: git apply --stat {patch}"

@@ -1,20 +1,60 @@
 """A policy served by any OpenAI-compatible chat-completions server with tool calling.
 
 Works with vLLM, SGLang, llama.cpp's server and Ollama (``/v1`` endpoints); uses the official
-``openai`` client. Cached prompt tokens are read from ``usage.prompt_tokens_details.cached_tokens``
-where the server reports them (vLLM and SGLang do when prefix caching is on).
+``openai`` client for the HTTP request and reads the response body itself, tolerantly (servers
+differ in which fields they fill). Cached prompt tokens are read from
+``usage.prompt_tokens_details.cached_tokens`` where the server reports them (vLLM and SGLang do
+when prefix caching is on).
+
+Faults and retries. The client's own retry is switched off (``max_retries=0``): it retries only
+transport and status errors, its jitter shortens a wait by at most 25% (so clients that failed
+together retry nearly together), and it has no budget in seconds. Instead ``complete`` retries,
+within a ``RetryConfig`` budget and with full-jitter backoff (see ``core.policy.retry``):
+
+- a timeout, a refused or broken connection (including one cut in the middle of the response);
+- HTTP 408, 409, 429 and 5xx, waiting what ``Retry-After`` asks for when the server sends it;
+- a 2xx response whose body is not valid JSON, or has no or an empty ``choices`` list.
+
+Any other HTTP status (400, 401, 403, 404, 422, ...) means the request itself is wrong, and
+sending it again would fail again: it raises ``ModelUnavailable`` at once. When the budget is
+spent, ``ModelUnavailable`` says what failed, how many attempts were made over how many seconds;
+the runner stops the run resumably (``model_error``) and adds the ``agent resume`` command.
+
+A reply cut off by the token limit (``finish_reason="length"``) is not a fault: it is returned
+as it is, truncated tool-call arguments included, and the loop tells the model they are not
+valid JSON.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import openai
 
 from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
+from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
+from core.policy.text import utf8_safe
 from core.state import Message, ToolCall, Usage
+
+log = logging.getLogger(__name__)
+
+#: HTTP statuses worth retrying: request timeout, conflict (a busy lock), rate limit; 5xx too.
+RETRIED_STATUSES = frozenset({408, 409, 429})
+
+
+class _Retryable(Exception):
+    """One failed attempt that a later one may not repeat; ``reason`` says what happened."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
 
 
 class OpenAIServerPolicy:
@@ -26,8 +66,11 @@ class OpenAIServerPolicy:
         api_key: sent as a bearer token; local servers accept any value.
         temperature: sampling temperature.
         max_tokens: completion tokens per call.
-        timeout_s: seconds to wait for one call.
-        max_retries: retries on connection errors and 429/5xx (the client backs off exponentially).
+        timeout_s: seconds to wait for one attempt.
+        retry: the retry budget and backoff (default ``RetryConfig()``: 6 attempts, 120 s).
+        max_retries: older spelling of ``retry.max_attempts - 1``; overrides it when given.
+        sleep: how to wait between attempts (tests pass a recorder).
+        rng: the random source of the backoff jitter (tests pass a seeded one).
     """
 
     def __init__(
@@ -39,27 +82,69 @@ class OpenAIServerPolicy:
         temperature: float = 0.0,
         max_tokens: int = 2048,
         timeout_s: float = 300.0,
-        max_retries: int = 2,
+        retry: RetryConfig | None = None,
+        max_retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.name = f"openai:{model}@{base_url}"
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=max_retries
-        )
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryConfig()
+        if max_retries is not None:
+            self.retry = RetryConfig(**{**self.retry.model_dump(), "max_attempts": max_retries + 1})
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
-        """Return the server's next assistant turn; see ``Policy.complete``.
+        """Return the server's next assistant turn, retrying transient faults; see ``Policy.complete``.
 
         Raises:
-            ModelUnavailable: the server is unreachable, timed out, or refused the request
-                (the message gives the URL, the status and what to check).
+            ModelUnavailable: the retry budget is spent (the message gives the last fault, the
+                attempts and the seconds), or the server rejected the request with a 4xx that
+                is not retried.
         """
-        start = time.perf_counter()
+        messages = utf8_safe(messages)  # a lone surrogate in the history would fail every request
+        budget = self.retry
+        start = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._attempt(messages, tools)
+            except _Retryable as fault:
+                elapsed = time.monotonic() - start
+                if attempt >= budget.max_attempts:
+                    raise self._gave_up(fault.reason, attempt, elapsed) from None
+                if fault.retry_after is not None:
+                    delay, why = fault.retry_after, "as the server asked (Retry-After)"
+                else:
+                    delay, why = backoff_delay(attempt - 1, budget, self._rng), "backoff with jitter"
+                if elapsed + delay > budget.max_total_s:
+                    left = max(0.0, budget.max_total_s - elapsed)
+                    raise self._gave_up(f"{fault.reason}; the next wait ({delay:.1f} s) would pass the "
+                                        f"{left:.1f} s left of the retry budget", attempt, elapsed) from None
+                log.warning("model call attempt %d of %d failed: %s; retrying in %.2f s (%s)",
+                            attempt, budget.max_attempts, fault.reason, delay, why)
+                self._sleep(delay)
+
+    def _gave_up(self, reason: str, attempts: int, elapsed: float) -> ModelUnavailable:
+        budget = self.retry
+        return ModelUnavailable(
+            f"{reason}; gave up after {attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s "
+            f"(retry budget: {budget.max_attempts} attempts, {budget.max_total_s:g} s)"
+        )  # the runner adds "continue with: agent resume RUN_ID", which it alone knows
+
+    def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
+        """One request. Raises ``_Retryable`` for a fault worth retrying, ``ModelUnavailable`` for one that is not."""
+        url = self.base_url
+        t0 = time.perf_counter()
         try:
-            resp = self._client.chat.completions.create(
+            raw = self._client.chat.completions.with_raw_response.create(
                 model=self.model,
                 messages=messages,
                 tools=tools or openai.NOT_GIVEN,
@@ -67,35 +152,100 @@ class OpenAIServerPolicy:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
             )
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            raise ModelUnavailable(
-                f"cannot reach the model server at {self.base_url} ({exc}); start it, or check --base-url"
-            ) from exc
+            body = raw.http_response.content
+        except openai.APITimeoutError:
+            raise _Retryable(f"the model server at {url} did not answer within {self.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:  # refused, reset, or cut in the middle of the response
+            why = str(exc.__cause__ or "") or str(exc)
+            if type(exc.__cause__).__name__ == "ConnectError":  # httpx's (or httpx2's): nothing answered
+                raise _Retryable(f"cannot reach the model server at {url} ({why}); start it, or check --base-url") from None
+            raise _Retryable(f"lost the connection to the model server at {url} ({why})") from None
         except openai.APIStatusError as exc:
+            status = exc.status_code
+            detail = _short(exc.message.removeprefix(f"Error code: {status} - "))
+            if status in RETRIED_STATUSES or status >= 500:
+                wait = retry_after_s(exc.response.headers)
+                asked = f", Retry-After {wait:g} s" if wait is not None else ""
+                raise _Retryable(f"the model server at {url} answered HTTP {status} ({detail}{asked})", wait) from None
             raise ModelUnavailable(
-                f"the model server at {self.base_url} refused the request: HTTP {exc.status_code} {exc.message}"
-            ) from exc
-        if not resp.choices:
-            raise ModelUnavailable(f"the model server at {self.base_url} returned no choices")
-        choice = resp.choices[0]
-        msg = choice.message
-        calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or "")
-            for i, c in enumerate(msg.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
-        usage = Usage()
-        if resp.usage is not None:
-            details = getattr(resp.usage, "prompt_tokens_details", None)
-            usage = Usage(
-                prompt_tokens=resp.usage.prompt_tokens or 0,
-                cached_prompt_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
-                completion_tokens=resp.usage.completion_tokens or 0,
-            )
+                f"the model server at {url} rejected the request with HTTP {status} ({detail}); a 4xx status other "
+                "than 408, 409 and 429 means a bad request, which would fail again, so it was not retried: check "
+                "--model, the API key and the server's limits"
+            ) from None
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError; UnicodeDecodeError; nesting too deep
+            raise _Retryable(
+                f"the model server at {url} sent a response body that is not valid JSON ({exc}): {_short(body)}"
+            ) from None
+        message, finish_reason = _choice(data, url)
         return PolicyResponse(
-            message=Message(role="assistant", content=msg.content, tool_calls=calls),
-            usage=usage,
-            latency_s=time.perf_counter() - start,
-            model=resp.model or self.model,
-            finish_reason=choice.finish_reason,
+            message=message,
+            usage=_usage(data.get("usage")),
+            latency_s=time.perf_counter() - t0,
+            model=data["model"] if isinstance(data.get("model"), str) and data["model"] else self.model,
+            finish_reason=finish_reason,
         )
+
+
+def _short(text: str | bytes | None, limit: int = 200) -> str:
+    """A one-line excerpt of a server's text for an error message."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = " ".join((text or "").split())
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))
+
+
+def _choice(data: Any, url: str) -> tuple[Message, str | None]:
+    """The assistant message and finish reason of ``choices[0]``; ``_Retryable`` when there is none."""
+    if not isinstance(data, dict):
+        raise _Retryable(f"the model server at {url} sent JSON that is not a completion object: {_short(json.dumps(data))}")
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        problem = f"an error: {_short(json.dumps(data['error']))}" if "error" in data else "no 'choices' list"
+        raise _Retryable(f"the model server at {url} sent a response with {problem}")
+    if not choices:
+        raise _Retryable(f"the model server at {url} sent a response with an empty 'choices' list")
+    choice = choices[0]
+    msg = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(msg, dict):
+        raise _Retryable(f"the model server at {url} sent a choice without a 'message' object")
+    calls = []
+    for item in msg.get("tool_calls") or []:
+        item = item if isinstance(item, dict) else {}
+        fn = item.get("function") if isinstance(item.get("function"), dict) else {}
+        arguments = fn.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments)  # some servers send an object instead of JSON text
+        calls.append(ToolCall(id=_text(item.get("id")), name=_text(fn.get("name")), arguments=arguments or ""))
+    reason = choice.get("finish_reason")
+    return Message(role="assistant", content=_content(msg.get("content")), tool_calls=calls), reason if isinstance(reason, str) else None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)
+
+
+def _content(value: Any) -> str | None:
+    """Message content as text: a string, the text parts of a list of parts, or None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) and isinstance(p.get("text"), str) else "" for p in value)
+    return json.dumps(value)
+
+
+def _usage(value: Any) -> Usage:
+    """Token counts from a ``usage`` object; missing or garbled fields count 0."""
+    if not isinstance(value, dict):
+        return Usage()
+
+    def count(obj: Any, key: str) -> int:
+        n = obj.get(key) if isinstance(obj, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
+
+    return Usage(
+        prompt_tokens=count(value, "prompt_tokens"),
+        cached_prompt_tokens=count(value.get("prompt_tokens_details"), "cached_tokens"),
+        completion_tokens=count(value, "completion_tokens"),
+    )

@@ -30,7 +30,8 @@ def load_script(path: Path) -> list[dict[str, Any]]:
     """Read a script file.
 
     Raises:
-        ConfigError: the file is missing or a line is not a JSON object (the line number is given).
+        ConfigError: the file is missing or empty, or a line is not a JSON object (the line
+            number is given).
     """
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -47,6 +48,8 @@ def load_script(path: Path) -> list[dict[str, Any]]:
         if not isinstance(turn, dict):
             raise ConfigError(f"{path}:{n}: each line must be a JSON object")
         turns.append(turn)
+    if not turns:
+        raise ConfigError(f"{path} has no turns; write one JSON object a line, e.g. {{\"tool\": \"finish\", \"arguments\": {{\"summary\": \"done\"}}}}")
     return turns
 
 

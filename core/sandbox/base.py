@@ -8,6 +8,12 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 
+#: The one folder under ``scratch`` that sandboxed commands may write (their reports and build
+#: outputs, one subfolder per command); the rest of scratch is read-only to them, so what Horizon
+#: and the plugins keep there (e.g. the reward's baseline) cannot be rewritten by a command.
+SCRATCH_WRITABLE = "runs"
+
+
 class SandboxLimits(BaseModel):
     """Resource limits for one command. Units are in the field names.
 
@@ -56,7 +62,8 @@ class ProcessResult(BaseModel):
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """Runs commands for one episode: only ``workspace`` (and ``scratch``) writable.
+    """Runs commands for one episode: only ``workspace`` and ``scratch/runs`` writable
+    (``SCRATCH_WRITABLE``; the rest of ``scratch`` is read-only to commands).
 
     Implementations: ``BwrapSandbox`` (the default) and ``UnconfinedSandbox`` (only on the user's
     explicit request).

@@ -6,12 +6,18 @@ What a command sees:
 * a fresh ``/dev`` and ``/proc`` (its own pid namespace: it sees only its own processes);
 * an empty, private ``/tmp`` (also its ``HOME``), and empty tmpfs over ``/run`` (where the host's
   daemons keep unix sockets: docker, dbus, databases; a unix socket is still connectable on a
-  read-only mount, and a network namespace does not stop it), over the user's home and over
-  ``/root`` (``~/.ssh``, cloud credentials, shell history);
+  read-only mount, and a network namespace does not stop it), over the user's home, over
+  ``/root`` (``~/.ssh``, cloud credentials, shell history) and over ``$HORIZON_HOME`` when it is
+  set (other runs' workspaces, the run store);
+* the password hashes (``/etc/shadow``, ``/etc/gshadow`` and their backups) and the SSH host
+  keys replaced by an empty file: root-owned, so uid 0 in the sandbox (Horizon run as root) could
+  read them even without capabilities (``secret_paths``);
 * the Python installation read-only again on top (it may live under the home folder, e.g. pyenv),
   so ``python -m pytest`` runs the interpreter Horizon runs;
-* the workspace and the scratch folder read-write at their real absolute paths, then the
-  workspace's ``.git`` and any ``readonly`` paths read-only on top;
+* the workspace read-write and the scratch folder read-only at their real absolute paths, with
+  ``scratch/runs`` (``SCRATCH_WRITABLE``, the per-command output folders: test reports, build
+  outputs) read-write, so a command cannot rewrite what Horizon and the plugins keep in scratch
+  (the reward's baseline); then the workspace's ``.git`` and any ``readonly`` paths read-only on top;
 * no network but its own loopback (unless ``allow_network``), no capabilities, a new session (no
   terminal to inject keystrokes into), a fixed environment (the host's holds API keys).
 
@@ -23,6 +29,7 @@ with the command. Limits are in ``core.sandbox.limits``.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import pwd
 import re
@@ -35,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import SandboxUnavailable
-from core.sandbox.base import ProcessResult, SandboxLimits
+from core.sandbox.base import SCRATCH_WRITABLE, ProcessResult, SandboxLimits
 from core.sandbox.limits import Confinement
 from core.sandbox.process import (
     Finished,
@@ -82,8 +89,10 @@ def python_prefixes() -> list[Path]:
 
 
 def hidden_dirs() -> list[Path]:
-    """Folders replaced by empty tmpfs: the user's home ($HOME and the password database's) and /root."""
-    candidates = [os.environ.get("HOME", ""), "/root"]
+    """Folders replaced by empty tmpfs: the user's home ($HOME and the password database's), /root,
+    and Horizon's data folder when ``HORIZON_HOME`` moves it out of the home (other runs' workspaces
+    and scratch folders, the run store; the current run's folders are bound again on top)."""
+    candidates = [os.environ.get("HOME", ""), "/root", os.environ.get("HORIZON_HOME", "")]
     try:
         candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
     except KeyError:
@@ -103,6 +112,23 @@ def _is_system_dir(path: Path) -> bool:
     return path in {Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/var", "/opt", "/tmp", "/run")}
 
 
+#: Root-owned secrets outside the hidden folders: uid 0 in the sandbox owns them, so it can read
+#: them without any capability when Horizon runs as root. Files are covered with an empty file,
+#: folders with an empty tmpfs.
+SECRET_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/var/backups/shadow.bak", "/var/backups/gshadow.bak")
+SECRET_GLOBS = ("/etc/ssh/ssh_host_*_key",)
+SECRET_DIRS = ("/etc/ssl/private",)
+
+
+def secret_paths() -> tuple[list[Path], list[Path]]:
+    """(files, folders) of ``SECRET_FILES``, ``SECRET_GLOBS`` and ``SECRET_DIRS`` that exist here."""
+    files = [Path(p) for p in SECRET_FILES if os.path.isfile(p) and not os.path.islink(p)]
+    for pattern in SECRET_GLOBS:
+        files += [Path(p) for p in sorted(glob.glob(pattern)) if os.path.isfile(p) and not os.path.islink(p)]
+    dirs = [Path(p) for p in SECRET_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    return files, dirs
+
+
 def build_bwrap_argv(
     argv: Sequence[str],
     *,
@@ -114,6 +140,7 @@ def build_bwrap_argv(
     allow_network: bool = False,
     readonly: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    masked: Sequence[Path] = (),
     python: Sequence[Path] = (),
     tmpfs_size: int | None = None,
     status_fd: int | None = None,
@@ -128,13 +155,16 @@ def build_bwrap_argv(
     Args:
         argv: the command to run inside.
         bwrap: path of the bwrap program.
-        workspace, scratch: bound read-write at the same absolute paths (must be resolved paths).
+        workspace, scratch: bound at the same absolute paths (must be resolved paths); the
+            workspace read-write, scratch read-only but for ``scratch/runs`` (``SCRATCH_WRITABLE``,
+            which must exist).
         cwd: working directory inside the sandbox.
         env: the complete environment of the command (nothing else is inherited).
         allow_network: share the host's network namespace instead of a loopback-only one.
         readonly: paths bound read-only last, on top of everything (e.g. ``workspace/.git``);
             each must exist.
         hidden: folders to replace with an empty tmpfs (the user's home, /root).
+        masked: files to cover with an empty file (``/dev/null``), e.g. ``/etc/shadow``.
         python: Python installation folders, bound read-only again after the tmpfs.
         tmpfs_size: size limit in bytes of each tmpfs (bwrap 0.8+ ``--size``); None: no limit.
         status_fd: descriptor for ``--json-status-fd`` (the sandbox's pid, then the exit code),
@@ -157,16 +187,27 @@ def build_bwrap_argv(
     args += ["--cap-drop", "ALL"]
     args += ["--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--proc", "/proc"]
+    # bwrap covers /proc/sys only when the folder itself is writable, and it never is; but the
+    # sysctl files in it are writable by uid 0 without any capability, and most are not
+    # namespaced: run as root, a command could set kernel.core_pattern, a program the host
+    # kernel runs as root. The host's /proc/sys read-only (sysctls show the reader's namespaces).
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     args += tmpfs("/dev/shm")  # its own, so that --size bounds it too (multiprocessing uses it)
     args += tmpfs("/tmp")
     args += tmpfs("/run")
     for path in hidden:
         args += tmpfs(path)
+    for path in masked:
+        args += ["--ro-bind", "/dev/null", str(path)]
     for path in python:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(workspace), str(workspace)]
     if scratch != workspace:
-        args += ["--bind", str(scratch), str(scratch)]
+        # Read-only: scratch holds what Horizon and the plugins keep for themselves (the reward's
+        # baseline). Commands write their reports and build outputs under scratch/runs only.
+        writable = scratch / SCRATCH_WRITABLE
+        args += ["--bind", str(scratch), str(scratch), "--remount-ro", str(scratch)]
+        args += ["--bind", str(writable), str(writable)]
     for path in readonly:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--chdir", str(cwd), "--clearenv"]
@@ -184,8 +225,9 @@ class BwrapSandbox:
 
     Args:
         workspace: the episode's repository copy; writable inside (its ``.git`` is read-only).
-        scratch: a run-private folder, writable inside; also holds the output files while a
-            command runs. Made if missing.
+        scratch: a run-private folder, read-only inside except ``scratch/runs`` (made if
+            missing), where tools put each command's reports and build outputs; also holds the
+            output files while a command runs. Made if missing.
         limits: default limits of each command.
         allow_network: give commands the host's network (default: loopback only).
         readonly: extra host paths made visible read-only (e.g. a Maven repository under the
@@ -215,13 +257,16 @@ class BwrapSandbox:
             raise ValueError(f"sandbox workspace is not a folder: {workspace}")
         self.scratch = Path(scratch).resolve()
         self.scratch.mkdir(parents=True, exist_ok=True)
+        (self.scratch / SCRATCH_WRITABLE).mkdir(exist_ok=True)
         self.limits = limits or SandboxLimits()
         self.allow_network = allow_network
         self.readonly = [Path(p).resolve() for p in readonly or []]
         self.use_cgroups = use_cgroups
         self.bwrap = find_bwrap()
         # Computed once: they do not change while Horizon runs.
+        self._masked, secret_dirs = secret_paths()
         self._hidden = hidden_dirs()
+        self._hidden += [d for d in secret_dirs if d not in self._hidden]
         self._python = python_prefixes()
         resolv = Path("/etc/resolv.conf").resolve()
         if allow_network and resolv.is_relative_to("/run"):
@@ -276,6 +321,7 @@ class BwrapSandbox:
                 allow_network=self.allow_network,
                 readonly=readonly,
                 hidden=self._hidden,
+                masked=self._masked,
                 python=self._python,
                 tmpfs_size=limits.memory_bytes if "--size" in features else None,
                 status_fd=status_w,

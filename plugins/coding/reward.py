@@ -8,7 +8,9 @@ FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
            = 0                              otherwise
 
 where the targets are the tests that did not pass at the start. With no targets (the suite was
-green), the reward is 1 when nothing broke. Every test's outcome before and after is recorded.
+green), the reward is 1 when nothing broke. When no test runs at the end (no suite, or it does
+not build), nothing is verified and the reward is 0. Every test's outcome before and after is
+recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]
         The verification, with components ``fail_to_pass`` (the share, weight 1),
         ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details.
     """
+    if not after:  # no test ran at the end: nothing was verified, whatever happened before
+        return Verification(
+            reward=0.0,
+            passed=False,
+            summary="no test ran at the end (no test suite, or it does not build): nothing verified, reward 0",
+            components={"fail_to_pass": RewardComponent(value=0.0, detail={"before": before, "after": after})},
+        )
     targets = sorted(t for t, o in before.items() if o in ("failed", "error"))
     if not before:  # the suite did not build at the start: every test it has now is a target
         targets = sorted(after)
@@ -58,7 +67,7 @@ def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]
     elif targets:
         summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
     else:
-        summary = "no failing tests at the start; none broke" if after else "no tests found"
+        summary = "no failing tests at the start; none broke"
     detail = {"before": before, "after": after}
     return Verification(
         reward=reward,

@@ -29,7 +29,7 @@ class SearchCodeArgs(BaseModel):
     max_results: int = Field(50, ge=1, le=500, description="most matching lines to return (1-500)")
 
 
-@tool
+@tool(read_only=True)
 def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
     """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. Returns 'path:line: text' lines.
 
@@ -57,7 +57,7 @@ class FindSymbolArgs(BaseModel):
     )
 
 
-@tool
+@tool(read_only=True)
 def find_symbol(args: FindSymbolArgs, ctx: ToolContext) -> ToolResult:
     """Find where a name is defined and/or used in the repository's Python and Java files (parsed with tree-sitter, not text search). Returns 'path:line: kind  source-line' lines, definitions first.
 
@@ -80,7 +80,7 @@ class ViewFileArgs(BaseModel):
     )
 
 
-@tool
+@tool(read_only=True)
 def view_file(args: ViewFileArgs, ctx: ToolContext) -> ToolResult:
     """Show a file's lines with their line numbers (number, tab, text), at most 200 lines per call; the last line says how to see more.
 
@@ -198,7 +198,7 @@ class FinishArgs(BaseModel):
     summary: str = Field(min_length=1, description="what was wrong, what you changed and how you checked it")
 
 
-@tool
+@tool(read_only=True)
 def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
     """Finish the task: call this once the fix is made and the tests pass, with a short summary of the change.
 

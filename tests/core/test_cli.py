@@ -36,6 +36,11 @@ def test_user_errors_are_one_clean_line():
     assert result.exit_code == 2 and "--base-url" in result.output
     result = runner.invoke(app, ["run", "coding", "x", "--repo", "/nonexistent/repo", "--policy", "scripted", "--script", str(SCRIPT)])
     assert result.exit_code == 2 and "not a folder" in result.output
+    result = runner.invoke(app, ["run", "coding", "  ", "--policy", "scripted", "--script", str(SCRIPT)])
+    assert result.exit_code == 2 and "the task is empty" in result.output
+    for flag, value in [("--max-steps", "0"), ("--max-steps", "-3"), ("--max-time", "0"), ("--max-cost", "-1")]:
+        result = runner.invoke(app, ["run", "coding", "x", flag, value])
+        assert result.exit_code == 2 and "Traceback" not in result.output, (flag, value)
 
 
 def test_dead_model_server_ends_with_a_stated_reason(python_repo):
@@ -44,3 +49,7 @@ def test_dead_model_server_ends_with_a_stated_reason(python_repo):
     assert result.exit_code == 1
     assert "model_error" in result.output and "cannot reach the model server" in result.output
     assert "agent resume" in result.output
+    run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", result.output).group(1)
+    # the server is still dead: resuming says so again, and the run stays resumable
+    again = runner.invoke(app, ["resume", run_id, "--base-url", "http://127.0.0.1:9/v1"])
+    assert again.exit_code == 1 and "cannot reach the model server at http://127.0.0.1:9/v1" in again.output

@@ -83,3 +83,37 @@ def test_a_patch_that_no_longer_applies_changes_nothing(tmp_path):
 def test_copy_of_a_missing_folder_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not a folder"):
         ws.copy_repository(tmp_path / "nope", tmp_path / "w")
+
+
+def test_apply_refuses_empty_and_already_applied_patches(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
+    (tmp_path / "empty.diff").write_text("")
+    with pytest.raises(UserError, match="empty"):
+        ws.apply_patch(repo, tmp_path / "empty.diff")
+    (work / "app.py").write_text("x = 2\n")
+    (tmp_path / "p.diff").write_text(ws.diff(work, base))
+    ws.apply_patch(repo, tmp_path / "p.diff")
+    with pytest.raises(UserError, match="already applied"):
+        ws.apply_patch(repo, tmp_path / "p.diff")
+    assert (repo / "app.py").read_text() == "x = 2\n"
+
+
+def test_a_cut_short_call_is_rolled_back_before_it_runs_again(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
+    journal = ws.CallJournal(work, base, tmp_path / "inflight.json")
+    assert journal.before("call_1") is False
+    (work / "app.py").write_text("half-written")  # the call's partial effects, then a crash
+    (work / "stray.txt").write_text("left behind")
+    (work / "notes.txt").unlink()
+    assert journal.before("call_1") is True  # the same call again, on resume
+    assert (work / "app.py").read_text() == "x = 1\n" and (work / "notes.txt").read_text() == "keep\n"
+    assert not (work / "stray.txt").exists()
+    (work / "app.py").write_text("x = 5\n")  # call_1 completes this time
+    assert journal.before("call_2") is False  # a new call: nothing to undo
+    assert (work / "app.py").read_text() == "x = 5\n"

@@ -36,5 +36,8 @@ def test_malformed_script_names_the_line(tmp_path):
     script.write_text('{"tool": "a"}\n[1]\n')
     with pytest.raises(ConfigError, match="s.jsonl:2"):
         load_script(script)
+    script.write_text("# only a comment\n\n")
+    with pytest.raises(ConfigError, match="has no turns"):
+        load_script(script)
     with pytest.raises(ConfigError, match="cannot read"):
         load_script(tmp_path / "missing.jsonl")

@@ -1,0 +1,124 @@
+"""Crash consistency: SIGKILL the agent at random points of 50 scripted episodes and resume each.
+
+Every completed step must be in the run store exactly once, no tool call with side effects may
+run twice, the workspace must match the trajectory, and each result must equal an uninterrupted
+run's. Checkpoints are pruned as the run goes.
+"""
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+from core.config import load_settings
+from core.plugin import Task
+from core.policy import ScriptedPolicy
+from core.runner import Run
+from core.state import Limits, Pricing
+from core.store import RunStore
+
+EPISODES = 50
+AGENT = [sys.executable, "-c", "from core.cli import main; main()"]
+
+
+def script_for(n_appends: int) -> list[dict]:
+    """Side effects that show any repetition: appends to a log (shell) and to a file (edit_file)."""
+    turns = [{"tool": "edit_file", "arguments": {"path": "notes.md", "old_text": "", "new_text": "<!-- end -->\n"}}]
+    for i in range(n_appends):
+        turns.append({"tool": "shell", "arguments": {"command": f"echo line-{i} >> log.txt; sleep 0.1; wc -l < log.txt"}})
+        turns.append({"tool": "edit_file", "arguments": {"path": "notes.md", "old_text": "<!-- end -->", "new_text": f"- note {i}\n<!-- end -->"}})
+        turns.append({"tool": "view_file", "arguments": {"path": "notes.md"}})
+    turns.append({"tool": "finish", "arguments": {"summary": "done"}})
+    return turns
+
+
+def make_repo(root: Path) -> Path:
+    root.mkdir()
+    (root / "README.md").write_text("a repository without tests\n")
+    return root
+
+
+def trajectory(folder: Path) -> tuple[dict, list[tuple[str, str | None]], list[int]]:
+    with closing(RunStore(folder / "trajectory.duckdb", read_only=True)) as store:
+        run = store.run()
+        messages = [(m.role, m.content) for m in store.messages()]
+        steps = [s["step"] for s in store.steps()]
+    return run, messages, steps
+
+
+def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, capsys):
+    rng = random.Random(2026)
+    n_appends = 4
+    script = script_for(n_appends)
+    script_file = tmp_path / "script.jsonl"
+    script_file.write_text("\n".join(json.dumps(t) for t in script) + "\n")
+
+    # the reference: the same episode, uninterrupted
+    ref_repo = make_repo(tmp_path / "ref-repo")
+    started = Run.start(Task(plugin="coding", instruction="log", repo=ref_repo), ScriptedPolicy(script),
+                        policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing())
+    ref = started.execute()
+    started.close()
+    ref_run, ref_messages, ref_steps = trajectory(started.folder)
+    ref_patch = ref.patch_path.read_text()
+    assert ref_run["exit_status"] == "submitted" and ref_steps == list(range(1, len(script) + 1))
+
+    kills = resumes = 0
+    for episode in range(EPISODES):
+        home = tmp_path / f"home-{episode}"
+        repo = make_repo(tmp_path / f"repo-{episode}")
+        env = {**os.environ, "HORIZON_HOME": str(home)}
+        args = ["run", "coding", "log", "--repo", str(repo), "--policy", "scripted", "--script", str(script_file)]
+        proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        for attempt in range(6):
+            time.sleep(rng.uniform(0.3, 3.0))  # imports take about a second: kills land all over
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            runs = list((home / "runs").glob("[!.]*"))  # a run killed while starting stays hidden
+            if not runs:  # killed before the run existed: start again
+                proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                continue
+            proc = subprocess.Popen(AGENT + ["resume", runs[0].name], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            resumes += 1
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 0, out
+        (folder,) = list((home / "runs").glob("[!.]*"))
+        run, messages, steps = trajectory(folder)
+        assert run["status"] == "finished" and run["exit_status"] == "submitted", (episode, run)
+        assert steps == ref_steps, episode  # every step exactly once
+        assert messages == ref_messages, episode  # the same trajectory, observation for observation
+        log = (folder / "workspace" / "log.txt").read_text().splitlines()
+        assert log == [f"line-{i}" for i in range(n_appends)], (episode, log)  # no side effect twice
+        assert (folder / "patch.diff").read_text() == ref_patch, episode  # the workspace matches
+        assert (repo / "README.md").read_text() == "a repository without tests\n" and not (repo / "log.txt").exists()
+    with capsys.disabled():
+        print(f"\ncrash consistency: {EPISODES} episodes, {kills} SIGKILLs, {resumes} resumes, "
+              f"{len(ref_steps)} steps each, 0 lost or repeated")
+    assert kills >= EPISODES
+
+
+def test_old_checkpoints_are_pruned(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    script = tmp_path / "views.jsonl"
+    script.write_text((json.dumps({"tool": "view_file", "arguments": {"path": "README.md"}}) + "\n") * 40)
+    started = Run.start(Task(plugin="coding", instruction="x", repo=repo), ScriptedPolicy.from_file(script),
+                        policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(max_steps=40), pricing=Pricing(),
+                        keep_checkpoints=5)
+    result = started.execute()
+    started.close()
+    assert result.steps == 40
+    with closing(sqlite3.connect(started.folder / "checkpoints.sqlite")) as con:
+        count = con.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    assert 5 <= count < 5 + 10  # pruned every 10 checkpoints down to 5; 120+ were written
+    reopened = Run.open(result.run_id, settings=load_settings())
+    assert reopened.state().step == 40  # the newest checkpoint is intact
+    reopened.close()

@@ -1,0 +1,178 @@
+"""Regression tests for what the model-output fuzzing (test_fuzz_model_output.py) found.
+
+Fixed in ``core/loop.py`` (one episode below covers them all):
+
+- lone surrogates in a reply (content, tool name, arguments, call id) crashed the run store
+  (DuckDB refuses them in VARCHAR and in JSON escapes) and were turned into ``?`` by the
+  checkpoint serializer; the loop now makes each turn and each tool result UTF-8-safe;
+- a call id with ``/``, ``..``, NUL or 1,000 characters named the file of a long observation:
+  a crash, or a file written outside ``.horizon/observations``; the file is now named by a hash;
+- a model-given id equal to the id the loop itself would give a later id-less call produced
+  two observations with one id; the loop now picks an id not yet used;
+- ``Tool.parse`` let out ``ValueError`` (an integer of over 4,300 digits) and ``RecursionError``
+  (arrays nested 20,000 deep) and a tool ``OSError``/``ValueError`` (a NUL byte or a 300-byte
+  name in a path): the run crashed, and crashed again on every resume; they are observations now.
+
+Not fixed here (other owners' files), kept as strict xfails that start passing when fixed: see
+the ``xfail`` reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from core import workspace as ws
+from core.plugin import Task, Verification
+from core.policy.base import PolicyResponse
+from core.runner import Run, open_store
+from core.sandbox import open_sandbox
+from core.state import ExitStatus, Limits, Message, Pricing, ToolCall
+from core.tools import ToolContext, ToolResult
+from plugins.coding import CodingPlugin
+from plugins.coding.tools import CODING_TOOLS
+
+TOOLS = {t.name: t for t in CODING_TOOLS}
+VIEW = json.dumps({"path": "users/service.py", "end_line": 2})
+
+
+def turn(*calls: tuple[str, str, str], content: str | None = None) -> Message:
+    return Message(role="assistant", content=content, tool_calls=[ToolCall(id=i, name=n, arguments=a) for i, n, a in calls])
+
+
+NASTY = [
+    # 1: lone surrogates everywhere, with NUL, RTL mark and emoji that must survive as they are
+    turn(("\ud800", "view\udfffile", '{"path": "\ud800"}'), content="text \udcff\x00 \u202e 😀"),
+    # 2-3: paths the OS refuses
+    turn(("a/b/../../c", "view_file", json.dumps({"path": "a\x00b"}))),
+    turn(("\x00", "search_code", json.dumps({"pattern": "x", "path": "p" * 300}))),
+    # 4: a 1 MB path: the error echoes it, so the observation is cut and saved under the call id
+    turn(("../../escape", "view_file", json.dumps({"path": "y" * (1 << 20)}))),
+    # 5-6: JSON that json.loads cannot take
+    turn(("big", "view_file", '{"path": ' + "1" * 5000 + "}")),
+    turn(("deep", "view_file", "[" * 20000)),
+    # 7: an id the loop would give the second call of step 7, then that id-less second call
+    turn(("call_7_1_h", "view_file", VIEW), ("", "view_file", VIEW)),
+    # 8: a tool output with a lone surrogate (a file name of undecodable bytes)
+    turn(("mk", "edit_file", json.dumps({"path": "new\udcff.txt", "old_text": "", "new_text": "hello\n"}))),
+    turn(("end", "finish", json.dumps({"summary": "done"}))),
+]
+
+
+class Nasty:
+    name = "nasty"
+
+    def complete(self, messages, tools):
+        step = sum(1 for m in messages if m["role"] == "assistant")
+        json.dumps(messages, ensure_ascii=False).encode("utf-8")  # what a server gets must encode
+        return PolicyResponse(message=NASTY[step], model="nasty")
+
+
+@pytest.fixture
+def no_grading(monkeypatch):
+    """The coding plugin without its baseline and final test-suite runs (6 s of no interest here)."""
+    monkeypatch.setattr(CodingPlugin, "setup", lambda self, task, ctx: "")
+    monkeypatch.setattr(CodingPlugin, "verify", lambda self, task, ctx: Verification(reward=0.0, passed=False, summary="not graded"))
+
+
+def test_nasty_replies_become_observations_and_the_store_reads_back(python_repo, no_grading):
+    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), Nasty(), policy_config={"kind": "test"},
+                        limits=Limits(max_steps=20), pricing=Pricing())
+    try:
+        result = started.execute()
+    finally:
+        started.close()
+    run_dir = result.patch_path.parent
+    assert not (run_dir / "crash.txt").exists()
+    assert (result.status, result.exit_status, result.steps) == ("finished", ExitStatus.SUBMITTED, len(NASTY))
+    with closing(open_store(result.run_id)) as store:
+        history = store.messages()
+        rows = store.con.execute("SELECT tool_call_id, tool, output, is_error, data FROM tool_calls ORDER BY seq").fetchall()
+    calls = [c for m in history if m.role == "assistant" for c in m.tool_calls]
+    by_id = {cid: (out, err, json.loads(data)) for cid, _, out, err, data in rows}
+    assert [r[0] for r in rows] == [c.id for c in calls] and len(set(by_id)) == len(calls) == 10
+
+    first = history[2]
+    assert first.content == "text \ufffd\x00 \u202e 😀"
+    assert (first.tool_calls[0].id, first.tool_calls[0].name, first.tool_calls[0].arguments) == ("\ufffd", "view\ufffdile", '{"path": "\ufffd"}')
+    assert "unknown tool 'view\ufffdile'" in by_id["\ufffd"][0] and by_id["\ufffd"][2]["malformed"]
+
+    out, is_error, data = by_id["a/b/../../c"]
+    assert is_error and not data["malformed"] and "view_file failed: ValueError: embedded null byte" in out
+    out, is_error, data = by_id["\x00"]
+    assert is_error and not data["malformed"] and "File name too long" in out
+
+    out, is_error, _ = by_id["../../escape"]
+    assert len(out) < 8200 and "characters omitted; full output in .horizon/observations/call-" in out
+    saved = list((run_dir / "workspace" / ".horizon" / "observations").iterdir())
+    assert len(saved) == 1 and saved[0].name.startswith("call-") and saved[0].stat().st_size > 1 << 20
+    assert not (run_dir / "escape.txt").exists() and not (run_dir.parent / "escape.txt").exists()
+
+    for cid in ("big", "deep"):
+        out, is_error, data = by_id[cid]
+        assert is_error and data["malformed"] and "arguments of view_file could not be read" in out
+
+    step7 = [m for m in history if m.role == "assistant"][6].tool_calls
+    assert [c.id for c in step7] == ["call_7_1_h", "call_7_1_h1"]
+    assert all(not by_id[c.id][1] for c in step7)
+
+    out, is_error, data = by_id["mk"]
+    assert not is_error and out.startswith("created new\ufffd.txt") and data["path"] == "new\ufffd.txt"
+    assert (run_dir / "workspace" / "new\udcff.txt").read_text() == "hello\n"  # the file itself has its real name
+    assert result.reward == 0.0
+
+
+# -- found, not fixed here: strict xfails that pass once the owners fix them ------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="core/tools.py: Tool.parse lets json.loads' ValueError (integers over 4,300 "
+                   "digits) and RecursionError (deep nesting) out instead of a ToolError; the loop contains it")
+@pytest.mark.parametrize("arguments", ['{"path": ' + "1" * 5000 + "}", "[" * 20000])
+def test_tool_parse_reports_json_beyond_its_limits_as_a_tool_error(arguments):
+    from core.errors import ToolError
+
+    with pytest.raises(ToolError):
+        TOOLS["view_file"].parse(arguments)
+
+
+@pytest.fixture
+def ctx(tmp_path) -> ToolContext:
+    repo = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "python-user-service", tmp_path / "ws"))
+    (tmp_path / "scratch").mkdir()
+    return ToolContext(workspace=repo, sandbox=open_sandbox(repo, tmp_path / "scratch"), scratch=tmp_path / "scratch")
+
+
+@pytest.mark.xfail(strict=True, reason="core/tools.py ToolContext.resolve: a path with a NUL byte, a component over "
+                   "255 bytes or a lone surrogate raises ValueError/OSError/UnicodeEncodeError, not ToolError")
+@pytest.mark.parametrize("tool", ["view_file", "search_code", "static_check", "edit_file"])
+@pytest.mark.parametrize("path", ["a\x00b", "p" * 300, "x\udfff"])
+def test_paths_the_os_refuses_are_tool_errors(ctx, tool, path):
+    args = {"path": path, **({"pattern": "x"} if tool == "search_code" else {}),
+            **({"old_text": "a", "new_text": "b"} if tool == "edit_file" else {})}
+    result = TOOLS[tool](args, ctx)
+    assert isinstance(result, ToolResult) and result.is_error
+
+
+@pytest.mark.xfail(strict=True, reason="plugins/coding: a NUL byte in shell's command or a run_tests selector "
+                   "reaches subprocess and raises ValueError, not ToolError")
+@pytest.mark.parametrize("tool,args", [("shell", {"command": "echo \x00"}), ("run_tests", {"tests": ["a\x00b"]})])
+def test_nul_bytes_in_commands_are_tool_errors(ctx, tool, args):
+    result = TOOLS[tool](args, ctx)
+    assert isinstance(result, ToolResult) and result.is_error
+
+
+@pytest.mark.xfail(strict=True, reason="core/workspace.py diff() decodes git's output as strict UTF-8: a workspace "
+                   "file that is not UTF-8 (Latin-1 source, or bytes written by edit_file via surrogateescape) "
+                   "raises UnicodeDecodeError in Run._finish, which escapes Run.execute and leaves the run 'running'")
+def test_the_final_patch_of_a_file_that_is_not_utf8(tmp_path):
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "legacy.txt").write_bytes(b"caf\xe9\n")
+    ws.snapshot(work, tmp_path / "baseline.git")
+    (work / "legacy.txt").write_bytes(b"caf\xe9 au lait\n")
+    patch = ws.diff(work, tmp_path / "baseline.git")
+    assert "legacy.txt" in patch

@@ -1,0 +1,29 @@
+"""The coding reward: fail-to-pass share gated by pass-to-pass and untouched tests."""
+
+from plugins.coding.reward import edited_test_files, grade
+
+BEFORE = {"t1": "failed", "t2": "error", "t3": "passed", "t4": "skipped"}
+
+
+def test_share_of_fixed_targets():
+    v = grade(BEFORE, {"t1": "passed", "t2": "failed", "t3": "passed", "t4": "skipped"}, [])
+    assert v.reward == 0.5 and not v.passed
+    v = grade(BEFORE, {"t1": "passed", "t2": "passed", "t3": "passed"}, [])
+    assert v.reward == 1.0 and v.passed and v.components["fail_to_pass"].detail["fixed"] == ["t1", "t2"]
+
+
+def test_a_broken_test_or_an_edited_test_file_gives_zero():
+    v = grade(BEFORE, {"t1": "passed", "t2": "passed", "t3": "failed"}, [])
+    assert v.reward == 0.0 and "t3" in v.summary and v.components["pass_to_pass"].value == 0.0
+    v = grade(BEFORE, {"t1": "passed", "t2": "passed", "t3": "passed"}, ["tests/test_a.py"])
+    assert v.reward == 0.0 and v.components["tests_untouched"].value == 0.0
+
+
+def test_nothing_ran_at_the_end_is_never_a_success():
+    assert grade({}, {}, []).reward == 0.0  # no test suite at all
+    v = grade({"t1": "passed"}, {}, [])  # the build broke
+    assert v.reward == 0.0 and "nothing verified" in v.summary
+
+
+def test_edited_files_compare_digests():
+    assert edited_test_files({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b", "c"]
