@@ -43,6 +43,8 @@ class Settings(BaseSettings):
         timeout_s: seconds to wait for one model call.
         input_per_mtok, cached_input_per_mtok, output_per_mtok: prices per million tokens.
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
+        retry_max_attempts, retry_max_total_s: a model server's faults are retried with
+            backoff until either budget is spent; then the run stops, resumably.
     """
 
     model_config = SettingsConfigDict(env_prefix="HORIZON_", extra="ignore")
@@ -57,6 +59,8 @@ class Settings(BaseSettings):
     cached_input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
     keep_checkpoints: int = Field(20, ge=1)
+    retry_max_attempts: int = Field(6, ge=1)
+    retry_max_total_s: float = Field(120.0, gt=0)
 
     @classmethod
     def settings_customise_sources(

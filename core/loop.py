@@ -30,7 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from core.errors import ToolError
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
-from core.policy.text import utf8_safe
+from core.text import utf8_safe
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
 from core.store import RunStore
 from core.tools import ToolContext, ToolResult

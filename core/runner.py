@@ -35,6 +35,8 @@ from core.errors import ConfigError, ModelUnavailable, RunNotFound, UserError
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
+from core.policy.retry import RetryConfig
+from core.text import utf8_safe
 from core.sandbox import open_sandbox
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
 from core.store import RunStore
@@ -106,6 +108,7 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
     if spec["kind"] == "openai":
         return OpenAIServerPolicy(
             spec["base_url"], spec["model"], api_key=settings.api_key,
+            retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
         )
     if spec["kind"] == "scripted":
@@ -200,6 +203,7 @@ class Run:
             Message(role="system", content=ep.plugin.system_prompt(ep.task)),
             Message(role="user", content=ep.task.instruction + (f"\n\n{extra}" if extra else "")),
         ]
+        opening = [utf8_safe(m) for m in opening]  # a task typed in a non-UTF-8 terminal
         self.store.append_opening(opening)
         for message in opening:
             ep.append(message)
@@ -296,7 +300,7 @@ class Run:
         state = self.state() or EpisodeState()
         exit_status, detail = forced or (state.exit_status or ExitStatus.CRASHED, state.exit_detail)
         patch = self.folder / "patch.diff"
-        patch.write_text(ws.diff(self.episode.ctx.workspace, self.folder / "baseline.git"))
+        patch.write_text(ws.diff(self.episode.ctx.workspace, self.folder / "baseline.git"), errors="surrogateescape")
         self.store.update_run(
             status=status, exit_status=exit_status.value, exit_detail=detail, steps=state.step,
             prompt_tokens=state.usage.prompt_tokens, cached_prompt_tokens=state.usage.cached_prompt_tokens,

@@ -75,10 +75,16 @@ class ToolContext:
             The absolute path, guaranteed to lie inside the workspace.
 
         Raises:
-            ToolError: the path escapes the workspace (``..``, absolute, or a symlink out).
+            ToolError: the path escapes the workspace (``..``, absolute, or a symlink out), or it
+                is no valid file name (NUL byte, over-long component, lone surrogate).
         """
         root = self.workspace.resolve()
-        candidate = (root / relative).resolve()
+        try:
+            candidate = (root / relative).resolve()
+            if any(len(part.encode()) > 255 for part in candidate.parts):  # encode: a lone surrogate names no file
+                raise OSError("File name too long")
+        except (ValueError, OSError) as exc:  # NUL bytes, names too long, undecodable text
+            raise ToolError(f"{relative!r} is not a usable path ({exc}); use a plain path relative to the repository root") from None
         if candidate != root and root not in candidate.parents:
             raise ToolError(f"path {relative!r} is outside the repository; use a path relative to its root")
         return candidate
@@ -128,6 +134,8 @@ class Tool:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ToolError(f"arguments of {self.name} are not valid JSON ({exc.msg} at position {exc.pos})") from None
+            except (ValueError, RecursionError) as exc:  # integers past Python's digit limit, deep nesting
+                raise ToolError(f"arguments of {self.name} could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
         if not isinstance(arguments, dict):
             raise ToolError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
         try:

@@ -21,12 +21,14 @@ ALWAYS_EXCLUDED = [".horizon/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ruf
 
 
 def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, work_tree: Path | None = None) -> str:
+    """Run git and return its output; bytes that are not UTF-8 (a Latin-1 source file in a diff)
+    survive as surrogate escapes, so writing the text back with the same handler is byte-exact."""
     cmd = ["git", "-c", "safe.directory=*", "-c", "core.autocrlf=false"]
     if git_dir is not None:
         cmd += [f"--git-dir={git_dir}"]
     if work_tree is not None:
         cmd += [f"--work-tree={work_tree}"]
-    proc = subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, errors="surrogateescape")
     if proc.returncode != 0:
         reverse = subprocess.run(["git", "apply", "--reverse", "--check", str(patch)], cwd=repo, capture_output=True, env=env)
         if reverse.returncode == 0:

@@ -39,7 +39,7 @@ import openai
 from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
 from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
-from core.policy.text import utf8_safe
+from core.text import utf8_safe
 from core.state import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,6 @@ class OpenAIServerPolicy:
         max_tokens: completion tokens per call.
         timeout_s: seconds to wait for one attempt.
         retry: the retry budget and backoff (default ``RetryConfig()``: 6 attempts, 120 s).
-        max_retries: older spelling of ``retry.max_attempts - 1``; overrides it when given.
         sleep: how to wait between attempts (tests pass a recorder).
         rng: the random source of the backoff jitter (tests pass a seeded one).
     """
@@ -83,7 +82,6 @@ class OpenAIServerPolicy:
         max_tokens: int = 2048,
         timeout_s: float = 300.0,
         retry: RetryConfig | None = None,
-        max_retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -94,8 +92,6 @@ class OpenAIServerPolicy:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.retry = retry or RetryConfig()
-        if max_retries is not None:
-            self.retry = RetryConfig(**{**self.retry.model_dump(), "max_attempts": max_retries + 1})
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)

@@ -130,6 +130,8 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
     "failed" | "error" | "skipped"}``), ``framework``, ``exit_code``, ``build_failed``,
     ``timed_out``, ``duration_s`` and ``run_dir``.
     """
+    if any("\0" in t for t in args.tests):
+        raise ToolError("a test selector contains a NUL byte; give node ids or class names as plain text")
     run = testing.run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, args.tests)
     if run.framework is None:
         raise ToolError(testing.NO_TESTS_MESSAGE)
@@ -178,6 +180,8 @@ def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     Args: ``ShellArgs``. Returns a result whose ``data`` is ``{"exit_code": n, "timed_out": bool,
     "stdout_bytes": n, "stderr_bytes": n, "duration_s": seconds}``.
     """
+    if "\0" in args.command:
+        raise ToolError("the command contains a NUL byte, which no program can receive; remove it")
     limits = ctx.sandbox.limits.model_copy(update={"timeout_s": args.timeout_s})
     proc = ctx.sandbox.run(["bash", "-c", args.command], limits=limits)
     status = f"timed out after {args.timeout_s:g} s (killed)" if proc.timed_out else f"exit code {proc.exit_code}"

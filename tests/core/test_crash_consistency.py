@@ -16,6 +16,8 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from core.config import load_settings
 from core.plugin import Task
 from core.policy import ScriptedPolicy
@@ -52,6 +54,7 @@ def trajectory(folder: Path) -> tuple[dict, list[tuple[str, str | None]], list[i
     return run, messages, steps
 
 
+@pytest.mark.timeout(2400)  # 50 episodes, each killed and restarted a few times: minutes on 2 cores
 def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, capsys):
     rng = random.Random(2026)
     n_appends = 4

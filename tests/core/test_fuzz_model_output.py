@@ -29,7 +29,7 @@ import pytest
 from core.errors import ToolError
 from core.plugin import Task, Verification
 from core.policy.base import PolicyResponse
-from core.policy.text import utf8_safe
+from core.text import utf8_safe
 from core.runner import Run, open_store
 from core.sandbox import open_sandbox
 from core.state import ExitStatus, Limits, Message, Pricing, ToolCall

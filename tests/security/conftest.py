@@ -24,6 +24,7 @@ mechanism that stops an attack, not the accident that ``/tmp`` is private inside
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -91,7 +92,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
         else:
             case.result = "FAIL"
             if call.excinfo is not None:
-                case.observed = (case.observed + " | " if case.observed else "") + _first_line(call.excinfo.exconly())
+                case.observed = _short((case.observed + " | " if case.observed else "") + _first_line(call.excinfo.exconly()))
+
+
+_CASE_FOLDER = re.compile(r"/var/tmp/horizon-security-[^/\s]+/case-[^/\s']+")
+
+
+def _short(text: str) -> str:
+    """Temporary paths shortened: ``<case>`` is the case's folder under /var/tmp."""
+    return _CASE_FOLDER.sub("<case>", text)
 
 
 def _reason(report: pytest.TestReport) -> str:
@@ -114,7 +123,7 @@ def observe(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     case = _CASES.setdefault(request.node.nodeid, Case(*marker.args))
 
     def record(text: str) -> None:
-        case.observed = " ".join(text.split())
+        case.observed = _short(" ".join(text.split()))
 
     return record
 
@@ -131,7 +140,7 @@ def attack_table_markdown(cases: list[Case]) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
-    cases = sorted(_CASES.values(), key=lambda c: (c.id[0] not in "RWNX", c.id))
+    cases = sorted(_CASES.values(), key=lambda c: ("RWNXHL".find(c.id[0]) % 7, c.id))
     if not cases:
         return
     tr = terminalreporter

@@ -181,7 +181,7 @@ def test_dns_and_routes_fail(run, observe):
 def test_internet_is_unreachable(run, observe):
     result = _client(run, "tcp", ["1.1.1.1:443", "8.8.8.8:53"])
     curl = run.sh("curl -sS --max-time 5 http://1.1.1.1/ || echo CURL-FAILED")
-    observe(f"{'; '.join(run.out(result).splitlines())}; curl: {run.err(curl).strip()[:60] or run.out(curl).strip()[:60]}")
+    observe(f"{'; '.join(run.out(result).splitlines())}; curl: {(run.err(curl).strip() or run.out(curl).strip()).split(' after ')[0]}")
     assert "CONNECTED" not in result.output
     assert run.out(result).count("unreachable") == 2
     assert "CURL-FAILED" in curl.output

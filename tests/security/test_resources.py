@@ -42,8 +42,8 @@ def _alive_with(marker: str) -> list[int]:
 @pytest.mark.attack(
     "X01",
     "fork bomb `:(){ :|:& };:` (limit 64 processes, 4 s), then count how many processes one command can hold",
-    "pids cgroup (root) / RLIMIT_NPROC (other users) stop it at the limit; the command is killed at its time "
-    "limit and nothing of it is left; the host can still start processes",
+    "pids cgroup (root) / RLIMIT_NPROC (other users) make fork fail at the limit; when the command ends, its pid "
+    "namespace and cgroup are killed: nothing of it is left; the host can still start processes",
 )
 def test_fork_bomb_is_contained(make_run, observe):
     limits = SandboxLimits(max_processes=64, timeout_s=4, memory_bytes=512 * MiB)
@@ -62,9 +62,11 @@ def test_fork_bomb_is_contained(make_run, observe):
     left = _alive_with(marker)
     host = subprocess.run(["true"]).returncode
     forked = int(run.out(count).split()[1]) if run.out(count).startswith("forked") else -1
+    refused = bomb.output.count("Resource temporarily unavailable")
     observe(f"bomb: {'killed at the time limit' if bomb.data['timed_out'] else 'exit ' + str(bomb.data['exit_code'])} "
-            f"after {bomb.data['duration_s']:.1f} s; counted {run.out(count).strip()}; left alive: {len(left)}; "
-            f"host fork ok: {host == 0}")
+            f"after {bomb.data['duration_s']:.1f} s, {refused} forks refused; counted {run.out(count).strip()}; "
+            f"left alive: {len(left)}; host fork ok: {host == 0}")
+    assert refused > 0, "the bomb never hit the process limit"
     assert 0 <= forked < 64
     assert not left and host == 0
     assert bomb.data["duration_s"] < 20 and count.data["duration_s"] < 20
@@ -104,7 +106,8 @@ def test_large_file_is_capped(make_run, observe):
 @pytest.mark.attack(
     "X04",
     "fill memory through tmpfs: write 1 MiB files into /tmp and /dev/shm until something stops it (memory limit 64 MiB)",
-    "each tmpfs is sized to the memory limit and tmpfs pages count against the memory cgroup: stops near 64 MiB",
+    "each tmpfs is sized to the memory limit (full: ENOSPC) and its pages count against the memory cgroup "
+    "(OOM kill): stops near 64 MiB (in total with a memory cgroup, per tmpfs without one)",
 )
 def test_tmpfs_filling_is_bounded(make_run, observe):
     run = make_run(SandboxLimits(memory_bytes=64 * MiB, timeout_s=30))
@@ -120,7 +123,9 @@ def test_tmpfs_filling_is_bounded(make_run, observe):
     oom = "killed by the memory limit" in result.output
     observe(f"MiB written: {written}; stopped by {'the memory cgroup (OOM kill)' if oom else 'a full tmpfs (ENOSPC)'}")
     assert not result.data["timed_out"]
-    assert written and sum(written.values()) <= 80, "tmpfs writes were not bounded near the memory limit"
+    assert written and max(written.values()) <= 70, "tmpfs writes were not bounded near the memory limit"
+    if oom:
+        assert sum(written.values()) <= 70
 
 
 @pytest.mark.attack(

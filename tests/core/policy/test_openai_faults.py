@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from core.errors import ModelUnavailable
 from core.policy import OpenAIServerPolicy
 from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
-from core.policy.text import utf8_safe
+from core.text import utf8_safe
 from tests.core.policy.fault_server import FaultServer
 
 FAST = RetryConfig(max_attempts=4, max_total_s=10.0, base_delay_s=0.01, max_delay_s=0.05)
@@ -197,9 +197,7 @@ def test_retry_config_is_validated():
                 {"max_attempts": "many"}, {"retries": 3}):
         with pytest.raises(ValidationError):
             RetryConfig(**bad)
-    with pytest.raises(ValidationError):
-        OpenAIServerPolicy("http://127.0.0.1:1/v1", "m", max_retries=-1)
-    assert OpenAIServerPolicy("http://127.0.0.1:1/v1", "m", max_retries=2).retry.max_attempts == 3
+    assert OpenAIServerPolicy("http://127.0.0.1:1/v1", "m", retry=RetryConfig(max_attempts=3)).retry.max_attempts == 3
 
 
 def test_backoff_is_full_jitter_under_a_doubling_cap():

@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import ModelUnavailable
 from core.policy import OpenAIServerPolicy
+from core.policy.retry import RetryConfig
 
 REPLY = {
     "id": "x", "object": "chat.completion", "created": 0, "model": "served-model",
@@ -63,6 +64,6 @@ def test_dead_server_is_a_clear_model_unavailable():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
-    policy = OpenAIServerPolicy(f"http://127.0.0.1:{port}/v1", "m", max_retries=0, timeout_s=5)
+    policy = OpenAIServerPolicy(f"http://127.0.0.1:{port}/v1", "m", retry=RetryConfig(max_attempts=1), timeout_s=5)
     with pytest.raises(ModelUnavailable, match=f"cannot reach the model server at http://127.0.0.1:{port}/v1"):
         policy.complete([{"role": "user", "content": "hi"}], [])
