@@ -29,6 +29,7 @@ import duckdb
 
 from core.errors import RunNotFound
 from core.state import Message, ToolCall, Usage
+from core.text import utf8_safe
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -99,7 +100,7 @@ class RunStore:
 
     def create_run(self, run_id: str, **fields: Any) -> None:
         """Insert the run's row; ``fields`` are columns of ``runs`` (``config`` is a dict)."""
-        fields = {"run_id": run_id, "status": "running", **fields}
+        fields = utf8_safe({"run_id": run_id, "status": "running", **fields})
         if "config" in fields:
             fields["config"] = json.dumps(fields["config"])
         cols = ", ".join(fields)
@@ -111,6 +112,7 @@ class RunStore:
 
     def update_run(self, **fields: Any) -> None:
         """Set columns of the run's row (there is one row per database)."""
+        fields = utf8_safe(fields)
         sets = ", ".join(f"{k} = ?" for k in fields)
         self.con.execute(f"UPDATE runs SET {sets}, updated_at = current_timestamp", list(fields.values()))
 
@@ -130,6 +132,7 @@ class RunStore:
     # -- history ----------------------------------------------------------------------------
 
     def _insert(self, seq: int, step: int, m: Message, **extra: Any) -> None:
+        m = utf8_safe(m)  # DuckDB refuses lone surrogates in text and JSON
         cols = {
             "seq": seq, "step": step, "role": m.role, "content": m.content,
             "tool_calls": json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None,
