@@ -96,11 +96,14 @@ class Episode:
         self.tool_schemas = [t.schema() for t in tools]
         self.history: list[Message] = store.messages()
         self._wire: list[dict[str, Any]] = [m.to_openai() for m in self.history]
+        self._answered_ids = {m.tool_call_id for m in self.history if m.role == "tool"}  # ids already used
 
     def append(self, message: Message) -> int:
         """Add an already-stored message to the in-memory history; return its position."""
         self.history.append(message)
         self._wire.append(message.to_openai())
+        if message.role == "tool":
+            self._answered_ids.add(message.tool_call_id)
         return len(self.history) - 1
 
     def observation(self, call: ToolCall, result: ToolResult) -> str:
@@ -154,7 +157,7 @@ class Episode:
 
     def _with_unique_call_ids(self, message: Message, step: int) -> Message:
         """Give calls with a missing or already-used id a fresh one; observations are matched by id."""
-        seen = {m.tool_call_id for m in self.history if m.role == "tool"} if message.tool_calls else set()
+        seen = set(self._answered_ids) if message.tool_calls else set()
         calls = []
         for i, call in enumerate(message.tool_calls):
             if not call.id or call.id in seen:

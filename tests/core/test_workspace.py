@@ -21,6 +21,12 @@ def make_repo(path: Path, git: bool) -> Path:
     return path
 
 
+def start_episode(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Copy ``repo`` into a workspace and snapshot it, as a run starts; return (workspace, baseline)."""
+    work, base = start_episode(repo, tmp_path)
+    return work, base
+
+
 def test_git_repo_copy_skips_ignored_files_and_keeps_git(tmp_path):
     repo = make_repo(tmp_path / "repo", git=True)
     ws.copy_repository(repo, tmp_path / "w")
@@ -32,9 +38,7 @@ def test_git_repo_copy_skips_ignored_files_and_keeps_git(tmp_path):
 
 def test_patch_covers_edits_new_and_deleted_files_but_not_caches(tmp_path):
     repo = make_repo(tmp_path / "repo", git=False)
-    work, base = tmp_path / "w", tmp_path / "base.git"
-    ws.copy_repository(repo, work)
-    ws.snapshot(work, base)
+    work, base = start_episode(repo, tmp_path)
     assert ws.diff(work, base) == ""
     (work / "app.py").write_text("x = 2\n")
     (work / "new.py").write_text("y = 1\n")
@@ -57,9 +61,7 @@ def test_apply_inside_an_enclosing_git_repository(tmp_path):
     outer.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=outer, check=True)
     repo = make_repo(outer / "sub", git=False)
-    work, base = tmp_path / "w", tmp_path / "base.git"
-    ws.copy_repository(repo, work)
-    ws.snapshot(work, base)
+    work, base = start_episode(repo, tmp_path)
     (work / "app.py").write_text("x = 3\n")
     (tmp_path / "p.diff").write_text(ws.diff(work, base))
     ws.apply_patch(repo, tmp_path / "p.diff")
@@ -68,9 +70,7 @@ def test_apply_inside_an_enclosing_git_repository(tmp_path):
 
 def test_a_patch_that_no_longer_applies_changes_nothing(tmp_path):
     repo = make_repo(tmp_path / "repo", git=False)
-    work, base = tmp_path / "w", tmp_path / "base.git"
-    ws.copy_repository(repo, work)
-    ws.snapshot(work, base)
+    work, base = start_episode(repo, tmp_path)
     (work / "app.py").write_text("x = 2\n")
     (work / "notes.txt").write_text("changed\n")
     (tmp_path / "p.diff").write_text(ws.diff(work, base))
@@ -87,9 +87,7 @@ def test_copy_of_a_missing_folder_is_a_user_error(tmp_path):
 
 def test_apply_refuses_empty_and_already_applied_patches(tmp_path):
     repo = make_repo(tmp_path / "repo", git=False)
-    work, base = tmp_path / "w", tmp_path / "base.git"
-    ws.copy_repository(repo, work)
-    ws.snapshot(work, base)
+    work, base = start_episode(repo, tmp_path)
     (tmp_path / "empty.diff").write_text("")
     with pytest.raises(UserError, match="empty"):
         ws.apply_patch(repo, tmp_path / "empty.diff")
@@ -103,9 +101,7 @@ def test_apply_refuses_empty_and_already_applied_patches(tmp_path):
 
 def test_a_cut_short_call_is_rolled_back_before_it_runs_again(tmp_path):
     repo = make_repo(tmp_path / "repo", git=False)
-    work, base = tmp_path / "w", tmp_path / "base.git"
-    ws.copy_repository(repo, work)
-    ws.snapshot(work, base)
+    work, base = start_episode(repo, tmp_path)
     journal = ws.CallJournal(work, base, tmp_path / "inflight.json")
     assert journal.before("call_1") is False
     (work / "app.py").write_text("half-written")  # the call's partial effects, then a crash
