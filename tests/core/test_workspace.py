@@ -23,7 +23,9 @@ def make_repo(path: Path, git: bool) -> Path:
 
 def start_episode(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
     """Copy ``repo`` into a workspace and snapshot it, as a run starts; return (workspace, baseline)."""
-    work, base = start_episode(repo, tmp_path)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    ws.copy_repository(repo, work)
+    ws.snapshot(work, base)
     return work, base
 
 
