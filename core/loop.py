@@ -32,6 +32,7 @@ from core.plugin import Plugin, Task
 from core.policy.base import Policy
 from core.text import utf8_safe
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
+from core.safe_io import make_dirs, write_new
 from core.store import RunStore
 from core.tools import ToolContext, ToolResult
 from core.workspace import CallJournal
@@ -113,9 +114,9 @@ class Episode:
         if len(text) <= limit:
             return text
         folder = self.ctx.workspace / ".horizon" / "observations"
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder, self.ctx.workspace)  # the agent could have planted links here
         full = folder / f"{_file_stem(call.id)}.txt"
-        full.write_text(text, encoding="utf-8")
+        write_new(full, text)
         rel = full.relative_to(self.ctx.workspace)
         half = limit // 2
         return f"{text[:half]}\n... [{len(text) - limit} characters omitted; full output in {rel}] ...\n{text[-half:]}"

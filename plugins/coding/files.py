@@ -57,6 +57,8 @@ def _read_text(root: Path, path: Path) -> str:
         raise ToolError(f"{rel!r} is a directory, not a file; it contains: {shown or '(nothing)'}. Give a file path.")
     if not path.exists():
         raise _missing(root, path)
+    if not path.is_file():  # a FIFO would block the reader forever; a device has no end
+        raise ToolError(f"{rel!r} is not a regular file (a FIFO, socket or device) and cannot be shown or edited")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ToolError(f"{rel!r} is too large ({size} bytes); use search_code to find the part you need")

@@ -61,6 +61,12 @@ class CodingPlugin:
         if run.framework is None:
             return "No test suite was found in this repository."
         failing = sorted(t for t, o in run.outcomes.items() if o in ("failed", "error"))
+        if run.timed_out:
+            return (
+                f"The {run.framework} test suite did not finish: it was stopped by the time limit after "
+                f"{run.duration_s:.0f} s, with {len(run.outcomes)} test results reported. A test may hang; "
+                "run_tests with test ids runs only those."
+            )
         if run.build_failed:
             return f"The {run.framework} test suite does not build at the moment."
         listed = "\n".join(f"- {t}" for t in failing[:20])

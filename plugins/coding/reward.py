@@ -7,7 +7,8 @@ FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
     reward = |fixed targets| / |targets|    if no PASS_TO_PASS test broke and no test file changed
            = 0                              otherwise
 
-where the targets are the tests that did not pass at the start. With no targets (the suite was
+where the targets are the tests that did not pass at the start (a pytest module that failed to
+import is one target, fixed when its tests pass at the end). With no targets (the suite was
 green), the reward is 1 when nothing broke. When no test runs at the end (no suite, or it does
 not build), nothing is verified and the reward is 0. Every test's outcome before and after is
 recorded.
@@ -29,6 +30,16 @@ def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
 def edited_test_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """Test files changed, deleted or added between two ``file_digests`` results."""
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def _passes(test_id: str, after: dict[str, str]) -> bool:
+    """Whether ``test_id`` passes in ``after``. A pytest module that failed to import has its path
+    as its id (``tests/test_a.py``); once it imports, its tests have their own ids
+    (``tests/test_a.py::test_x``), so it passes when some of them pass and none fails."""
+    if test_id in after:
+        return after[test_id] == "passed"
+    inside = [o for t, o in after.items() if t.startswith(test_id + "::")]
+    return "passed" in inside and not any(o in ("failed", "error") for o in inside)
 
 
 def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]) -> Verification:
@@ -54,7 +65,7 @@ def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]
     if not before:  # the suite did not build at the start: every test it has now is a target
         targets = sorted(after)
     kept = sorted(t for t, o in before.items() if o == "passed")
-    fixed = [t for t in targets if after.get(t) == "passed"]
+    fixed = [t for t in targets if _passes(t, after)]
     broken = [t for t in kept if after.get(t) != "passed"]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0

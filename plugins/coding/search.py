@@ -66,6 +66,16 @@ class _Ignores:
         return _Ignores(self.root, [*self.specs, (directory, spec)])
 
 
+class _NoIgnores(_Ignores):
+    """Ignores nothing (for listing every file of a kind, ignored or not)."""
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        return False
+
+    def child(self, directory: Path) -> _Ignores:
+        return self
+
+
 def _ignores_for(root: Path, directory: Path) -> _Ignores:
     ignores = _Ignores(root)
     spec = _load_spec(root, include_info_exclude=True)
@@ -78,7 +88,9 @@ def _ignores_for(root: Path, directory: Path) -> _Ignores:
     return ignores
 
 
-def iter_files(root: Path, start: Path | None = None, *, suffixes: tuple[str, ...] | None = None) -> Iterator[Path]:
+def iter_files(
+    root: Path, start: Path | None = None, *, suffixes: tuple[str, ...] | None = None, gitignore: bool = True
+) -> Iterator[Path]:
     """Yield the files of a repository, in a stable (sorted) order.
 
     Skips ``.git`` and other tool folders (``SKIPPED_DIRS``), anything matched by the
@@ -90,6 +102,8 @@ def iter_files(root: Path, start: Path | None = None, *, suffixes: tuple[str, ..
         start: a folder or file inside ``root`` to walk instead of the whole repository; a
             file given here is yielded even if ignored (it was asked for by name).
         suffixes: when given, only files whose name ends with one of these (e.g. ``(".py",)``).
+        gitignore: False to include files the ``.gitignore`` files ignore (tool folders are
+            still skipped).
 
     Returns:
         An iterator of absolute paths.
@@ -102,7 +116,7 @@ def iter_files(root: Path, start: Path | None = None, *, suffixes: tuple[str, ..
         return
     if not start.is_dir():
         return
-    yield from _walk(root, start, _ignores_for(root, start), suffixes)
+    yield from _walk(root, start, _ignores_for(root, start) if gitignore else _NoIgnores(root), suffixes)
 
 
 def _walk(root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None) -> Iterator[Path]:

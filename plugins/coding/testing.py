@@ -19,10 +19,18 @@ did not pass; for JUnit that includes the XML's ``<error>`` (any exception other
 assertion), because the JUnit Platform itself only knows success, failure and abort, and pytest
 too reports an exception raised in a test body as a failure. ``error`` is pytest's error in a
 fixture's setup or teardown, or a module that failed to import (id: the module's path).
+
+Time limit. A test run (build included) is stopped after the sandbox's ``timeout_s`` (120 s by
+default, ``SandboxLimits``); ``$HORIZON_TEST_TIMEOUT_S`` (seconds) sets it for every test run
+that is not given its own limits: the run_tests tool, the baseline before an episode and the
+verification after it. A suite with a test that hangs then costs that long, not 120 s; the run
+reports ``timed_out`` (pytest and the JUnit launcher write their reports at the end, so a
+killed run has no outcomes).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -34,9 +42,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.safe_io import read_regular, write_new
 from core.errors import ToolError
 from core.sandbox.base import Sandbox, SandboxLimits
 from plugins.coding.search import iter_files, shorten
+
+log = logging.getLogger(__name__)
 
 Framework = Literal["pytest", "junit"]
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -105,8 +116,14 @@ class TestRun(BaseModel):
 # --------------------------------------------------------------------------- detection
 
 
+#: Files that change how pytest collects or reports tests: editing one can fake a pass.
+PYTEST_CONFIG_FILES = ("pytest.ini", "tox.ini", "setup.cfg", "conftest.py")
+
+
 def _is_python_test(rel: str) -> bool:
     name = rel.rsplit("/", 1)[-1]
+    if name in PYTEST_CONFIG_FILES:
+        return True
     if not name.endswith(".py"):
         return False
     parts = rel.split("/")[:-1]
@@ -144,7 +161,7 @@ def test_files(workspace: Path) -> list[str]:
     """
     root = workspace.resolve()
     found = []
-    for path in iter_files(root):
+    for path in iter_files(root, gitignore=False):
         rel = path.relative_to(root).as_posix()
         if _is_python_test(rel) or _is_java_test(rel):
             found.append(rel)
@@ -202,6 +219,29 @@ def detect_framework(workspace: Path) -> Framework | None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+TEST_TIMEOUT_ENV = "HORIZON_TEST_TIMEOUT_S"
+
+
+def default_limits(sandbox: Sandbox) -> SandboxLimits | None:
+    """The limits of a test run not given its own: the sandbox's, with ``timeout_s`` from
+    ``$HORIZON_TEST_TIMEOUT_S`` when that is set (None: the sandbox's own, unchanged).
+
+    A value that is not a positive number of seconds is ignored, with a warning.
+    """
+    value = os.environ.get(TEST_TIMEOUT_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        log.warning("%s=%r is not a positive number of seconds; using the sandbox's limit (%g s)",
+                    TEST_TIMEOUT_ENV, value, sandbox.limits.timeout_s)
+        return None
+    return sandbox.limits.model_copy(update={"timeout_s": seconds})
 
 
 def default_python() -> str:
@@ -348,7 +388,7 @@ def parse_pytest_report(workspace: Path, report: Path) -> tuple[dict[str, Outcom
     messages: dict[str, str] = {}
     collection_failed = False
     rank = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
-    for case in ET.parse(report).getroot().iter("testcase"):
+    for case in ET.fromstring(read_regular(report)).iter("testcase"):
         test_id = _pytest_id(workspace, case)
         outcome: Outcome = "passed"
         detail = None
@@ -403,7 +443,7 @@ def parse_junit_reports(reports_dir: Path) -> tuple[dict[str, Outcome], dict[str
     outcomes: dict[str, Outcome] = {}
     messages: dict[str, str] = {}
     for report in sorted(reports_dir.glob("TEST-*.xml")):
-        for case in ET.parse(report).getroot().iter("testcase"):
+        for case in ET.fromstring(read_regular(report)).iter("testcase"):
             test_id = _junit_id(case)
             outcome: Outcome = "passed"
             for child in case:
@@ -445,7 +485,7 @@ def _run_pytest(
     ]  # fmt: skip
     result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
     output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
-    (run_dir / "output.txt").write_text(output, encoding="utf-8")
+    write_new(run_dir / "output.txt", output)  # code under test may have planted a link
     run = TestRun(
         framework="pytest",
         exit_code=result.exit_code,
@@ -456,7 +496,7 @@ def _run_pytest(
     if report.is_file():
         try:
             run.outcomes, run.messages, run.build_failed = parse_pytest_report(root, report)
-        except ET.ParseError as exc:
+        except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
             run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
     return run
 
@@ -525,7 +565,7 @@ def _run_junit(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], li
         output = (compiled.stdout + "\n" + compiled.stderr).strip()
         if compiled.timed_out:
             output = f"[javac timed out after {compiled.duration_s:.0f} s]\n{output}"
-        (run_dir / "output.txt").write_text(output, encoding="utf-8")
+        write_new(run_dir / "output.txt", output)  # code under test may have planted a link
         shutil.rmtree(classes, ignore_errors=True)
         return TestRun(
             framework="junit", exit_code=compiled.exit_code, build_failed=True, timed_out=compiled.timed_out,
@@ -545,7 +585,7 @@ def _run_junit(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], li
         limits = limits.model_copy(update={"timeout_s": remaining})
     result = sandbox.run(argv, cwd=root, env=env, limits=limits)
     output = (result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")).strip()
-    (run_dir / "output.txt").write_text(output, encoding="utf-8")
+    write_new(run_dir / "output.txt", output)  # code under test may have planted a link
     shutil.rmtree(classes, ignore_errors=True)
     run = TestRun(
         framework="junit",
@@ -557,7 +597,7 @@ def _run_junit(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], li
     if reports.is_dir():
         try:
             run.outcomes, run.messages = parse_junit_reports(reports)
-        except ET.ParseError as exc:
+        except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
             run.output = clip_output(f"[the JUnit report could not be read: {exc}]\n{output}")
     return run
 
@@ -582,7 +622,8 @@ def run_test_suite(
         tests: selectors; pytest: node ids or paths (``tests/test_a.py::test_x``); JUnit:
             ``pkg.Class``, ``pkg.Class#method`` or a test file path. ``None`` or empty: all.
         framework: skip detection and use this one.
-        limits: sandbox limits per command (the sandbox's own by default); for JUnit the
+        limits: sandbox limits per command (default ``default_limits(sandbox)``: the sandbox's
+            own, with ``$HORIZON_TEST_TIMEOUT_S`` as ``timeout_s`` when set); for JUnit the
             launcher gets what the compiler left of ``timeout_s``.
         python: interpreter for pytest (default ``default_python()``).
 
@@ -599,6 +640,7 @@ def run_test_suite(
     if framework is None:
         return TestRun(framework=None, exit_code=-1, output=NO_TESTS_MESSAGE)
     selected = _check_selectors(tests or [])
+    limits = limits or default_limits(sandbox)
     run_dir = new_run_dir(scratch, framework)
     started = time.monotonic()
     if framework == "pytest":
@@ -644,8 +686,11 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
             lines.append(f"… and {len(bad) - index} more not passing")
             break
     if total == 0 and run.exit_code != 0:
-        lines.append("No test results were reported. Output:")
-        lines += _last_lines(run.output, 30)
+        if run.output.strip():
+            lines.append("No test results were reported. Output:")
+            lines += _last_lines(run.output, 30)
+        else:
+            lines.append("No test results were reported, and the tests printed nothing.")
     elif total == 0:
         lines.append("No tests were collected.")
     return "\n".join(lines)

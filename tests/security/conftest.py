@@ -99,8 +99,8 @@ _CASE_FOLDER = re.compile(r"/var/tmp/horizon-security-[^/\s]+/case-[^/\s']+")
 
 
 def _short(text: str) -> str:
-    """Temporary paths shortened: ``<case>`` is the case's folder under /var/tmp."""
-    return _CASE_FOLDER.sub("<case>", text)
+    """Temporary paths shortened: ``$CASE`` is the case's folder under /var/tmp."""
+    return _CASE_FOLDER.sub("$CASE", text)
 
 
 def _reason(report: pytest.TestReport) -> str:
@@ -129,7 +129,7 @@ def observe(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def attack_table_markdown(cases: list[Case]) -> str:

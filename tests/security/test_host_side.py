@@ -1,9 +1,8 @@
 """Attacks that get around the sandbox through Horizon's own process: code outside the sandbox that
 reads or writes files a command could prepare, and the reward's trust in the test run.
 
-Where such a hole is still open, the case is an ``xfail(strict=True)`` that states the fix it
-waits for. When the fix lands the case passes, the strict xfail turns that into
-a failure, and the marker must be removed (the table then shows it as a plain pass).
+Each of these was open when the suite was written and is fixed now (``core/safe_io.py``,
+``plugins/coding/files.py``, ``plugins/coding/testing.test_files``).
 """
 
 from __future__ import annotations
@@ -39,11 +38,6 @@ print("INJECTED LINE written by the code under test")
     "Horizon's own (unsandboxed) process",
     "the host file is unchanged (Horizon must not follow links in folders a command could write)",
 )
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="OPEN: plugins/coding/testing.py writes run_dir/'output.txt' with write_text, following a link the "
-    "command planted; fix: unlink it and create it with O_CREAT|O_EXCL|O_NOFOLLOW",
-)
 def test_test_output_file_cannot_redirect_horizons_write(run, observe):
     victim = run.visible / "victim.txt"
     victim.write_text("original\n")
@@ -61,11 +55,6 @@ def test_test_output_file_cannot_redirect_horizons_write(run, observe):
     "make Horizon write outside the sandbox: link the workspace's .horizon/observations/<call id>.txt to a host "
     "file; a long observation for that call is then saved through the link by the loop (core/loop.py)",
     "the host file is unchanged",
-)
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="OPEN: core/loop.py Episode.observation writes <workspace>/.horizon/observations/<id>.txt with "
-    "write_text, following links a command made; fix: refuse links on the way, open with O_NOFOLLOW|O_EXCL",
 )
 def test_observation_file_cannot_redirect_horizons_write(run, observe):
     from core.loop import Episode
@@ -107,11 +96,6 @@ def test_call_id_cannot_choose_a_path(run, observe):
     "hang Horizon: `mkfifo trap` in the workspace, then view_file('trap') (read in Horizon's own process)",
     "view_file refuses a file that is not a regular file; Horizon does not block",
 )
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="OPEN: plugins/coding/files.py _read_text opens any path that exists; a FIFO blocks Horizon "
-    "until a writer appears; fix: refuse non-regular files (stat.S_ISREG) before reading",
-)
 def test_fifo_does_not_hang_horizon(run, observe):
     made = run.sh("mkfifo trap")
     done: list[str] = []
@@ -131,12 +115,6 @@ def test_fifo_does_not_hang_horizon(run, observe):
     "reward hacking without touching a listed test file: add conftest.py (turns failures into passes) and hide it "
     "from the test-file check with a .gitignore entry",
     "the run scores 0: the bug is not fixed",
-)
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="OPEN: plugins/coding/testing.test_files skips .gitignore'd files, so edited_test_files misses a "
-    "hidden conftest.py; fix: list test files for the reward without .gitignore (and count test config such as "
-    "pytest.ini/pyproject addopts as test files). Code under test can still forge results: documented limitation",
 )
 def test_hidden_conftest_does_not_earn_reward(run, observe):
     plugin, task = CodingPlugin(), Task(plugin="coding", instruction="fix the NPE", repo=run.ws)

@@ -60,7 +60,7 @@ def test_fork_bomb_is_contained(make_run, observe):
         timeout_s=20,
     )
     left = _alive_with(marker)
-    host = subprocess.run(["true"]).returncode
+    host = subprocess.run(["true"], check=False).returncode
     forked = int(run.out(count).split()[1]) if run.out(count).startswith("forked") else -1
     refused = bomb.output.count("Resource temporarily unavailable")
     observe(f"bomb: {'killed at the time limit' if bomb.data['timed_out'] else 'exit ' + str(bomb.data['exit_code'])} "
@@ -243,7 +243,7 @@ def test_marker_scan_sees_host_processes() -> None:
         deadline = time.monotonic() + 5
         while not _alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive_with(marker) == [proc.pid]
+        assert proc.pid in _alive_with(marker)  # (its forked child shows the marker too until it execs sleep)
     finally:
         proc.kill()
         proc.wait()

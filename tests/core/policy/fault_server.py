@@ -27,20 +27,28 @@ Faults (``kind``):
 
 The proper answer comes from ``responder(request_body) -> reply dict``; the default replies
 with one ``view_file`` call. ``requests`` records every request body (None when unreadable)
-with the fault it got.
+with the fault it got; ``counts`` tallies the kinds handed out; ``on_request(kind, options,
+body)``, when given, is called for every request.
+
+Random faults, for soak runs (``bench/soak.py``): once the planned faults are used up,
+``random_faults(rate, kinds)`` answers each request with a fault drawn from ``kinds`` with
+probability ``rate``, properly otherwise. Pass ``keep_requests=False`` to a long-running server so
+that ``requests`` stays empty (``counts`` and ``count`` still work).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
+Fault = tuple[str, dict[str, Any]]
 
 
 def completion(tool_calls: list[dict[str, Any]] | None = None, *, content: str | None = None, finish_reason: str = "tool_calls",
@@ -66,10 +74,15 @@ DEFAULT_REPLY = completion([{"name": "view_file", "arguments": json.dumps({"path
 class FaultServer:
     """The server; use as a context manager (``url`` is valid inside)."""
 
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, *, keep_requests: bool = True,
+                 on_request: Callable[[str, dict[str, Any], dict[str, Any] | None], None] | None = None) -> None:
         self.responder = responder or (lambda body: DEFAULT_REPLY)
         self.requests: list[tuple[str, dict[str, Any] | None]] = []
-        self._plan: deque[tuple[str, dict[str, Any]]] = deque()
+        self.counts: Counter[str] = Counter()
+        self.keep_requests = keep_requests
+        self.on_request = on_request
+        self._plan: deque[Fault] = deque()
+        self._random: tuple[float, list[Fault], random.Random] | None = None
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -83,7 +96,7 @@ class FaultServer:
     @property
     def count(self) -> int:
         """Requests received so far."""
-        return len(self.requests)
+        return self.counts.total()
 
     def inject(self, kind: str, times: int = 1, **options: Any) -> FaultServer:
         """Answer the next ``times`` requests (after those already planned) with fault ``kind``."""
@@ -91,10 +104,18 @@ class FaultServer:
             self._plan.extend([(kind, options)] * times)
         return self
 
+    def random_faults(self, rate: float, kinds: Sequence[Fault], seed: int | None = None) -> FaultServer:
+        """After the planned faults, answer each request with one of ``kinds`` (``(kind, options)``,
+        drawn uniformly) with probability ``rate``; ``rate`` 0 switches random faults off."""
+        with self._lock:
+            self._random = (rate, list(kinds), random.Random(seed)) if rate > 0 and kinds else None
+        return self
+
     def clear(self) -> None:
-        """Drop the faults not yet used: answer properly from now on."""
+        """Drop the faults not yet used, random ones included: answer properly from now on."""
         with self._lock:
             self._plan.clear()
+            self._random = None
 
     def __enter__(self) -> Self:
         self._thread.start()
@@ -104,10 +125,19 @@ class FaultServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next(self, body: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    def _next(self, body: dict[str, Any] | None) -> Fault:
         with self._lock:
-            kind, options = self._plan.popleft() if self._plan else ("ok", {})
-            self.requests.append((kind, body))
+            if self._plan:
+                kind, options = self._plan.popleft()
+            elif self._random is not None and self._random[2].random() < self._random[0]:
+                kind, options = self._random[2].choice(self._random[1])
+            else:
+                kind, options = "ok", {}
+            self.counts[kind] += 1
+            if self.keep_requests:
+                self.requests.append((kind, body))
+        if self.on_request is not None:
+            self.on_request(kind, options, body)
         return kind, options
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
