@@ -291,6 +291,27 @@ def _quarter_rss(samples: list[tuple[float, int, int]], t0: float, t1: float) ->
             statistics.mean(statistics.median(last[p]) for p in pids) / 1024)
 
 
+def _episode_rss(records: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """RSS after each episode, from each process's 2nd episode on (the 1st loads modules and
+    warms caches): the mean over processes of the 2nd and of the last value (MiB), and the mean
+    least-squares slope (KiB per episode)."""
+    series: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for r in records:
+        worker_tag, _, n = r["tag"].partition("-e")
+        if r.get("rss_kib") and int(n) >= 1:
+            series[worker_tag].append((int(n), r["rss_kib"]))
+    series = {k: sorted(v) for k, v in series.items() if len(v) >= 2}
+    if not series:
+        return float("nan"), float("nan"), float("nan")
+    slopes = []
+    for points in series.values():
+        xs, ys = [x for x, _ in points], [y for _, y in points]
+        mx, my = statistics.mean(xs), statistics.mean(ys)
+        slopes.append(sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs))
+    return (statistics.mean(v[0][1] for v in series.values()) / 1024, statistics.mean(v[-1][1] for v in series.values()) / 1024,
+            statistics.mean(slopes))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=600.0, help="seconds during which new episodes start (default 600)")
@@ -402,6 +423,7 @@ def main() -> int:
     first_q, last_q = _quarter_rss(samples, t0, t1)
     peak_sampled = max((kib for _, _, kib in samples), default=0) / 1024
     peak_ru = max(maxrss_kib.values(), default=0) / 1024
+    second_ep, last_ep, slope = _episode_rss(records)
     growth = (last_q - first_q) / first_q * 100 if math.isfinite(first_q) and first_q else float("nan")
     grew = math.isfinite(growth) and growth > 10
     load = (min(loads), statistics.mean(loads), max(loads)) if loads else (0, 0, 0)
@@ -427,6 +449,9 @@ def main() -> int:
         ("peak RSS of an episode process", f"{max(peak_sampled, peak_ru):.0f} MiB"),
         ("RSS first quarter -> last quarter (mean of processes)",
          f"{first_q:.0f} -> {last_q:.0f} MiB ({growth:+.1f}%): {'GREW' if grew else 'flat'}"),
+        ("RSS after each episode, 2nd -> last (mean of processes)",
+         f"{second_ep:.0f} -> {last_ep:.0f} MiB, slope {slope:+.0f} KiB/episode" if math.isfinite(slope)
+         else "n/a (fewer than 3 episodes a process)"),
         ("throughput", f"{steps / elapsed:.2f} steps/s, {len(finished) / elapsed * 60:.1f} episodes/min"),
         ("target: 0 steps lost, every episode verified", verdict),
     ]
@@ -449,6 +474,8 @@ def main() -> int:
             "failed_attempts": failed_attempts, "recovered": recovered, "exhausted": exhausted, "stops": dict(stops_by),
             "lost": lost, "repeated": repeated, "answered_twice": twice, "short": short, "problems": len(bad),
             "peak_rss_mib": max(peak_sampled, peak_ru), "rss_first_quarter_mib": first_q, "rss_last_quarter_mib": last_q,
+            "rss_after_episode_2nd_mib": second_ep, "rss_after_episode_last_mib": last_ep, "rss_slope_kib_per_episode": slope,
+            "rss_after_episode": {r["tag"]: r.get("rss_kib") for r in records},
             "load": load, "load_before": load_before, "cores": os.cpu_count(),
         }, indent=1))
     if not bad and not args.keep_runs:

@@ -10,6 +10,7 @@ they cost a few seconds, not the sandbox's default 120.
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import closing
 from pathlib import Path
@@ -126,11 +127,13 @@ def test_python_module_with_a_syntax_error(tmp_path):
     tests, view, _ = stored["calls"]
     assert not tests["is_error"]  # a broken suite is a result, not a tool failure
     out = tests["output"]
-    assert out.startswith("pytest: 2 tests: 1 passed, 1 error")
-    assert "could not be collected" in out and "ERROR tests/test_core.py" in out and "SyntaxError" in out
+    # pytest stops at a collection error, so the module that imports fine does not run either
+    assert out.startswith("pytest: 1 test: 0 passed, 1 error (exit code 2")
+    assert "could not be collected" in out and "ERROR tests/test_core.py" in out
+    assert 'calc/core.py", line 2' in out and "SyntaxError: invalid syntax" in out
     assert not view["is_error"] and 'return s.upper() + "!"' in view["output"]
     detail = stored["rewards"]["fail_to_pass"]["detail"]
-    assert detail["before"] == detail["after"] == {"tests/test_core.py": "error", "tests/test_text.py::test_shout": "passed"}
+    assert detail["before"] == detail["after"] == {"tests/test_core.py": "error"}
 
 
 def test_fixing_the_syntax_error_earns_the_reward(tmp_path):
@@ -222,7 +225,7 @@ def test_pytest_suite_that_hangs_is_stopped_by_the_test_timeout(tmp_path, monkey
     took = time.monotonic() - t0
     assert_ended_unverified(result, stored, turns)
     assert took < 45, took  # three suite runs (baseline, run_tests, verification) of about 5 s each, not 3 x 120 s
-    assert "stopped by the time limit" in stored["task"] and "5 s" in stored["task"]
+    assert re.search(r"did not finish: it was stopped by the time limit after \d+ s", stored["task"]), stored["task"]
     tests, view, _ = stored["calls"]
     assert not tests["is_error"]
     assert "timed out" in tests["output"] and "stopped by the time limit" in tests["output"]
