@@ -35,6 +35,7 @@ The exit code is 1 when a step was lost or repeated or an episode did not end ve
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import logging
@@ -243,6 +244,8 @@ def worker(index: int, cfg: dict[str, Any], results: Any) -> None:
         except Exception:  # noqa: BLE001 - a harness or Horizon failure outside Run.execute: report and go on
             record = {"tag": tag, "status": "error", "steps": 0, "lost": 0, "repeated": 0, "stops": [], "retried": 0,
                       "exhausted_attempts": 0, "problems": [traceback.format_exc()[-1500:]], "end": time.time()}
+        if cfg["gc"]:
+            gc.collect()
         record["rss_kib"] = _rss_kib()
         results.put(("episode", index, record))
         n += 1
@@ -323,6 +326,7 @@ def main() -> int:
     parser.add_argument("--retry-total", type=float, default=30.0, help="retry budget per model call, seconds (default 30)")
     parser.add_argument("--max-resumes", type=int, default=20, help="resumes per episode before it counts as failed")
     parser.add_argument("--seed", type=int, default=None, help="seed of the server's fault draws")
+    parser.add_argument("--gc", action="store_true", help="collect garbage cycles after each episode (to tell a leak from late collection)")
     parser.add_argument("--keep-runs", action="store_true", help="keep every run folder (default: only those with problems)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args()
@@ -356,7 +360,7 @@ def main() -> int:
         cfg = {
             "url": server.url, "home": str(tmp / "home"), "template": str(template), "script": script,
             "deadline": t0 + args.duration, "timeout_s": args.timeout, "attempts": args.attempts,
-            "retry_total_s": args.retry_total, "max_resumes": args.max_resumes, "keep_runs": args.keep_runs,
+            "retry_total_s": args.retry_total, "max_resumes": args.max_resumes, "keep_runs": args.keep_runs, "gc": args.gc,
         }
         procs = [ctx.Process(target=worker, args=(i, cfg, results), name=f"soak-{i}") for i in range(args.concurrency)]
         for p in procs:
@@ -448,7 +452,8 @@ def main() -> int:
         ("episodes with problems", f"{len(bad)}"),
         ("peak RSS of an episode process", f"{max(peak_sampled, peak_ru):.0f} MiB"),
         ("RSS first quarter -> last quarter (mean of processes)",
-         f"{first_q:.0f} -> {last_q:.0f} MiB ({growth:+.1f}%): {'GREW' if grew else 'flat'}"),
+         f"{first_q:.0f} -> {last_q:.0f} MiB ({growth:+.1f}%): "
+         + (("GREW" if grew else "flat") if math.isfinite(slope) else "start-up included, run longer to tell")),
         ("RSS after each episode, 2nd -> last (mean of processes)",
          f"{second_ep:.0f} -> {last_ep:.0f} MiB, slope {slope:+.0f} KiB/episode" if math.isfinite(slope)
          else "n/a (fewer than 3 episodes a process)"),
