@@ -77,7 +77,8 @@ class RunStore:
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
-        self.con = duckdb.connect(str(path), read_only=read_only)
+        # One thread: a run's writes are single rows, where DuckDB's thread pool only adds latency.
+        self.con = duckdb.connect(str(path), read_only=read_only, config={"threads": 1})
         if not read_only:
             self.con.execute(SCHEMA)
 
