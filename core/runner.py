@@ -313,9 +313,12 @@ class Run:
         )
 
     def close(self) -> None:
-        """Release the store and checkpoint database."""
+        """Release the store, the checkpoint database and the policy's connections."""
         self.store.close()
         self._sqlite.close()
+        close_policy = getattr(self.episode.policy, "close", None)
+        if close_policy is not None:
+            close_policy()
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:

@@ -96,6 +96,10 @@ class OpenAIServerPolicy:
         self._rng = rng or random.Random()
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
 
+    def close(self) -> None:
+        """Close the HTTP client's connection pool (a long-lived process runs many episodes)."""
+        self._client.close()
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
         """Return the server's next assistant turn, retrying transient faults; see ``Policy.complete``.
 
