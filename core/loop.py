@@ -242,8 +242,6 @@ class Episode:
             args = tool.parse(call.arguments)
         except ToolError as exc:
             return ToolResult(output=str(exc), is_error=True), True
-        except (ValueError, RecursionError) as exc:  # json.loads limits: integers over 4,300 digits, deep nesting
-            return ToolResult(output=f"arguments of {call.name} could not be read ({exc}); send one JSON object", is_error=True), True
         if self.journal is not None and not tool.read_only:
             self.journal.before(call.id)
         try:
