@@ -255,7 +255,9 @@ class Run:
         checkpoint keeps every completed node and the store every completed call.
         """
         snap = self.graph.get_state(self._graph_config)
-        if snap.values and not snap.next:
+        # Ended means no task is left in the last checkpoint's step. `snap.next` is not enough: it
+        # leaves out a task whose writes were saved by a process killed before the checkpoint after it.
+        if snap.values and not snap.tasks:
             return self._finish("finished")  # already ended: report it again, change nothing
         status, forced = "finished", None
         self.store.update_run(status="running")
