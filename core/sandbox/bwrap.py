@@ -263,6 +263,11 @@ class BwrapSandbox:
         self.readonly = [Path(p).resolve() for p in readonly or []]
         self.use_cgroups = use_cgroups
         self.bwrap = find_bwrap()
+        # bwrap outlives a Horizon killed with SIGKILL (--die-with-parent ties only the sandbox to
+        # bwrap), and so does the command: a sleep or a loop would run on, unconfined by a deadline.
+        # util-linux's setpriv gives bwrap a parent-death signal first; it is in every Debian.
+        setpriv = shutil.which("setpriv")
+        self._die_with_us = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
         # Computed once: they do not change while Horizon runs.
         self._masked, secret_dirs = secret_paths()
         self._hidden = hidden_dirs()
@@ -359,7 +364,8 @@ class BwrapSandbox:
 
             try:
                 finished = run_captured(
-                    bwrap_argv,
+                    # The signal comes when the *thread* that started bwrap ends; it waits here.
+                    self._die_with_us + bwrap_argv,
                     env={},  # nothing for bwrap itself; --clearenv and --setenv make the command's
                     cwd=None,
                     stdin=stdin,

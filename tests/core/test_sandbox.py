@@ -268,6 +268,28 @@ def test_detached_processes_do_not_outlive_the_command(sandbox: BwrapSandbox) ->
     assert processes_with(f".{marker}") == []
 
 
+def test_nothing_outlives_a_killed_agent(workspace: Path, scratch: Path) -> None:
+    """SIGKILL the process that started a sandboxed command: bwrap and the command go with it."""
+    marker = f"{uuid.uuid4().int % 10**12:012d}"
+    agent = f"""
+from pathlib import Path
+from core.sandbox import BwrapSandbox
+BwrapSandbox(Path({str(workspace)!r}), Path({str(scratch)!r})).run(["bash", "-c", "touch started; exec sleep 300.{marker}"])
+"""
+    proc = subprocess.Popen([sys.executable, "-c", agent], cwd=Path(__file__).parents[2])
+    deadline = time.monotonic() + 30
+    while not (workspace / "started").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the sandboxed command did not start"
+        time.sleep(0.05)
+    assert processes_with(f"300.{marker}")  # running, inside bwrap
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []  # neither the command nor bwrap (its argv names the command)
+
+
 def test_process_limit(sandbox: BwrapSandbox) -> None:
     limits = FAST.model_copy(update={"max_processes": 40})
     forker = (
