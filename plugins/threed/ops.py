@@ -1,0 +1,608 @@
+"""Scene operations that run INSIDE the Blender worker process (they import ``bpy``).
+
+Every operation is ``op(args: dict) -> dict``: ``args`` were already validated by the tool's
+pydantic model in the agent process; what needs the scene (does the object exist, is the mesh
+closed) is checked here and reported by raising ``OpError`` with a message for the model.
+Units: lengths in metres, angles in degrees (converted to Blender's radians here), light power in
+watts, colours as linear RGB in [0, 1]. The scene file is saved by the worker after each
+operation listed in ``MUTATING``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import bmesh
+import bpy
+from mathutils import Matrix, Vector
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # base colours are linear RGB, picked to read as the named material under neutral light
+    "oak": {"base_color": [0.43, 0.27, 0.13], "roughness": 0.55, "metallic": 0.0, "transmission": 0.0},
+    "walnut": {"base_color": [0.18, 0.09, 0.05], "roughness": 0.5, "metallic": 0.0, "transmission": 0.0},
+    "pine": {"base_color": [0.62, 0.45, 0.25], "roughness": 0.6, "metallic": 0.0, "transmission": 0.0},
+    "steel": {"base_color": [0.56, 0.57, 0.58], "roughness": 0.3, "metallic": 1.0, "transmission": 0.0},
+    "brass": {"base_color": [0.78, 0.56, 0.2], "roughness": 0.25, "metallic": 1.0, "transmission": 0.0},
+    "glass": {"base_color": [0.95, 0.97, 1.0], "roughness": 0.02, "metallic": 0.0, "transmission": 1.0},
+    "ceramic": {"base_color": [0.8, 0.8, 0.78], "roughness": 0.15, "metallic": 0.0, "transmission": 0.0},
+    "plastic_black": {"base_color": [0.02, 0.02, 0.02], "roughness": 0.4, "metallic": 0.0, "transmission": 0.0},
+    "fabric_grey": {"base_color": [0.3, 0.3, 0.32], "roughness": 0.9, "metallic": 0.0, "transmission": 0.0},
+}
+
+MAX_INSPECT = 200
+
+
+class OpError(Exception):
+    """A request the scene cannot satisfy; the message says what was wrong and what to do."""
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _object(name: str) -> bpy.types.Object:
+    obj = bpy.data.objects.get(name)
+    if obj is None:
+        names = ", ".join(sorted(o.name for o in bpy.data.objects)[:30]) or "none"
+        raise OpError(f"no object named {name!r} in the scene (objects: {names}); inspect_scene lists them")
+    return obj
+
+
+def _mesh_object(name: str) -> bpy.types.Object:
+    obj = _object(name)
+    if obj.type != "MESH":
+        raise OpError(f"{name!r} is a {obj.type.lower()}, not a mesh; give a mesh object")
+    return obj
+
+
+def _new_name(name: str) -> str:
+    if bpy.data.objects.get(name) is not None:
+        raise OpError(f"an object named {name!r} already exists; choose another name or delete_object it first")
+    if len(name.encode()) > 63:
+        raise OpError(f"object name {name!r} is longer than Blender's 63 bytes; use a shorter name")
+    return name
+
+
+def _link(obj: bpy.types.Object) -> bpy.types.Object:
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def _rad(degrees: list[float]) -> tuple[float, float, float]:
+    return tuple(math.radians(d) for d in degrees)  # type: ignore[return-value]
+
+
+def _round(values: Any, digits: int = 4) -> list[float]:
+    return [round(float(v), digits) for v in values]
+
+
+def _evaluated_counts(obj: bpy.types.Object) -> tuple[int, int]:
+    """Vertices and faces of the object as rendered (modifiers applied)."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh()
+    try:
+        return len(mesh.vertices), len(mesh.polygons)
+    finally:
+        evaluated.to_mesh_clear()
+
+
+def describe(obj: bpy.types.Object) -> dict[str, Any]:
+    """One object as plain data: name, type, transform, world-space dimensions (m), materials, modifiers."""
+    info: dict[str, Any] = {
+        "name": obj.name,
+        "type": obj.type.lower(),
+        "location": _round(obj.location),
+        "rotation_deg": _round([math.degrees(a) for a in obj.rotation_euler], 2),
+        "scale": _round(obj.scale),
+        "dimensions": _round(obj.dimensions),
+    }
+    if obj.type == "MESH":
+        info["vertices"], info["faces"] = _evaluated_counts(obj)
+        info["materials"] = [s.material.name for s in obj.material_slots if s.material]
+        info["modifiers"] = [_describe_modifier(m) for m in obj.modifiers]
+    elif obj.type == "LIGHT":
+        info["light"] = {"kind": obj.data.type.lower(), "energy_w": round(obj.data.energy, 3), "color": _round(obj.data.color, 3)}
+    elif obj.type == "CAMERA":
+        info["lens_mm"] = round(obj.data.lens, 2)
+    return info
+
+
+def _describe_modifier(mod: bpy.types.Modifier) -> dict[str, Any]:
+    keys = {
+        "BEVEL": ("width", "segments"), "BOOLEAN": ("operation", "solver"), "ARRAY": ("count",),
+        "MIRROR": ("use_axis",), "SOLIDIFY": ("thickness",), "SUBSURF": ("levels",),
+    }.get(mod.type, ())
+    out: dict[str, Any] = {"name": mod.name, "type": mod.type.lower()}
+    for key in keys:
+        value = getattr(mod, key)
+        out[key] = list(value) if not isinstance(value, (int, float, str, bool)) else value
+    if mod.type == "BOOLEAN":
+        out["object"] = mod.object.name if mod.object else None
+    return out
+
+
+# -- scene file ------------------------------------------------------------------------------
+
+
+def new_scene(args: dict[str, Any]) -> dict[str, Any]:
+    """Start an empty scene (no default cube, camera or light) with a neutral grey world."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    _prepare_session()
+    world = bpy.data.worlds.new("World")
+    world.color = (0.05, 0.05, 0.05)
+    bpy.context.scene.world = world
+    _set_world_color(world, (0.05, 0.05, 0.055), 1.0)
+    return {"objects": 0}
+
+
+def _set_world_color(world: bpy.types.World, color: tuple[float, float, float], strength: float) -> None:
+    world.use_nodes = True
+    background = world.node_tree.nodes.get("Background")
+    if background is not None:
+        background.inputs["Color"].default_value = (*color, 1.0)
+        background.inputs["Strength"].default_value = strength
+
+
+def _prepare_session() -> None:
+    # no scene.blend1 backup next to every save: the run's git snapshots already keep history
+    bpy.context.preferences.filepaths.save_version = 0
+
+
+def open_scene(args: dict[str, Any]) -> dict[str, Any]:
+    """Load ``args["path"]`` (a .blend), replacing the current scene."""
+    path = args["path"]
+    if not os.path.isfile(path):
+        raise OpError(f"scene file {path} does not exist")
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    _prepare_session()
+    return {"objects": len(bpy.data.objects)}
+
+
+def save_scene(args: dict[str, Any]) -> dict[str, Any]:
+    """Save the scene to ``args["path"]`` (uncompressed .blend; the checkpoint of each step)."""
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"], check_existing=False, compress=False, copy=args.get("copy", False))
+    return {"path": args["path"], "bytes": os.path.getsize(args["path"])}
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+def inspect_scene(args: dict[str, Any]) -> dict[str, Any]:
+    """Objects sorted by name, ``args["offset"]`` .. ``offset + limit``, plus scene totals."""
+    objects = sorted(bpy.data.objects, key=lambda o: o.name)
+    if args.get("name_contains"):
+        objects = [o for o in objects if args["name_contains"].lower() in o.name.lower()]
+    offset, limit = args.get("offset", 0), min(args.get("limit", 50), MAX_INSPECT)
+    page = objects[offset: offset + limit]
+    scene = bpy.context.scene
+    return {
+        "total": len(objects),
+        "offset": offset,
+        "objects": [describe(o) for o in page],
+        "camera": scene.camera.name if scene.camera else None,
+        "materials": sorted(m.name for m in bpy.data.materials),
+        "render": {"engine": scene.render.engine.lower(), "resolution": [scene.render.resolution_x, scene.render.resolution_y]},
+    }
+
+
+# -- geometry --------------------------------------------------------------------------------
+
+
+def add_primitive(args: dict[str, Any]) -> dict[str, Any]:
+    """Add a cube, cylinder, cone, uv_sphere, ico_sphere, torus or plane as a new mesh object.
+
+    Sizes: cube ``size`` [x, y, z] (m); cylinder ``radius``, ``depth``; cone ``radius``
+    (bottom), ``radius_top``, ``depth``; spheres ``radius``; torus ``radius`` (major) and
+    ``minor_radius``; plane ``size`` [x, y]. ``segments`` sets the round resolution.
+    """
+    name = _new_name(args["name"])
+    kind, seg = args["kind"], args.get("segments", 32)
+    bm = bmesh.new()
+    try:
+        if kind == "cube":
+            bmesh.ops.create_cube(bm, size=1.0)
+            sx, sy, sz = args["size"]
+            bmesh.ops.scale(bm, vec=(sx, sy, sz), verts=bm.verts)
+        elif kind == "plane":
+            bmesh.ops.create_grid(bm, x_segments=1, y_segments=1, size=0.5)
+            sx, sy = args["size"][:2]
+            bmesh.ops.scale(bm, vec=(sx, sy, 1.0), verts=bm.verts)
+        elif kind in ("cylinder", "cone"):
+            top = args["radius"] if kind == "cylinder" else args.get("radius_top", 0.0)
+            bmesh.ops.create_cone(bm, cap_ends=True, cap_tris=False, segments=seg, radius1=args["radius"], radius2=top, depth=args["depth"])
+        elif kind == "uv_sphere":
+            bmesh.ops.create_uvsphere(bm, u_segments=seg, v_segments=max(3, seg // 2), radius=args["radius"])
+        elif kind == "ico_sphere":
+            bmesh.ops.create_icosphere(bm, subdivisions=max(1, min(6, seg // 8)), radius=args["radius"])
+        elif kind == "torus":
+            _torus(bm, args["radius"], args["minor_radius"], seg, max(3, seg // 2))
+        else:  # the tool's Literal forbids this; kept for direct callers
+            raise OpError(f"unknown primitive {kind!r}")
+        mesh = bpy.data.meshes.new(name)
+        bm.to_mesh(mesh)
+    finally:
+        bm.free()
+    obj = _link(bpy.data.objects.new(name, mesh))
+    obj.location = args.get("location", [0, 0, 0])
+    obj.rotation_euler = _rad(args.get("rotation_deg", [0, 0, 0]))
+    bpy.context.view_layer.update()
+    return {"added": describe(obj)}
+
+
+def _torus(bm: bmesh.types.BMesh, major: float, minor: float, u: int, v: int) -> None:
+    rings = []
+    for i in range(u):
+        a = 2 * math.pi * i / u
+        ring = []
+        for j in range(v):
+            b = 2 * math.pi * j / v
+            r = major + minor * math.cos(b)
+            ring.append(bm.verts.new((r * math.cos(a), r * math.sin(a), minor * math.sin(b))))
+        rings.append(ring)
+    for i in range(u):
+        for j in range(v):
+            a, b = rings[i], rings[(i + 1) % u]
+            bm.faces.new((a[j], b[j], b[(j + 1) % v], a[(j + 1) % v]))
+    bmesh.ops.recalc_face_normals(bm, faces=bm.faces)
+
+
+def add_mesh(args: dict[str, Any]) -> dict[str, Any]:
+    """A new mesh object from ``vertices`` ([[x, y, z], ...] in metres, object space) and
+    ``faces`` (lists of 0-based vertex indices, 3 or more each, counter-clockwise seen from outside)."""
+    name = _new_name(args["name"])
+    verts, faces = args["vertices"], args["faces"]
+    for n, face in enumerate(faces):
+        bad = [i for i in face if not 0 <= i < len(verts)]
+        if bad:
+            raise OpError(f"face {n} uses vertex index {bad[0]}, but there are only {len(verts)} vertices (indices 0..{len(verts) - 1})")
+        if len(set(face)) != len(face):
+            raise OpError(f"face {n} repeats a vertex ({face}); each face needs distinct vertices")
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(v) for v in verts], [], [tuple(f) for f in faces])
+    if mesh.validate(clean_customdata=False):
+        raise OpError("the faces are invalid (duplicate faces or edges Blender had to remove); check the face list")
+    mesh.update()
+    obj = _link(bpy.data.objects.new(name, mesh))
+    obj.location = args.get("location", [0, 0, 0])
+    obj.rotation_euler = _rad(args.get("rotation_deg", [0, 0, 0]))
+    bpy.context.view_layer.update()
+    return {"added": describe(obj), "non_manifold_edges": non_manifold_edges(obj)}
+
+
+def non_manifold_edges(obj: bpy.types.Object) -> int:
+    """Edges not shared by exactly two faces (holes, fins): 0 for a closed solid's surface."""
+    bm = bmesh.new()
+    try:
+        bm.from_mesh(obj.data)
+        return sum(1 for e in bm.edges if not e.is_manifold)
+    finally:
+        bm.free()
+
+
+def delete_object(args: dict[str, Any]) -> dict[str, Any]:
+    """Remove an object (its mesh data too when nothing else uses it)."""
+    obj = _object(args["name"])
+    data = obj.data
+    bpy.data.objects.remove(obj)
+    if isinstance(data, bpy.types.Mesh) and data.users == 0:
+        bpy.data.meshes.remove(data)
+    return {"deleted": args["name"]}
+
+
+def transform(args: dict[str, Any]) -> dict[str, Any]:
+    """Set location (m), rotation (degrees, XYZ Euler), scale, or target dimensions (m); or move by ``translate``."""
+    obj = _object(args["name"])
+    before = describe(obj)
+    if args.get("location") is not None:
+        obj.location = args["location"]
+    if args.get("translate") is not None:
+        obj.location = Vector(obj.location) + Vector(args["translate"])
+    if args.get("rotation_deg") is not None:
+        obj.rotation_euler = _rad(args["rotation_deg"])
+    if args.get("scale") is not None:
+        obj.scale = args["scale"]
+    if args.get("dimensions") is not None:
+        if obj.type != "MESH":
+            raise OpError(f"{obj.name!r} is a {obj.type.lower()}; dimensions apply to meshes")
+        if any(d == 0 for d in obj.dimensions):
+            raise OpError(f"{obj.name!r} is flat along an axis (dimensions {list(obj.dimensions)}); set scale instead")
+        obj.dimensions = args["dimensions"]
+    bpy.context.view_layer.update()
+    return {"before": before, "after": describe(obj)}
+
+
+def apply_scale(args: dict[str, Any]) -> dict[str, Any]:
+    """Bake the object's scale into its mesh, so scale becomes [1, 1, 1] and dimensions stay."""
+    obj = _mesh_object(args["name"])
+    scale = Vector(obj.scale)
+    if obj.data.users > 1:
+        raise OpError(f"the mesh of {obj.name!r} is shared by {obj.data.users} objects; applying scale would change them all")
+    obj.data.transform(Matrix.Diagonal(scale.to_4d()))
+    obj.scale = (1.0, 1.0, 1.0)
+    obj.data.update()
+    bpy.context.view_layer.update()
+    return {"applied_scale": _round(scale), "after": describe(obj)}
+
+
+# -- modifiers -------------------------------------------------------------------------------
+
+_MOD_TYPES = {"bevel": "BEVEL", "boolean": "BOOLEAN", "array": "ARRAY", "mirror": "MIRROR", "solidify": "SOLIDIFY",
+              "subdivision": "SUBSURF"}
+
+
+def add_modifier(args: dict[str, Any]) -> dict[str, Any]:
+    """Add one modifier (kept live, not applied: checks and renders see its result)."""
+    obj = _mesh_object(args["name"])
+    kind = args["kind"]
+    if kind == "boolean":
+        cutter = _mesh_object(args["object"])
+        if cutter == obj:
+            raise OpError("a boolean needs a second object as its operand, not the object itself")
+        for target in (obj, cutter):
+            holes = non_manifold_edges(target)
+            if holes:
+                raise OpError(
+                    f"boolean needs closed solids, but {target.name!r} has {holes} non-manifold edges (holes or "
+                    "edges shared by more than two faces); close it (e.g. rebuild it as a primitive, or add_modifier "
+                    "solidify) before using it in a boolean"
+                )
+    _, before_f = _evaluated_counts(obj)
+    mod = obj.modifiers.new(name=args.get("modifier_name") or kind.capitalize(), type=_MOD_TYPES[kind])
+    if kind == "bevel":
+        mod.width, mod.segments = args.get("width", 0.005), args.get("segments", 2)
+        mod.limit_method = "ANGLE"
+    elif kind == "boolean":
+        mod.operation = args.get("operation", "difference").upper()
+        mod.object = cutter
+        mod.solver = "EXACT"
+        if args.get("hide_operand", True):
+            cutter.hide_render = True
+            cutter.hide_set(True)
+            cutter.display_type = "WIRE"
+    elif kind == "array":
+        mod.count = args.get("count", 2)
+        mod.use_relative_offset = False
+        mod.use_constant_offset = True
+        mod.constant_offset_displace = args.get("offset", [1.0, 0.0, 0.0])
+    elif kind == "mirror":
+        axes = args.get("axes", ["x"])
+        mod.use_axis = ("x" in axes, "y" in axes, "z" in axes)
+        if args.get("object"):
+            mod.mirror_object = _object(args["object"])
+    elif kind == "solidify":
+        mod.thickness = args.get("thickness", 0.01)
+    elif kind == "subdivision":
+        mod.levels = mod.render_levels = args.get("levels", 1)
+    bpy.context.view_layer.update()
+    _, after_f = _evaluated_counts(obj)
+    out = {"modifier": _describe_modifier(mod), "faces_before": before_f, "faces_after": after_f, "after": describe(obj)}
+    if kind == "boolean" and after_f == 0:
+        out["warning"] = "the boolean removed every face; check the operand's position and the operation"
+    return out
+
+
+# -- materials -------------------------------------------------------------------------------
+
+
+def _principled(mat: bpy.types.Material) -> bpy.types.ShaderNode:
+    mat.use_nodes = True
+    node = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+    if node is None:
+        node = mat.node_tree.nodes.new("ShaderNodeBsdfPrincipled")
+        output = next((n for n in mat.node_tree.nodes if n.type == "OUTPUT_MATERIAL"), None) or mat.node_tree.nodes.new("ShaderNodeOutputMaterial")
+        mat.node_tree.links.new(node.outputs["BSDF"], output.inputs["Surface"])
+    return node
+
+
+def set_material(args: dict[str, Any]) -> dict[str, Any]:
+    """Assign a Principled BSDF material to an object, or to some of its faces.
+
+    An existing material is reused (its settings updated by any values given); a new one needs a
+    ``preset`` (see ``PRESETS``) or a ``base_color``.
+    """
+    obj = _mesh_object(args["object"])
+    name = args["material"]
+    mat = bpy.data.materials.get(name)
+    preset = args.get("preset")
+    values: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise OpError(f"no material preset {preset!r}; presets: {', '.join(PRESETS)}; or give base_color (linear RGB 0-1) instead")
+        values.update(PRESETS[preset])
+    values.update({k: args[k] for k in ("base_color", "roughness", "metallic", "transmission") if args.get(k) is not None})
+    created = mat is None
+    if created:
+        if not values:
+            existing = ", ".join(sorted(m.name for m in bpy.data.materials)) or "none"
+            raise OpError(
+                f"material {name!r} does not exist (existing: {existing}); to create it give a preset "
+                f"({', '.join(PRESETS)}) or a base_color"
+            )
+        mat = bpy.data.materials.new(name)
+    node = _principled(mat)
+    sockets = {"base_color": "Base Color", "roughness": "Roughness", "metallic": "Metallic", "transmission": "Transmission Weight"}
+    for key, value in values.items():
+        node.inputs[sockets[key]].default_value = (*value, 1.0) if key == "base_color" else value
+    if "base_color" in values:
+        mat.diffuse_color = (*values["base_color"], 1.0)  # the viewport's solid-mode colour
+    slot = next((i for i, s in enumerate(obj.material_slots) if s.material == mat), None)
+    if slot is None:
+        obj.data.materials.append(mat)
+        slot = len(obj.material_slots) - 1
+    faces = args.get("faces")
+    polygons = obj.data.polygons
+    if faces:
+        bad = [f for f in faces if not 0 <= f < len(polygons)]
+        if bad:
+            raise OpError(f"face index {bad[0]} does not exist; {obj.name!r} has {len(polygons)} faces (0..{len(polygons) - 1})")
+        for f in faces:
+            polygons[f].material_index = slot
+    else:
+        for p in polygons:
+            p.material_index = slot
+    return {
+        "material": mat.name, "created": created, "object": obj.name, "faces": len(faces) if faces else len(polygons),
+        "settings": {k: (list(v) if isinstance(v, list) else v) for k, v in values.items()},
+    }
+
+
+# -- lights, camera, world -------------------------------------------------------------------
+
+
+def _aim(obj: bpy.types.Object, target: list[float]) -> None:
+    direction = Vector(target) - Vector(obj.location)
+    if direction.length == 0:
+        raise OpError("target is at the object's own location; give a different target point")
+    obj.rotation_euler = direction.to_track_quat("-Z", "Y").to_euler()
+
+
+def add_light(args: dict[str, Any]) -> dict[str, Any]:
+    """Add a point, sun, spot or area light; ``energy`` in watts (sun: irradiance in W/m²)."""
+    name = _new_name(args["name"])
+    data = bpy.data.lights.new(name, type=args.get("kind", "area").upper())
+    data.energy = args.get("energy", 100.0)
+    data.color = args.get("color", [1.0, 1.0, 1.0])
+    if data.type == "AREA":
+        data.size = args.get("size", 1.0)
+    elif data.type in ("POINT", "SPOT"):
+        data.shadow_soft_size = args.get("size", 0.25)
+    obj = _link(bpy.data.objects.new(name, data))
+    obj.location = args["location"]
+    if args.get("target") is not None:
+        _aim(obj, args["target"])
+    elif args.get("rotation_deg") is not None:
+        obj.rotation_euler = _rad(args["rotation_deg"])
+    bpy.context.view_layer.update()
+    return {"added": describe(obj)}
+
+
+def set_camera(args: dict[str, Any]) -> dict[str, Any]:
+    """Create or move the scene camera to ``location``, aimed at ``target``, with ``lens_mm``."""
+    scene = bpy.context.scene
+    cam = scene.camera
+    created = cam is None
+    if created:
+        cam = _link(bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera")))
+        scene.camera = cam
+    cam.location = args["location"]
+    _aim(cam, args["target"])
+    cam.data.lens = args.get("lens_mm", 50.0)
+    bpy.context.view_layer.update()
+    return {"created": created, "camera": describe(cam)}
+
+
+def set_world(args: dict[str, Any]) -> dict[str, Any]:
+    """Set the background colour (linear RGB) and strength of the world lighting."""
+    scene = bpy.context.scene
+    if scene.world is None:
+        scene.world = bpy.data.worlds.new("World")
+    _set_world_color(scene.world, tuple(args["color"]), args.get("strength", 1.0))
+    return {"color": args["color"], "strength": args.get("strength", 1.0)}
+
+
+# -- render and export -----------------------------------------------------------------------
+
+
+def render_preview(args: dict[str, Any]) -> dict[str, Any]:
+    """Render the camera's view to a PNG; returns its path, seconds and the mean brightness (0-1)."""
+    scene = bpy.context.scene
+    if scene.camera is None:
+        raise OpError("the scene has no camera; call set_camera first")
+    engine = args.get("engine", "cycles")
+    scene.render.engine = "CYCLES" if engine == "cycles" else "BLENDER_EEVEE"
+    if engine == "cycles":
+        scene.cycles.device = "CPU"
+        scene.cycles.samples = args.get("samples", 16)
+        scene.cycles.use_denoising = True
+    else:
+        scene.eevee.taa_render_samples = args.get("samples", 16)
+    scene.render.resolution_x, scene.render.resolution_y = args.get("width", 320), args.get("height", 240)
+    scene.render.resolution_percentage = 100
+    scene.render.image_settings.file_format = "PNG"
+    scene.render.filepath = args["path"]
+    start = time.perf_counter()
+    bpy.ops.render.render(write_still=True)
+    seconds = time.perf_counter() - start
+    image = bpy.data.images.load(args["path"], check_existing=False)
+    try:
+        pixels = list(image.pixels)  # RGBA floats, 0-1
+    finally:
+        bpy.data.images.remove(image)
+    rgb = [sum(pixels[i:i + 3]) / 3 for i in range(0, len(pixels), 4)]
+    return {"path": args["path"], "seconds": round(seconds, 2), "mean_brightness": round(sum(rgb) / max(1, len(rgb)), 4),
+            "engine": engine, "size": [scene.render.resolution_x, scene.render.resolution_y]}
+
+
+def export_scene(args: dict[str, Any]) -> dict[str, Any]:
+    """Export meshes to glTF (.glb), STL or OBJ at ``path``; all meshes unless ``objects`` names some."""
+    names = args.get("objects") or [o.name for o in bpy.data.objects if o.type == "MESH" and not o.hide_render]
+    objs = [_mesh_object(n) for n in names]
+    if not objs:
+        raise OpError("the scene has no mesh objects to export")
+    for o in bpy.data.objects:
+        o.select_set(False)
+    for o in objs:
+        o.hide_set(False)
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = objs[0]
+    fmt, path = args["format"], args["path"]
+    if fmt == "gltf":
+        bpy.ops.export_scene.gltf(filepath=path, export_format="GLB", use_selection=True, export_apply=True)
+    elif fmt == "stl":
+        bpy.ops.wm.stl_export(filepath=path, export_selected_objects=True, apply_modifiers=True)
+    elif fmt == "obj":
+        bpy.ops.wm.obj_export(filepath=path, export_selected_objects=True, apply_modifiers=True, export_materials=True)
+    return {"path": path, "format": fmt, "objects": names, "bytes": os.path.getsize(path)}
+
+
+def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
+    """Write each renderable mesh object, modifiers applied, in world coordinates (m), to
+    ``<folder>/<index>.npz`` (``vertices`` float64 (n, 3), ``triangles`` int64 (m, 3),
+    ``material_index`` int64 (m,)); return ``[{name, file, materials}]`` and the scene's lights/camera."""
+    import numpy as np  # bpy ships numpy
+
+    folder = args["folder"]
+    os.makedirs(folder, exist_ok=True)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    out = []
+    for i, obj in enumerate(sorted((o for o in bpy.data.objects if o.type == "MESH" and not o.hide_render), key=lambda o: o.name)):
+        evaluated = obj.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
+        try:
+            mesh.calc_loop_triangles()
+            verts = np.empty(len(mesh.vertices) * 3)
+            mesh.vertices.foreach_get("co", verts)
+            verts = verts.reshape(-1, 3)
+            tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+            mesh.loop_triangles.foreach_get("vertices", tris)
+            mats = np.empty(len(mesh.loop_triangles), dtype=np.int64)
+            mesh.loop_triangles.foreach_get("material_index", mats)
+            matrix = np.array(obj.matrix_world)
+            world = verts @ matrix[:3, :3].T + matrix[:3, 3]
+            slots = [s.material.name if s.material else None for s in obj.material_slots]
+        finally:
+            evaluated.to_mesh_clear()
+        path = os.path.join(folder, f"{i}.npz")
+        np.savez(path, vertices=world, triangles=tris.reshape(-1, 3), material_index=mats)
+        out.append({"name": obj.name, "file": path, "materials": slots})
+    scene = bpy.context.scene
+    lights = [o.name for o in bpy.data.objects if o.type == "LIGHT"]
+    return {"meshes": out, "lights": lights, "camera": scene.camera.name if scene.camera else None}
+
+
+# -- the table of operations -----------------------------------------------------------------
+
+OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    f.__name__: f
+    for f in (new_scene, open_scene, save_scene, inspect_scene, add_primitive, add_mesh, delete_object, transform,
+              apply_scale, add_modifier, set_material, add_light, set_camera, set_world, render_preview, export_scene,
+              mesh_data)
+}
+
+#: Operations that change the scene; the worker saves the .blend after each.
+MUTATING = {"new_scene", "add_primitive", "add_mesh", "delete_object", "transform", "apply_scale", "add_modifier",
+            "set_material", "add_light", "set_camera", "set_world", "render_preview"}
