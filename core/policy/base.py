@@ -19,6 +19,10 @@ class PolicyResponse(BaseModel):
         latency_s: wall-clock seconds the call took.
         model: the model name the backend reports.
         finish_reason: the server's finish reason (``stop``, ``length``, ``tool_calls``), if any.
+        cached_reported: True when the server itself reported the cached prompt tokens; False
+            when ``usage.cached_prompt_tokens`` is 0 or Horizon's estimate.
+        prompt_token_ids: the prompt's token ids, when the server returns them (vLLM with
+            ``return_token_ids``); used for an exact cached-prefix count.
     """
 
     message: Message
@@ -26,6 +30,8 @@ class PolicyResponse(BaseModel):
     latency_s: float = 0.0
     model: str = ""
     finish_reason: str | None = None
+    cached_reported: bool = False
+    prompt_token_ids: list[int] | None = None
 
 
 @runtime_checkable

@@ -2,9 +2,15 @@
 
 Works with vLLM, SGLang, llama.cpp's server and Ollama (``/v1`` endpoints); uses the official
 ``openai`` client for the HTTP request and reads the response body itself, tolerantly (servers
-differ in which fields they fill). Cached prompt tokens are read from
-``usage.prompt_tokens_details.cached_tokens`` where the server reports them (vLLM and SGLang do
-when prefix caching is on).
+differ in which fields they fill).
+
+Prefix caching (``core.policy.prefix``): every request carries the run's cache fields (``user``
+always; vLLM's ``cache_salt`` and the like only where the engine, detected once from ``GET
+/v1/models``, is documented to take them). Cached prompt tokens are read from
+``usage.prompt_tokens_details.cached_tokens`` where the server reports them (vLLM with
+``--enable-prompt-tokens-details``, SGLang); otherwise they are estimated from the longest common
+prefix with the previous call of the run: over ``prompt_token_ids`` when the server returns them,
+else over the serialised request (an approximation; see ``estimate_cached_tokens``).
 
 Faults and retries. The client's own retry is switched off (``max_retries=0``): it retries only
 transport and status errors, its jitter shortens a wait by at most 25% (so clients that failed
@@ -16,9 +22,12 @@ within a ``RetryConfig`` budget and with full-jitter backoff (see ``core.policy.
 - a 2xx response whose body is not valid JSON, or has no or an empty ``choices`` list.
 
 Any other HTTP status (400, 401, 403, 404, 422, ...) means the request itself is wrong, and
-sending it again would fail again: it raises ``ModelUnavailable`` at once. When the budget is
-spent, ``ModelUnavailable`` says what failed, how many attempts were made over how many seconds;
-the runner stops the run resumably (``model_error``) and adds the ``agent resume`` command.
+sending it again would fail again: it raises ``ModelUnavailable`` at once. An account over its
+quota (HTTP 402, or 429 whose error says ``insufficient_quota``/quota/credit/billing) will not
+recover within a retry budget either: it raises ``EndpointFailed`` at once. When the budget is
+spent, ``EndpointFailed`` says what failed, how many attempts were made over how many seconds;
+a ``FallbackPolicy`` (``core.policy.router``) then turns to its fallback endpoint, and without
+one the runner stops the run resumably (``model_error``) and adds the ``agent resume`` command.
 
 A reply cut off by the token limit (``finish_reason="length"``) is not a fault: it is returned
 as it is, truncated tool-call arguments included, and the loop tells the model they are not
@@ -30,6 +39,8 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,14 +49,25 @@ import openai
 
 from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
+from core.policy.prefix import cache_fields, engine_from_models, estimate_cached_tokens, serialise_prompt
 from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
-from core.text import utf8_safe
 from core.state import Message, ToolCall, Usage
+from core.text import utf8_safe
 
 log = logging.getLogger(__name__)
 
 #: HTTP statuses worth retrying: request timeout, conflict (a busy lock), rate limit; 5xx too.
 RETRIED_STATUSES = frozenset({408, 409, 429})
+#: words in a 429's error that mean an exhausted account, not a momentary rate limit
+QUOTA_WORDS = re.compile(r"insufficient_quota|quota|credit|billing", re.IGNORECASE)
+
+
+class EndpointFailed(ModelUnavailable):
+    """The endpoint failed past its retry budget, or its account is over quota: a fallback endpoint may serve instead.
+
+    A ``ModelUnavailable`` that is not an ``EndpointFailed`` (a 400, 401, 404: the request or the
+    settings are wrong) would fail on any endpoint.
+    """
 
 
 class _Retryable(Exception):
@@ -70,6 +92,10 @@ class OpenAIServerPolicy:
         retry: the retry budget and backoff (default ``RetryConfig()``: 6 attempts, 120 s).
         sleep: how to wait between attempts (tests pass a recorder).
         rng: the random source of the backoff jitter (tests pass a seeded one).
+        engine: the serving engine (``vllm``, ``sglang``, ``llama.cpp``, ``llama-cpp-python``,
+            ``openai``, ``unknown``) for the cache fields; None: ask ``GET /v1/models`` once.
+        cache_salt: the run's cache secret; default a fresh random one per policy (a policy
+            serves one run; a resumed run gets a new one, and its cache is likely cold anyway).
     """
 
     def __init__(
@@ -84,6 +110,8 @@ class OpenAIServerPolicy:
         retry: RetryConfig | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        engine: str | None = None,
+        cache_salt: str | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
@@ -95,6 +123,21 @@ class OpenAIServerPolicy:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
+        self.engine = engine
+        self.cache_salt = cache_salt or secrets.token_urlsafe(32)
+        self._previous: tuple[bool, list[int] | str] | None = None  # (token ids?, prompt) of the last call
+
+    def _engine(self) -> str:
+        """The serving engine, asked once from ``GET /v1/models`` (``unknown`` if it will not say)."""
+        if self.engine is None:
+            try:
+                page = self._client.with_options(timeout=min(10.0, self.timeout_s)).models.with_raw_response.list()
+                self.engine = engine_from_models(self.base_url, json.loads(page.http_response.content))
+            except (openai.APIConnectionError, openai.APITimeoutError):
+                return "unknown"  # asked again next call; the request itself reports the fault
+            except (openai.APIStatusError, ValueError, RecursionError):
+                self.engine = engine_from_models(self.base_url, None)
+        return self.engine
 
     def close(self) -> None:
         """Close the HTTP client's connection pool (a long-lived process runs many episodes)."""
@@ -115,7 +158,8 @@ class OpenAIServerPolicy:
         while True:
             attempt += 1
             try:
-                return self._attempt(messages, tools)
+                response = self._attempt(messages, tools)
+                return self._account(response, messages, tools)
             except _Retryable as fault:
                 elapsed = time.monotonic() - start
                 if attempt >= budget.max_attempts:
@@ -132,9 +176,21 @@ class OpenAIServerPolicy:
                             attempt, budget.max_attempts, fault.reason, delay, why)
                 self._sleep(delay)
 
+    def _account(self, response: PolicyResponse, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
+        """Fill in cached prompt tokens the server did not report, from the prefix shared with the previous call."""
+        ids = response.prompt_token_ids
+        current: list[int] | str = ids if ids is not None else serialise_prompt(messages, tools)
+        previous = self._previous[1] if self._previous is not None and self._previous[0] == (ids is not None) else None
+        self._previous = (ids is not None, current)
+        if response.cached_reported:
+            return response
+        usage = response.usage
+        cached = estimate_cached_tokens(usage.prompt_tokens, previous, current, ids=ids is not None)
+        return response.model_copy(update={"usage": usage.model_copy(update={"cached_prompt_tokens": cached})})
+
     def _gave_up(self, reason: str, attempts: int, elapsed: float) -> ModelUnavailable:
         budget = self.retry
-        return ModelUnavailable(
+        return EndpointFailed(
             f"{reason}; gave up after {attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s "
             f"(retry budget: {budget.max_attempts} attempts, {budget.max_total_s:g} s)"
         )  # the runner adds "continue with: agent resume RUN_ID", which it alone knows
@@ -151,6 +207,7 @@ class OpenAIServerPolicy:
                 tool_choice="auto" if tools else openai.NOT_GIVEN,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
+                extra_body=cache_fields(self._engine(), self.cache_salt),
             )
             body = raw.http_response.content
         except openai.APITimeoutError:
@@ -163,6 +220,11 @@ class OpenAIServerPolicy:
         except openai.APIStatusError as exc:
             status = exc.status_code
             detail = _short(exc.message.removeprefix(f"Error code: {status} - "))
+            if status == 402 or (status == 429 and QUOTA_WORDS.search(exc.message or "")):
+                raise EndpointFailed(
+                    f"the model server at {url} answered HTTP {status} ({detail}): the account is over its quota, "
+                    "which retrying will not fix; add credit, or set fallback_base_url and fallback_model"
+                ) from None
             if status in RETRIED_STATUSES or status >= 500:
                 wait = retry_after_s(exc.response.headers)
                 asked = f", Retry-After {wait:g} s" if wait is not None else ""
@@ -179,9 +241,13 @@ class OpenAIServerPolicy:
                 f"the model server at {url} sent a response body that is not valid JSON ({exc}): {_short(body)}"
             ) from None
         message, finish_reason = _choice(data, url)
+        usage, reported = _usage(data.get("usage"))
+        ids = data.get("prompt_token_ids")
         return PolicyResponse(
             message=message,
-            usage=_usage(data.get("usage")),
+            usage=usage,
+            cached_reported=reported,
+            prompt_token_ids=ids if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
             latency_s=time.perf_counter() - t0,
             model=data["model"] if isinstance(data.get("model"), str) and data["model"] else self.model,
             finish_reason=finish_reason,
@@ -235,17 +301,22 @@ def _content(value: Any) -> str | None:
     return json.dumps(value)
 
 
-def _usage(value: Any) -> Usage:
-    """Token counts from a ``usage`` object; missing or garbled fields count 0."""
+def _usage(value: Any) -> tuple[Usage, bool]:
+    """Token counts from a ``usage`` object (missing or garbled fields count 0), and whether it
+    reported cached tokens (``prompt_tokens_details.cached_tokens`` present as a count)."""
     if not isinstance(value, dict):
-        return Usage()
+        return Usage(), False
 
     def count(obj: Any, key: str) -> int:
         n = obj.get(key) if isinstance(obj, dict) else None
         return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
 
-    return Usage(
+    details = value.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    reported = isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0
+    usage = Usage(
         prompt_tokens=count(value, "prompt_tokens"),
-        cached_prompt_tokens=count(value.get("prompt_tokens_details"), "cached_tokens"),
+        cached_prompt_tokens=count(details, "cached_tokens"),
         completion_tokens=count(value, "completion_tokens"),
     )
+    return usage, reported

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.compaction import compacted_steps
 from core.errors import ConfigError, ModelUnavailable
 from core.policy.base import PolicyResponse
 from core.state import Message, ToolCall, Usage
@@ -76,7 +77,10 @@ class ScriptedPolicy:
         Raises:
             ModelUnavailable: the script has no more turns.
         """
+        # the turn number: assistant turns sent, plus those a compaction summary stands in for
         index = sum(1 for m in messages if m["role"] == "assistant")
+        if len(messages) > 2 and messages[2]["role"] == "user":  # a summary follows the opening (core.compaction)
+            index += compacted_steps(messages[2].get("content") or "")
         if index >= len(self.turns):
             raise ModelUnavailable(f"the script has no turn {index + 1} (it has {len(self.turns)})")
         turn = self.turns[index]

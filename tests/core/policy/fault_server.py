@@ -27,8 +27,12 @@ Faults (``kind``):
 
 The proper answer comes from ``responder(request_body) -> reply dict``; the default replies
 with one ``view_file`` call. ``requests`` records every request body (None when unreadable)
-with the fault it got; ``counts`` tallies the kinds handed out; ``on_request(kind, options,
-body)``, when given, is called for every request.
+with the fault it got, ``raw_requests`` the bytes of each; ``counts`` tallies the kinds handed
+out; ``on_request(kind, options, body)``, when given, is called for every request.
+
+``GET /v1/models`` answers a model list whose ``owned_by`` is the ``owned_by`` argument (what
+vLLM, SGLang and llama.cpp's servers say there: ``vllm``, ``sglang``, ``llamacpp``); with
+``owned_by=None`` (the default) it answers 404, like a server that has no such route.
 
 Random faults, for soak runs (``bench/soak.py``): once the planned faults are used up,
 ``random_faults(rate, kinds)`` answers each request with a fault drawn from ``kinds`` with
@@ -75,9 +79,12 @@ class FaultServer:
     """The server; use as a context manager (``url`` is valid inside)."""
 
     def __init__(self, responder: Responder | None = None, *, keep_requests: bool = True,
-                 on_request: Callable[[str, dict[str, Any], dict[str, Any] | None], None] | None = None) -> None:
+                 on_request: Callable[[str, dict[str, Any], dict[str, Any] | None], None] | None = None,
+                 owned_by: str | None = None) -> None:
         self.responder = responder or (lambda body: DEFAULT_REPLY)
+        self.owned_by = owned_by
         self.requests: list[tuple[str, dict[str, Any] | None]] = []
+        self.raw_requests: list[bytes] = []
         self.counts: Counter[str] = Counter()
         self.keep_requests = keep_requests
         self.on_request = on_request
@@ -125,7 +132,7 @@ class FaultServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next(self, body: dict[str, Any] | None) -> Fault:
+    def _next(self, body: dict[str, Any] | None, raw: bytes = b"") -> Fault:
         with self._lock:
             if self._plan:
                 kind, options = self._plan.popleft()
@@ -136,6 +143,7 @@ class FaultServer:
             self.counts[kind] += 1
             if self.keep_requests:
                 self.requests.append((kind, body))
+                self.raw_requests.append(raw)
         if self.on_request is not None:
             self.on_request(kind, options, body)
         return kind, options
@@ -163,13 +171,20 @@ class FaultServer:
                 self.wfile.write(body)
                 self.wfile.flush()
 
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models") and server.owned_by is not None:
+                    models = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": server.owned_by}]}
+                    self._send(200, json.dumps(models).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                kind, opts = server._next(body)
+                kind, opts = server._next(body, raw)
                 try:
                     self._answer(kind, opts, body)
                 except (BrokenPipeError, ConnectionResetError):

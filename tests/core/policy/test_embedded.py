@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from core.policy.embedded import EmbeddedPolicy, bundled_model_path, to_plain_chat, tool_call_schema
 from core.errors import ModelUnavailable
+from core.policy.embedded import EmbeddedPolicy, bundled_model_path, to_plain_chat, tool_call_schema
 
 TOOLS = [
     {"type": "function", "function": {"name": "view_file", "description": "Show a file with line numbers.", "parameters": {

@@ -4,6 +4,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -22,9 +23,9 @@ REPLY = {
 
 
 class Handler(BaseHTTPRequestHandler):
-    requests: list = []
+    requests: ClassVar[list] = []
 
-    def do_POST(self):  # noqa: N802 - http.server's name
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         Handler.requests.append((self.path, body))
         data = json.dumps(REPLY).encode()
