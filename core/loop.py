@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from langgraph.graph import END, START, StateGraph
 
+from core import compaction
 from core.errors import ToolError
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
@@ -63,6 +64,7 @@ class Episode:
             saved under ``<workspace>/.horizon/observations/`` (excluded from the patch).
         journal: saves the workspace before each call that may change it, so a call cut short
             by a crash is undone before it runs again (None: no undo).
+        keep_steps: steps kept verbatim when the history is compacted (``core.compaction``).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Episode:
         on_event: EventSink | None = None,
         max_observation_chars: int = 8000,
         journal: CallJournal | None = None,
+        keep_steps: int = 4,
     ) -> None:
         self.run_id = run_id
         self.task = task
@@ -91,12 +94,13 @@ class Episode:
         self.on_event = on_event or (lambda kind, data: None)
         self.max_observation_chars = max_observation_chars
         self.journal = journal
+        self.keep_steps = keep_steps
         self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
         tools = plugin.tools()
         self.tools = {t.name: t for t in tools}
         self.tool_schemas = [t.schema() for t in tools]
         self.history: list[Message] = store.messages()
-        self._wire: list[dict[str, Any]] = [m.to_openai() for m in self.history]
+        self._wire: list[dict[str, Any]] = self._build_wire()
         self._answered_ids = {m.tool_call_id for m in self.history if m.role == "tool"}  # ids already used
 
     def append(self, message: Message) -> int:
@@ -106,6 +110,47 @@ class Episode:
         if message.role == "tool":
             self._answered_ids.add(message.tool_call_id)
         return len(self.history) - 1
+
+    def _build_wire(self) -> list[dict[str, Any]]:
+        """What the model is sent: the history, with each compaction replacing the turns it summarises.
+
+        A summary covering steps 1..n keeps the turns from step n+1's assistant message on.
+        """
+        wire = [m.to_openai() for m in self.history[:2]]
+        body: list[dict[str, Any]] = []
+        turns = [i for i, m in enumerate(self.history) if m.role == "assistant"]
+        for i, message in enumerate(self.history[2:], start=2):
+            if compaction.is_compaction(message):
+                covered = compaction.compacted_steps(message.content or "")
+                kept = turns[covered] if covered < len(turns) else i
+                body = [message.to_openai()] + [m.to_openai() for m in self.history[kept:i] if not compaction.is_compaction(m)]
+            else:
+                body.append(message.to_openai())
+        return wire + body
+
+    def _compact_if_needed(self, index: int, step: int) -> int:
+        """Before a model call: reuse a stored compaction at ``index`` or make one if the wire is too long.
+
+        Returns:
+            The index the assistant turn goes to (``index`` + 1 after a compaction).
+        """
+        if index < len(self.history) and compaction.is_compaction(self.history[index]):
+            return index + 1  # stored before a crash; the wire was built with it
+        budget = self.limits.compact_at_tokens
+        if not budget or index != len(self.history) or compaction.estimate_tokens(self._wire) < budget:
+            return index
+        previous = max((i for i, m in enumerate(self.history) if compaction.is_compaction(m)), default=2)
+        kept = compaction.keep_from(self.history, self.keep_steps, previous)
+        if kept is None:
+            return index
+        text = compaction.summarize(self.history, kept, max_chars=budget * compaction.CHARS_PER_TOKEN // 4)
+        summary = Message(role="user", content=text, name=compaction.COMPACTION_NAME)
+        self.store.append_message(index, step, summary)
+        self.history.append(summary)
+        before = compaction.estimate_tokens(self._wire)
+        self._wire = self._build_wire()
+        self.on_event("compaction", {"step": step, "tokens_before": before, "tokens_after": compaction.estimate_tokens(self._wire)})
+        return index + 1
 
     def observation(self, call: ToolCall, result: ToolResult) -> str:
         """Cap an observation at ``max_observation_chars``, keeping head and tail."""
@@ -132,8 +177,9 @@ class Episode:
         self._stop_if_requested()
         start = time.perf_counter()
         step = state.step + 1
-        if len(self.history) > state.n_messages and self.history[state.n_messages].role == "assistant":
-            message = self.history[state.n_messages]  # stored before the crash; never call twice
+        index = self._compact_if_needed(state.n_messages, step)
+        if len(self.history) > index and self.history[index].role == "assistant":
+            message = self.history[index]  # stored before the crash; never call twice
             usage = self.store.model_call_usage(step)
         else:
             response = self.policy.complete(self._wire, self.tool_schemas)
@@ -141,7 +187,7 @@ class Episode:
             # to a server, so the turn is made UTF-8-safe before anything else sees it
             message, usage = self._with_unique_call_ids(utf8_safe(response.message), step), response.usage
             self.store.append_model_turn(
-                len(self.history), step, message, usage,
+                index, step, message, usage,
                 model=response.model, latency_s=response.latency_s, finish_reason=response.finish_reason,
             )
             self.append(message)
@@ -149,7 +195,7 @@ class Episode:
         self.on_event("model", {"step": step, "message": message, "usage": usage, "total": total})
         return {
             "step": step,
-            "n_messages": state.n_messages + 1,
+            "n_messages": index + 1,
             "usage": total,
             "cost": state.cost + self.pricing.cost(usage),
             "pending": message.tool_calls,

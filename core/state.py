@@ -104,6 +104,9 @@ class Limits(BaseModel):
     max_wall_s: float = Field(3600.0, gt=0, description="active wall-clock seconds (time while resumed counts, downtime not)")
     max_cost: float = Field(10.0, ge=0, description="spend in the pricing's currency")
     max_format_errors: int = Field(5, ge=1, description="consecutive malformed model outputs before giving up")
+    compact_at_tokens: int = Field(
+        64_000, ge=0, description="estimated prompt tokens at which old turns are compacted into one summary (0: never)"
+    )
 
 
 class ExitStatus(str, Enum):
