@@ -1,0 +1,210 @@
+"""The reward interface every plugin shares: a function of the task and the whole trajectory.
+
+A reward function is any callable ``fn(task, trajectory)`` returning a ``RewardResult``, or an
+awaitable of one (``async def``); ``evaluate``/``aevaluate`` call either kind. The result holds
+the scalar reward, its named components (each a value in [0, 1] with a weight), whether the
+outcome is correct, optional per-step rewards and the reward's version string, so that data
+scored by different versions of a reward are never mixed silently.
+
+"Not applicable" (the reward has nothing to judge: a finance question given to the coding
+reward, an episode that never reached the end) is its own status, with ``reward`` None, never
+0.0: an RL trainer must drop such a sample, not learn from it as a failure.
+
+The plugins' ``verify`` still returns ``core.plugin.Verification``; ``from_verification``
+converts one, and ``Trajectory.from_run`` rebuilds a finished run's trajectory from its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable
+from contextlib import closing
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, model_validator
+
+from core.plugin import RewardComponent, Task, Verification
+from core.state import Message
+
+__all__ = [
+    "NOT_APPLICABLE",
+    "RewardComponent",
+    "RewardFn",
+    "RewardResult",
+    "RewardStatus",
+    "Trajectory",
+    "aevaluate",
+    "evaluate",
+    "from_verification",
+]
+
+
+class RewardStatus(str, Enum):
+    """Whether a reward judged the episode (``scored``) or had nothing to judge."""
+
+    SCORED = "scored"
+    NOT_APPLICABLE = "not_applicable"
+
+
+NOT_APPLICABLE = RewardStatus.NOT_APPLICABLE
+
+
+class RewardResult(BaseModel):
+    """A reward function's verdict on one episode.
+
+    Attributes:
+        status: ``scored``, or ``not_applicable`` (then ``reward`` and ``correct`` are None).
+        reward: the scalar reward in [0, 1] (None when not applicable).
+        components: named parts, each a value in [0, 1] with a weight (weight 0: a gate or a
+            diagnostic that the scalar does not average in) and details.
+        correct: whether the outcome counts as solved (None when not applicable).
+        step_rewards: optional reward per step (model call), step 1 first; the trainer decides
+            how to combine them with ``reward``.
+        version: the reward's version string, e.g. ``"coding-tests/1"``; required.
+        summary: one line saying why.
+    """
+
+    status: RewardStatus = RewardStatus.SCORED
+    reward: float | None = Field(default=None, ge=0.0, le=1.0)
+    components: dict[str, RewardComponent] = {}
+    correct: bool | None = None
+    step_rewards: list[float] | None = None
+    version: str = Field(min_length=1)
+    summary: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RewardResult:
+        if self.status is RewardStatus.NOT_APPLICABLE:
+            if self.reward is not None or self.correct is not None:
+                raise ValueError("a not-applicable reward has reward=None and correct=None; use RewardResult.not_applicable")
+        elif self.reward is None or self.correct is None:
+            raise ValueError("a scored reward needs both reward (in [0, 1]) and correct (bool); if there is nothing to judge, "
+                             "use RewardResult.not_applicable(version, reason)")
+        return self
+
+    @classmethod
+    def not_applicable(cls, version: str, reason: str) -> RewardResult:
+        """The verdict of a reward that has nothing to judge in this episode (``reason`` says why)."""
+        return cls(status=RewardStatus.NOT_APPLICABLE, version=version, summary=reason)
+
+    @property
+    def applicable(self) -> bool:
+        """True when the episode was scored."""
+        return self.status is RewardStatus.SCORED
+
+    def weighted_mean(self) -> float | None:
+        """The components' weighted mean ``sum(w * v) / sum(w)``; None if no component has weight."""
+        total = sum(c.weight for c in self.components.values())
+        if total <= 0:
+            return None
+        return sum(c.value * c.weight for c in self.components.values()) / total
+
+
+class Trajectory(BaseModel):
+    """What a reward function sees of an episode.
+
+    Attributes:
+        run_id: the run's id, when it comes from the run store.
+        messages: the whole history in OpenAI chat format (system, task, assistant turns with
+            tool calls, tool observations).
+        tool_data: per executed tool call, in order: ``{"tool", "arguments", "is_error", "data"}``
+            (``data`` is the structured result the model did not see, e.g. test outcomes).
+        exit_status: why the episode ended (``core.state.ExitStatus`` value), if it did.
+        workspace: the episode's final files, when the reward needs to inspect them.
+        scratch: the run-private folder (the coding plugin keeps its baseline there).
+    """
+
+    run_id: str | None = None
+    messages: list[Message] = []
+    tool_data: list[dict[str, Any]] = []
+    exit_status: str | None = None
+    workspace: Path | None = None
+    scratch: Path | None = None
+
+    @classmethod
+    def from_run(cls, run_id: str, home: Path | None = None) -> Trajectory:
+        """Rebuild a run's trajectory from its run store (read-only).
+
+        Raises:
+            RunNotFound: no such run.
+            UserError: the run is being written right now, or its store is damaged.
+        """
+        from core.runner import open_store, runs_dir  # the runner imports the loop: load it only when needed
+
+        with closing(open_store(run_id, home)) as store:
+            row = store.run()
+            messages = store.messages()
+            rows = store.con.execute("SELECT tool, arguments, is_error, data FROM tool_calls ORDER BY seq").fetchall()
+        folder = runs_dir(home) / run_id
+        return cls(
+            run_id=run_id, messages=messages, exit_status=row["exit_status"],
+            tool_data=[{"tool": t, "arguments": a, "is_error": bool(e), "data": json.loads(d) if d else {}} for t, a, e, d in rows],
+            workspace=folder / "workspace", scratch=folder / "scratch",
+        )
+
+
+@runtime_checkable
+class RewardFn(Protocol):
+    """A reward: ``fn(task, trajectory) -> RewardResult``, or ``async def`` returning one."""
+
+    def __call__(self, task: Task, trajectory: Trajectory) -> RewardResult | Awaitable[RewardResult]:
+        """Judge one episode."""
+        ...
+
+
+async def aevaluate(fn: RewardFn, task: Task, trajectory: Trajectory) -> RewardResult:
+    """Call a sync or async reward function from async code.
+
+    Raises:
+        TypeError: the function returned something other than a ``RewardResult``.
+    """
+    result = fn(task, trajectory)
+    if inspect.isawaitable(result):
+        result = await result
+    return _checked(fn, result)
+
+
+def evaluate(fn: RewardFn, task: Task, trajectory: Trajectory) -> RewardResult:
+    """Call a sync or async reward function from sync code (an async one runs in its own event loop).
+
+    Raises:
+        TypeError: the function returned something other than a ``RewardResult``.
+        RuntimeError: an async reward function was called from inside a running event loop
+            (use ``aevaluate`` there).
+    """
+    result = fn(task, trajectory)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    return _checked(fn, result)
+
+
+async def _await(awaitable: Awaitable[RewardResult]) -> RewardResult:
+    return await awaitable
+
+
+def _checked(fn: Any, result: Any) -> RewardResult:
+    if not isinstance(result, RewardResult):
+        name = getattr(fn, "__qualname__", type(fn).__name__)
+        raise TypeError(f"reward function {name} returned {type(result).__name__}, not a RewardResult")
+    return result
+
+
+def from_verification(verification: Verification, version: str, step_rewards: list[float] | None = None) -> RewardResult:
+    """Convert a plugin's ``Verification`` into a ``RewardResult``.
+
+    Args:
+        verification: what ``Plugin.verify`` returned (reward in [0, 1], passed, summary, components).
+        version: the reward's version string (the plugin's name and its reward's revision).
+        step_rewards: per-step rewards, if the plugin computes them.
+
+    Returns:
+        A scored result: ``reward`` and ``components`` as given, ``correct = passed``.
+    """
+    return RewardResult(
+        reward=verification.reward, components=dict(verification.components), correct=verification.passed,
+        step_rewards=step_rewards, version=version, summary=verification.summary,
+    )
