@@ -6,6 +6,7 @@ import json
 
 from core.plugin import Task, Verification
 from core.tools import Tool, ToolContext
+from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import edited_test_files, file_digests, grade
 from plugins.coding.testing import run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
@@ -15,7 +16,8 @@ You are a careful software engineer fixing a problem in a repository. You work o
 every path is relative to the repository root.
 
 How to work:
-1. Find the relevant code: search_code (regex) and find_symbol (definitions and references).
+1. Find the relevant code: the repository map below the task, repo_map (with a focus),
+   search_code (regex) and find_symbol (definitions and references).
 2. Read it with view_file.
 3. Reproduce the problem with run_tests; read the failure.
 4. Make the smallest correct change with edit_file (old_text must match exactly once).
@@ -28,6 +30,8 @@ credit if a test file changed.
 """
 
 BASELINE_FILE = "baseline.json"
+#: Budget of the repository map in the task message, in estimated tokens (characters / 4).
+SETUP_MAP_TOKENS = 1024
 
 
 class CodingPlugin:
@@ -45,11 +49,26 @@ class CodingPlugin:
         return list(CODING_TOOLS)
 
     def setup(self, task: Task, ctx: ToolContext) -> str:
-        """Run the test suite once before the agent starts and record each test's outcome.
+        """Run the test suite once before the agent starts, record each test's outcome, and map the repository.
+
+        The map goes into the task message, not the system prompt, so that the system prompt
+        stays byte-identical across runs (prefix caching).
 
         Returns:
-            A paragraph for the task message naming the failing tests.
+            A paragraph for the task message naming the failing tests, then the repository map
+            (``SETUP_MAP_TOKENS``, biased toward what the instruction mentions).
         """
+        tests = self._baseline(ctx)
+        built = build_repo_map(ctx.workspace, task.instruction, SETUP_MAP_TOKENS)
+        if not built.text:
+            return tests
+        return (
+            f"{tests}\n\nRepository map (the most used definitions, as line│source; repo_map shows more "
+            f"or focuses on other names):\n{built.text}"
+        )
+
+    def _baseline(self, ctx: ToolContext) -> str:
+        """Run the suite, save the baseline under scratch, and describe it in a paragraph."""
         run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
         baseline = {
             "framework": run.framework,

@@ -1,8 +1,9 @@
-"""Finding definitions and references of a name in Python and Java sources with tree-sitter.
+"""Finding definitions and references of a name in source files with tree-sitter.
 
-Uses the py-tree-sitter 0.25+ API: ``Language(tree_sitter_python.language())``, ``Parser(lang)``,
-``Query(lang, source)`` and ``QueryCursor(query).captures(node) -> {capture: [Node, ...]}``.
-Each file is indexed once per (path, mtime, size) and the index is cached in the process.
+Languages and their queries are in ``plugins.coding.languages`` (Python, Java, JavaScript,
+TypeScript, Go). Each file is indexed once per (path, mtime, size) and the index is cached in
+the process (``index_file``); the repository map (``plugins.coding.repomap``) reads the same
+index.
 """
 
 from __future__ import annotations
@@ -11,52 +12,19 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from core.errors import ToolError
+from plugins.coding.languages import SOURCE_SUFFIXES, SUFFIX_LANGUAGE, grammar
 from plugins.coding.search import iter_files, shorten
 
 SymbolKind = Literal["definition", "reference", "any"]
 
 #: Files larger than this are not parsed.
 MAX_PARSE_BYTES = 2 << 20
-
-_PY_DEFINITIONS = """
-(class_definition name: (identifier) @name) @class
-(function_definition name: (identifier) @name) @function
-(module (expression_statement (assignment left: (identifier) @name)) @variable)
-(module (expression_statement (assignment left: (pattern_list (identifier) @name))) @variable)
-(class_definition body: (block (expression_statement (assignment left: (identifier) @name)) @field))
-(function_definition
-  name: (identifier) @_init
-  body: (block (expression_statement
-    (assignment left: (attribute object: (identifier) @_self attribute: (identifier) @name))) @attribute)
-  (#eq? @_init "__init__")
-  (#eq? @_self "self"))
-"""
-
-_JAVA_DEFINITIONS = """
-(class_declaration name: (identifier) @name) @class
-(interface_declaration name: (identifier) @name) @interface
-(enum_declaration name: (identifier) @name) @enum
-(record_declaration name: (identifier) @name) @record
-(annotation_type_declaration name: (identifier) @name) @annotation
-(method_declaration name: (identifier) @name) @method
-(constructor_declaration name: (identifier) @name) @constructor
-(field_declaration declarator: (variable_declarator name: (identifier) @name)) @field
-(constant_declaration declarator: (variable_declarator name: (identifier) @name)) @field
-(enum_constant name: (identifier) @name) @enum_constant
-"""
-
-_PY_IDENTIFIERS = "(identifier) @id"
-_JAVA_IDENTIFIERS = "[(identifier) (type_identifier)] @id"
-
-_CONTAINERS = {
-    "python": ("class_definition",),
-    "java": ("class_declaration", "interface_declaration", "enum_declaration", "record_declaration"),
-}
+#: Most files whose index is kept (least recently used ones are dropped first).
+MAX_CACHED_FILES = 8192
 
 
 @dataclass(frozen=True)
@@ -67,10 +35,10 @@ class SymbolHit:
         path: file path relative to the repository root (POSIX).
         line: 1-based line of the name.
         kind: ``class``, ``function``, ``method``, ``variable``, ``field``, ``attribute``,
-            ``interface``, ``enum``, ``record``, ``annotation``, ``constructor``, ``enum_constant``
-            for definitions; ``call`` or ``reference`` for uses.
+            ``interface``, ``enum``, ``record``, ``annotation``, ``constructor``, ``enum_constant``,
+            ``type``, ``constant`` for definitions; ``call`` or ``reference`` for uses.
         text: the source line holding the name.
-        container: the enclosing class's name ("" at module level).
+        container: the enclosing class's name ("" at module level; the receiver type of a Go method).
     """
 
     path: str
@@ -86,53 +54,52 @@ class SymbolHit:
 
 
 @dataclass
-class _FileIndex:
-    definitions: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)  # name -> (line, kind, container)
-    uses: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # name -> (line, call|reference)
+class FileIndex:
+    """The names one source file defines and uses.
+
+    Attributes:
+        language: the language name (``python``, ``java``, ``javascript``, ``typescript``, ``tsx``, ``go``).
+        definitions: ``{name: [(line, kind, container), ...]}``, lines 1-based.
+        uses: ``{name: [(line, "call" | "reference"), ...]}``, every identifier that is not a
+            definition's own name.
+        lines: the file's text lines (for showing a hit's source line).
+    """
+
+    language: str = ""
+    definitions: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
+    uses: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
 
 
-class _Language:
-    def __init__(self, name: str) -> None:
-        from tree_sitter import Language, Parser, Query
-
-        if name == "python":
-            import tree_sitter_python as grammar
-
-            definitions, identifiers = _PY_DEFINITIONS, _PY_IDENTIFIERS
-        else:
-            import tree_sitter_java as grammar
-
-            definitions, identifiers = _JAVA_DEFINITIONS, _JAVA_IDENTIFIERS
-        self.name = name
-        self.language = Language(grammar.language())
-        self.parser = Parser(self.language)
-        self.definitions = Query(self.language, definitions)
-        self.identifiers = Query(self.language, identifiers)
-        self.lock = threading.Lock()  # a Parser is not safe to share between threads
-
-
-@cache
-def _language(name: str) -> _Language:
-    return _Language(name)
-
-
-_SUFFIX_LANGUAGE = {".py": "python", ".java": "java"}
-#: Most files whose index is kept (least recently used ones are dropped first).
-MAX_CACHED_FILES = 4096
-_cache: OrderedDict[Path, tuple[tuple[int, int], _FileIndex]] = OrderedDict()
+_FileIndex = FileIndex  # the earlier private name
+_cache: OrderedDict[Path, tuple[tuple[int, int], FileIndex]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _enclosing_class(node, language: str) -> str:
-    containers = _CONTAINERS[language]
+def _node_name(node) -> str:
+    name = node.child_by_field_name("name") if node is not None else None
+    return name.text.decode("utf-8", "replace") if name is not None else ""
+
+
+def _enclosing_class(node, grammar_) -> str:
+    if grammar_.name == "go" and node.type == "method_declaration":
+        receiver = node.child_by_field_name("receiver")  # (s *Server) -> Server
+        types = [] if receiver is None else [n for n in _descendants(receiver) if n.type == "type_identifier"]
+        return types[0].text.decode("utf-8", "replace") if types else ""
     parent = node.parent
     while parent is not None:
-        if parent.type in containers:
-            name = parent.child_by_field_name("name")
-            return name.text.decode("utf-8", "replace") if name is not None else ""
+        if parent.type in grammar_.spec.containers:
+            return _node_name(parent)
         parent = parent.parent
     return ""
+
+
+def _descendants(node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
 
 
 def _python_function_kind(node) -> str:
@@ -144,54 +111,75 @@ def _python_function_kind(node) -> str:
     return "function"
 
 
-def _is_call(node, language: str) -> bool:
+def _is_call(node, grammar_) -> bool:
+    """Whether identifier ``node`` is what a call invokes (``f(...)``, ``obj.f(...)``, ``new F(...)``)."""
     parent = node.parent
     if parent is None:
         return False
-    if language == "java":
-        return parent.type == "method_invocation" and parent.child_by_field_name("name") == node
-    if parent.type == "call":
-        return parent.child_by_field_name("function") == node
-    if parent.type == "attribute" and parent.child_by_field_name("attribute") == node:
-        grand = parent.parent
-        return grand is not None and grand.type == "call" and grand.child_by_field_name("function") == parent
+    spec = grammar_.spec
+    for parent_type, field_name in spec.call_parents:
+        if parent.type == parent_type and parent.child_by_field_name(field_name) == node:
+            return True
+    for parent_type, field_name in spec.member_parents:
+        if parent.type == parent_type and parent.child_by_field_name(field_name) == node:
+            grand = parent.parent
+            return grand is not None and any(
+                grand.type == t and grand.child_by_field_name(f) == parent for t, f in spec.call_parents
+            )
     return False
 
 
-def _index_source(source: bytes, language: str) -> _FileIndex:
+def _index_source(source: bytes, language: str) -> FileIndex:
+    """Index ``source`` (bytes) written in ``language``; an unparsable region is skipped, not fatal.
+
+    Raises:
+        ValueError: no grammar for ``language`` is installed.
+    """
     from tree_sitter import QueryCursor
 
-    lang = _language(language)
-    with lang.lock:
-        tree = lang.parser.parse(source)
-    index = _FileIndex(lines=source.decode("utf-8", errors="replace").splitlines())
+    grammar_ = grammar(language)
+    if grammar_ is None:
+        raise ValueError(f"no tree-sitter grammar installed for {language!r}")
+    tree = grammar_.parse(source)
+    index = FileIndex(language=language, lines=source.decode("utf-8", errors="replace").splitlines())
     definition_names: set[int] = set()
-    for _pattern, captures in QueryCursor(lang.definitions).matches(tree.root_node):
+    for _pattern, captures in QueryCursor(grammar_.definitions).matches(tree.root_node):
         names = captures.get("name")
         kinds = [k for k in captures if k != "name" and not k.startswith("_")]
         if not names or not kinds:
             continue
         kind, node = kinds[0], captures[kinds[0]][0]
         for name_node in names:
+            if name_node.start_byte in definition_names:
+                continue  # an earlier pattern already named it (``const f = () => 1``: a function)
             if kind == "function" and language == "python":
                 kind = _python_function_kind(node)
             text = name_node.text.decode("utf-8", "replace")
-            entry = (name_node.start_point[0] + 1, kind, _enclosing_class(node, language))
+            entry = (name_node.start_point[0] + 1, kind, _enclosing_class(node, grammar_))
             if entry not in index.definitions.setdefault(text, []):
                 index.definitions[text].append(entry)
             definition_names.add(name_node.start_byte)
-    for node in QueryCursor(lang.identifiers).captures(tree.root_node).get("id", []):
+    for node in QueryCursor(grammar_.identifiers).captures(tree.root_node).get("id", []):
         if node.start_byte in definition_names:
             continue
         text = node.text.decode("utf-8", "replace")
-        kind = "call" if _is_call(node, language) else "reference"
+        kind = "call" if _is_call(node, grammar_) else "reference"
         index.uses.setdefault(text, []).append((node.start_point[0] + 1, kind))
     return index
 
 
-def _index_file(path: Path) -> _FileIndex | None:
-    language = _SUFFIX_LANGUAGE.get(path.suffix)
-    if language is None:
+def index_file(path: Path) -> FileIndex | None:
+    """The index of one source file, from the cache when its (path, mtime, size) is unchanged.
+
+    Args:
+        path: absolute path of a file.
+
+    Returns:
+        The ``FileIndex``, or ``None`` for a file of no known language (or whose grammar is not
+        installed), larger than ``MAX_PARSE_BYTES``, or unreadable.
+    """
+    language = SUFFIX_LANGUAGE.get(path.suffix.lower())
+    if language is None or grammar(language) is None:
         return None
     try:
         stat = path.stat()
@@ -218,11 +206,14 @@ def _index_file(path: Path) -> _FileIndex | None:
     return index
 
 
+_index_file = index_file  # the earlier private name
+
+
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
 
 
 def find_symbol(root: Path, name: str, kind: SymbolKind = "any") -> list[SymbolHit]:
-    """Find definitions and/or references of ``name`` in the ``.py`` and ``.java`` files of a repository.
+    """Find definitions and/or references of ``name`` in the source files of a repository (see ``plugins.coding.languages``).
 
     Args:
         root: repository root (absolute).
@@ -249,8 +240,8 @@ def find_symbol(root: Path, name: str, kind: SymbolKind = "any") -> list[SymbolH
     container = qualifier[-1] if qualifier else None
     root = root.resolve()
     hits: list[SymbolHit] = []
-    for path in iter_files(root, suffixes=(".py", ".java")):
-        index = _index_file(path)
+    for path in iter_files(root, suffixes=SOURCE_SUFFIXES):
+        index = index_file(path)
         if index is None:
             continue
         rel = path.relative_to(root).as_posix()
@@ -278,7 +269,7 @@ def format_hits(hits: list[SymbolHit], name: str, kind: SymbolKind, limit: int =
     """Render hits as ``path:line: kind  source-line`` lines, at most ``limit`` of them."""
     if not hits:
         what = {"definition": "no definition", "reference": "no reference", "any": "no definition or reference"}[kind]
-        return f"{what} of {name!r} in .py or .java files; check the spelling, or try search_code with a pattern"
+        return f"{what} of {name!r} in the source files (Python, Java, JavaScript, TypeScript, Go); check the spelling, or try search_code with a pattern"
     width = max(len(h.kind) for h in hits[:limit])
     lines = [f"{h.path}:{h.line}: {h.kind:<{width}}  {shorten(h.text, 160)}" for h in hits[:limit]]
     definitions = sum(h.is_definition for h in hits)

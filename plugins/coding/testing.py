@@ -42,8 +42,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.safe_io import read_regular, write_new
 from core.errors import ToolError
+from core.safe_io import read_regular, write_new
 from core.sandbox.base import Sandbox, SandboxLimits
 from plugins.coding.search import iter_files, shorten
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from core.errors import ToolError
 from core.tools import Tool, ToolContext, ToolResult, tool
-from plugins.coding import files, search, static, symbols, testing
+from plugins.coding import files, repomap, search, static, symbols, testing
 
 
 def _rel(ctx: ToolContext, path) -> str:
@@ -59,7 +59,7 @@ class FindSymbolArgs(BaseModel):
 
 @tool(read_only=True)
 def find_symbol(args: FindSymbolArgs, ctx: ToolContext) -> ToolResult:
-    """Find where a name is defined and/or used in the repository's Python and Java files (parsed with tree-sitter, not text search). Returns 'path:line: kind  source-line' lines, definitions first.
+    """Find where a name is defined and/or used in the repository's Python, Java, JavaScript, TypeScript and Go files (parsed with tree-sitter, not text search). Returns 'path:line: kind  source-line' lines, definitions first.
 
     Args: ``FindSymbolArgs``. Returns a result whose ``data`` is ``{"definitions": n, "references": n}``.
     """
@@ -69,6 +69,33 @@ def find_symbol(args: FindSymbolArgs, ctx: ToolContext) -> ToolResult:
         output=symbols.format_hits(hits, args.name, args.kind),
         data={"definitions": definitions, "references": len(hits) - definitions},
     )
+
+
+class RepoMapArgs(BaseModel):
+    focus: str = Field(
+        "", description="file paths and identifiers to rank first, e.g. 'users/service.py display_name'; empty for the repository as a whole"
+    )
+    max_tokens: int = Field(
+        repomap.DEFAULT_MAP_TOKENS, ge=64, le=8192, description="size of the map in tokens (about 4 characters each), 64-8192"
+    )
+
+
+@tool(read_only=True)
+def repo_map(args: RepoMapArgs, ctx: ToolContext) -> ToolResult:
+    """Show a map of the repository: the most referenced classes, functions and methods (ranked by PageRank over who uses what, parsed with tree-sitter), grouped by file as 'line│source' lines, biased toward the files and names in focus.
+
+    Args: ``RepoMapArgs``. Returns a result whose ``data`` is ``{"files": n, "definitions": n,
+    "shown": n, "tokens": n}`` (tokens estimated as characters / 4).
+    """
+    built = repomap.build_repo_map(ctx.workspace, args.focus, args.max_tokens)
+    data = {"files": built.files_indexed, "definitions": built.definitions_total, "shown": len(built.shown), "tokens": built.tokens}
+    if not built.text:
+        return ToolResult(output="no Python, Java, JavaScript, TypeScript or Go source files found in the repository", data=data)
+    head = (
+        f"[repository map: {len(built.shown)} of {built.definitions_total} definitions from {built.files_indexed} files, "
+        f"~{built.tokens} tokens; find_symbol shows every use of a name, view_file the code]"
+    )
+    return ToolResult(output=f"{head}\n{built.text}", data=data)
 
 
 class ViewFileArgs(BaseModel):
@@ -215,4 +242,4 @@ def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
 
 
 #: The coding plugin's tools, in the order they are offered to the model.
-CODING_TOOLS: list[Tool] = [search_code, find_symbol, view_file, edit_file, run_tests, static_check, shell, finish]
+CODING_TOOLS: list[Tool] = [search_code, find_symbol, repo_map, view_file, edit_file, run_tests, static_check, shell, finish]

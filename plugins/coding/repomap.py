@@ -1,0 +1,292 @@
+"""A repository map: the most important definitions of a repository, ranked and cut to a token budget.
+
+The idea is Aider's repository map (https://aider.chat/docs/repomap.html): tree-sitter finds
+each file's definitions and the identifiers it uses (``plugins.coding.symbols``); a file that
+uses a name defined in another file gets a weighted edge to it; PageRank over that graph
+(``networkx.pagerank``) ranks the files; each file's rank flows along its out-edges to the
+definitions it references; the top definitions are shown, grouped by file, until the budget
+is spent.
+
+Edge weight, for file ``r`` using name ``n`` (``k`` times: calls, or any use when ``n`` names a
+class or other type) defined in another file ``d``::
+
+    w(r -> d, n) = sqrt(k) * m(n)
+    m(n) = 10   when the task mentions n
+         * 0.1  when n is private (starts with ``_``) or defined in more than 5 files (``get``, ``run``)
+
+and PageRank's personalization (its restart distribution) puts extra weight on the files the
+task mentions, so what those files use ranks higher; their own definitions are listed first.
+
+Tokens are estimated as ``ceil(characters / 4)``, the usual rule of thumb for English text and
+code with BPE tokenizers (OpenAI: "one token is roughly 4 characters"); no tokenizer is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+
+from plugins.coding.languages import SOURCE_SUFFIXES
+from plugins.coding.search import iter_files
+from plugins.coding.symbols import FileIndex, index_file
+
+#: Default budget of the map given at the start of an episode, in (estimated) tokens.
+DEFAULT_MAP_TOKENS = 1024
+#: Longest source line shown in the map, in characters.
+MAX_MAP_LINE_CHARS = 100
+#: A name defined in more files than this is generic; its edges count a tenth.
+GENERIC_NAME_FILES = 5
+#: Extra weight of a name or file the task mentions.
+MENTION_BOOST = 10.0
+#: Definition kinds the map shows: the API of a file. Attributes set in ``__init__``, fields and
+#: enum constants are left out: short common names (``name``, ``red``) would crowd the map.
+TYPE_KINDS = frozenset({"class", "interface", "enum", "record", "annotation", "type"})
+MAP_KINDS = frozenset(
+    {"class", "interface", "enum", "record", "annotation", "type", "function", "method", "constructor", "variable", "constant"}
+)
+_WORD = re.compile(r"[A-Za-z_$][\w$]{2,}")
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated token count of ``text``: ``ceil(len(text) / 4)`` (characters per BPE token, rule of thumb)."""
+    return -(-len(text) // 4)
+
+
+@dataclass(frozen=True)
+class RankedDefinition:
+    """One definition in the ranking.
+
+    Attributes:
+        path: file path relative to the repository root (POSIX).
+        name: the defined identifier.
+        line: 1-based line of the definition.
+        kind: ``class``, ``function``, ``method`` ... (see ``symbols.SymbolHit``).
+        rank: its share of PageRank (sums to about 1 over all definitions that are referenced).
+    """
+
+    path: str
+    name: str
+    line: int
+    kind: str
+    rank: float
+
+
+@dataclass
+class RepoMap:
+    """A rendered repository map.
+
+    Attributes:
+        text: the map: ``path:`` lines, each followed by its chosen definitions' source lines
+            as ``  <line>│<source>``; empty when the repository has no parsable source.
+        tokens: ``estimate_tokens(text)``; at most the budget asked for.
+        files_indexed: source files parsed (or found in the cache).
+        definitions_total: definitions found in them.
+        shown: the definitions in the map, best first.
+        ranking: every definition, best first (for tests and tools that want more).
+        mentioned_files: files of the repository the focus text names.
+        mentioned_names: defined identifiers the focus text names.
+    """
+
+    text: str
+    tokens: int
+    files_indexed: int
+    definitions_total: int
+    shown: list[RankedDefinition] = field(default_factory=list)
+    ranking: list[RankedDefinition] = field(default_factory=list)
+    mentioned_files: list[str] = field(default_factory=list)
+    mentioned_names: list[str] = field(default_factory=list)
+
+
+def _mentions(text: str, files: list[str], defined: set[str]) -> tuple[set[str], set[str]]:
+    """The repository files and the defined names that ``text`` mentions."""
+    if not text:
+        return set(), set()
+    words = set(_WORD.findall(text))
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for rel in files:
+        by_name[rel.rsplit("/", 1)[-1]].append(rel)
+    mentioned_files = {rel for rel in files if rel in text}
+    for name, rels in by_name.items():
+        if re.search(rf"(?<![\w/.]){re.escape(name)}\b", text):
+            mentioned_files.update(rels)
+    return mentioned_files, words & defined
+
+
+def _name_weight(name: str, definers: int, mentioned: set[str]) -> float:
+    weight = MENTION_BOOST if name in mentioned else 1.0
+    if name.startswith("_") or definers > GENERIC_NAME_FILES:
+        weight *= 0.1
+    return weight
+
+
+def rank_definitions(
+    indexes: dict[str, FileIndex], mentioned_files: set[str] = frozenset(), mentioned_names: set[str] = frozenset()
+) -> list[RankedDefinition]:
+    """Rank every definition of a repository by PageRank over its file reference graph.
+
+    Args:
+        indexes: ``{relative path: FileIndex}`` of the repository's source files.
+        mentioned_files: paths to bias toward (PageRank personalization).
+        mentioned_names: identifiers to bias toward (their edges weigh ``MENTION_BOOST`` more).
+
+    Returns:
+        Every definition of a kind in ``MAP_KINDS``: those in ``mentioned_files`` first, then the
+        rest, each part highest rank first (ties: path, then line). Definitions nobody
+        references get a small rank from their own file's PageRank, so that a file's API still
+        appears when nothing calls it.
+    """
+    definers: dict[str, set[str]] = defaultdict(set)
+    type_names: set[str] = set()
+    for rel, index in indexes.items():
+        for name, entries in index.definitions.items():
+            kinds = {kind for _line, kind, _owner in entries}
+            if kinds & MAP_KINDS:
+                definers[name].add(rel)
+            if kinds & TYPE_KINDS:
+                type_names.add(name)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(indexes)
+    edge_names: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for rel, index in indexes.items():
+        for name, uses in index.uses.items():
+            targets = definers.get(name)
+            if not targets:
+                continue
+            # Calls, and any use of a type's name, count; a bare ``console`` is most often a
+            # local variable that merely shares a method's name.
+            count = len(uses) if name in type_names else sum(1 for _line, kind in uses if kind == "call")
+            if not count:
+                continue
+            weight = math.sqrt(count) * _name_weight(name, len(targets), mentioned_names)
+            for target in targets:
+                if target == rel:
+                    continue  # a file using its own names says nothing about their importance
+                edge_names[(rel, target)][name] += weight
+    for (source, target), names in edge_names.items():
+        graph.add_edge(source, target, weight=sum(names.values()))
+    personalization = None
+    if mentioned_files:
+        base = 1.0 / max(1, len(indexes))
+        personalization = {rel: base + (MENTION_BOOST * base * len(indexes) / len(mentioned_files) if rel in mentioned_files else 0.0) for rel in indexes}
+    try:
+        file_rank = nx.pagerank(graph, weight="weight", personalization=personalization)
+    except nx.PowerIterationFailedConvergence:
+        file_rank = {rel: 1.0 / len(indexes) for rel in indexes}
+    definition_rank: dict[tuple[str, str], float] = defaultdict(float)
+    for source in graph.nodes:
+        out = graph.out_edges(source, data="weight")
+        total = sum(weight for _s, _t, weight in out)
+        for _s, target, _weight in out:  # the file's rank flows out in proportion to each name's weight
+            for name, share in edge_names[(source, target)].items():
+                definition_rank[(target, name)] += file_rank[source] * share / total
+    ranked: list[RankedDefinition] = []
+    for rel, index in indexes.items():
+        count = sum(len(entries) for entries in index.definitions.values()) or 1
+        for name, entries in index.definitions.items():
+            rank = definition_rank.get((rel, name), 0.0)
+            rank += 0.01 * file_rank.get(rel, 0.0) / count  # keeps unreferenced definitions in order of their file
+            if name in mentioned_names:
+                rank *= MENTION_BOOST
+            entries = [e for e in entries if e[1] in MAP_KINDS]
+            for line, kind, _container in entries:
+                ranked.append(RankedDefinition(rel, name, line, kind, rank / len(entries)))
+    # The files the task names come first: the model is about to read them anyway.
+    ranked.sort(key=lambda d: (d.path not in mentioned_files, -d.rank, d.path, d.line))
+    return ranked
+
+
+def _source_line(index: FileIndex, line: int) -> str:
+    text = index.lines[line - 1].rstrip().replace("\t", "    ") if 0 < line <= len(index.lines) else ""
+    return text if len(text) <= MAX_MAP_LINE_CHARS else text[:MAX_MAP_LINE_CHARS] + "…"
+
+
+def render(ranking: list[RankedDefinition], indexes: dict[str, FileIndex], max_tokens: int) -> tuple[str, list[RankedDefinition]]:
+    """Render the best definitions that fit in ``max_tokens`` (estimated), grouped by file.
+
+    Definitions are taken in rank order; one that does not fit is skipped and smaller ones
+    after it may still fit. Files appear in the order of their best definition, definitions
+    within a file in line order.
+
+    Returns:
+        ``(text, shown)``: the map and the definitions in it, best first.
+    """
+    budget_chars = max_tokens * 4
+    chosen: dict[str, list[RankedDefinition]] = {}
+    used = 0  # characters of the text so far, newlines included
+    shown: list[RankedDefinition] = []
+    seen_lines: set[tuple[str, int]] = set()
+    for definition in ranking:
+        if (definition.path, definition.line) in seen_lines:
+            continue  # two names on one line (a, b = ...) are one entry
+        index = indexes[definition.path]
+        cost = len(f"{definition.line:>5}│{_source_line(index, definition.line)}") + 1
+        if definition.path not in chosen:
+            cost += len(definition.path) + 2  # "path:" and its newline
+        if used + cost - 1 > budget_chars:  # the last line has no newline
+            if budget_chars - used < 24:
+                break
+            continue
+        used += cost
+        chosen.setdefault(definition.path, []).append(definition)
+        seen_lines.add((definition.path, definition.line))
+        shown.append(definition)
+    lines: list[str] = []
+    for path, definitions in chosen.items():
+        lines.append(f"{path}:")
+        lines += [f"{d.line:>5}│{_source_line(indexes[path], d.line)}" for d in sorted(definitions, key=lambda d: d.line)]
+    return "\n".join(lines), shown
+
+
+def index_repository(root: Path) -> dict[str, FileIndex]:
+    """Index every source file of a repository (``.gitignore`` honoured), from the per-file cache when unchanged.
+
+    Returns:
+        ``{relative POSIX path: FileIndex}`` in path order.
+    """
+    root = root.resolve()
+    indexes: dict[str, FileIndex] = {}
+    for path in iter_files(root, suffixes=SOURCE_SUFFIXES):
+        index = index_file(path)
+        if index is not None:
+            indexes[path.relative_to(root).as_posix()] = index
+    return indexes
+
+
+def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TOKENS) -> RepoMap:
+    """Build the map of a repository, biased toward what ``focus`` mentions.
+
+    Args:
+        root: repository root (absolute).
+        focus: free text (the task, or names the model asks about): the files and defined
+            identifiers it mentions rank higher.
+        max_tokens: budget of the rendered map, in estimated tokens (``estimate_tokens``); at
+            least 1.
+
+    Returns:
+        ``RepoMap`` whose ``tokens`` is at most ``max_tokens``.
+
+    Raises:
+        ValueError: ``max_tokens`` is below 1.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    indexes = index_repository(root)
+    defined = {name for index in indexes.values() for name in index.definitions}
+    mentioned_files, mentioned_names = _mentions(focus, list(indexes), defined)
+    ranking = rank_definitions(indexes, mentioned_files, mentioned_names)
+    text, shown = render(ranking, indexes, max_tokens)
+    return RepoMap(
+        text=text,
+        tokens=estimate_tokens(text),
+        files_indexed=len(indexes),
+        definitions_total=len(ranking),
+        shown=shown,
+        ranking=ranking,
+        mentioned_files=sorted(mentioned_files),
+        mentioned_names=sorted(mentioned_names),
+    )
