@@ -1,0 +1,268 @@
+"""Geometry checks with trimesh: each returns a ``Check`` (verdict, value in [0, 1], details).
+
+Units are metres throughout (Blender's default unit; STL files carry none, so a caller states
+theirs). The checks:
+
+- ``closed_solid``: trimesh's ``is_volume`` (watertight, consistent winding, positive finite
+  volume), not merely watertight; the details count open (boundary) edges and edges shared by
+  more than two faces.
+- ``dimensions``: the axis-aligned bounding box against requested sizes, within a tolerance.
+- ``face_count``: triangles within ``[min, max]``.
+- ``bodies``: connected pieces (faces joined through shared edges).
+- ``materials``: the required material names are assigned.
+- ``reference``: symmetric Chamfer distance between surface samples and the IoU of *filled*
+  voxels against a reference mesh.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import trimesh
+from scipy.spatial import cKDTree
+
+
+class MeshFileError(ValueError):
+    """A mesh file cannot be checked (missing, empty, malformed); the message says why and what to do."""
+
+
+@dataclass
+class Check:
+    """One check's outcome.
+
+    Attributes:
+        name: the check's name (``closed_solid``, ``dimensions``, ...).
+        passed: the verdict.
+        value: the score in [0, 1] (1 when passed; some checks give partial credit).
+        message: one line for people and models ("leg is 0.310 m high, asked 0.410 +- 0.005 m").
+        detail: the measured numbers.
+    """
+
+    name: str
+    passed: bool
+    value: float
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+_OBJ_FACE = re.compile(r"^f\s+(.*)$")
+
+
+def _validate_obj(path: Path) -> None:
+    """Reject OBJ faces with fewer than three corners or indices past the vertex list, which
+    trimesh would otherwise drop without a word."""
+    vertices = 0
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if line.startswith("v "):
+            vertices += 1
+            continue
+        match = _OBJ_FACE.match(line)
+        if not match:
+            continue
+        corners = match.group(1).split()
+        if len(corners) < 3:
+            raise MeshFileError(f"{path.name}:{n}: a face with {len(corners)} corner(s); every face needs at least 3 vertex indices")
+        for corner in corners:
+            head = corner.split("/")[0]
+            try:
+                index = int(head)
+            except ValueError:
+                raise MeshFileError(f"{path.name}:{n}: {corner!r} is not a vertex index") from None
+            if index == 0 or abs(index) > vertices:
+                raise MeshFileError(f"{path.name}:{n}: vertex index {index} does not exist (only {vertices} vertices so far)")
+
+
+def load_parts(path: Path) -> list[trimesh.Trimesh]:
+    """Load a mesh file (STL, OBJ, PLY, glTF/GLB, OFF) as its separate objects, vertices merged.
+
+    Objects a file declares separately (OBJ ``o`` groups, glTF nodes) stay separate parts, so two
+    objects that touch count as two bodies.
+
+    Raises:
+        MeshFileError: the file is missing, unreadable, malformed or has no faces.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MeshFileError(f"mesh file {path} does not exist")
+    if path.suffix.lower() == ".obj":
+        _validate_obj(path)
+    try:
+        loaded = trimesh.load(path, force="scene", **({"split_object": True, "group_material": False} if path.suffix.lower() == ".obj" else {}))
+    except Exception as exc:  # noqa: BLE001 - trimesh raises many types for broken files
+        raise MeshFileError(f"{path.name} could not be read as a mesh ({type(exc).__name__}: {exc})") from None
+    parts = [g for g in loaded.dump() if isinstance(g, trimesh.Trimesh) and len(g.faces)]
+    if not parts:
+        raise MeshFileError(f"{path.name} has no faces; export the object again (is it empty, or only points/lines?)")
+    for part in parts:
+        part.merge_vertices()
+    return parts
+
+
+def load_npz(path: Path) -> trimesh.Trimesh:
+    """Load a mesh written by the worker's ``mesh_data`` (world coordinates in metres)."""
+    data = np.load(path)
+    return trimesh.Trimesh(vertices=data["vertices"], faces=data["triangles"], process=True)
+
+
+def combine(parts: list[trimesh.Trimesh]) -> trimesh.Trimesh:
+    """One mesh holding every part (vertices not merged across parts)."""
+    return parts[0] if len(parts) == 1 else trimesh.util.concatenate(parts)
+
+
+# -- single-mesh checks ----------------------------------------------------------------------
+
+
+def edge_counts(mesh: trimesh.Trimesh) -> tuple[int, int]:
+    """(boundary edges used by one face, non-manifold edges used by more than two faces)."""
+    if len(mesh.faces) == 0:
+        return 0, 0
+    _, counts = np.unique(mesh.edges_sorted, axis=0, return_counts=True)
+    return int((counts == 1).sum()), int((counts > 2).sum())
+
+
+def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
+    """Every part is a volume in trimesh's sense (``is_volume``): watertight, consistently wound,
+    with a positive finite volume. Being watertight alone is not enough."""
+    details = []
+    for part in parts:
+        boundary, nonmanifold = edge_counts(part)
+        details.append({
+            "watertight": bool(part.is_watertight), "winding_consistent": bool(part.is_winding_consistent),
+            "is_volume": bool(part.is_volume), "boundary_edges": boundary, "non_manifold_edges": nonmanifold,
+            "volume_m3": float(part.volume) if part.is_volume else None,
+        })
+    ok = all(d["is_volume"] for d in details)
+    if ok:
+        message = f"closed solid ({sum(d['volume_m3'] for d in details):.6g} m³)"
+    else:
+        bad = next(d for d in details if not d["is_volume"])
+        if bad["boundary_edges"]:
+            why = f"{bad['boundary_edges']} open edges (holes)"
+        elif bad["non_manifold_edges"]:
+            why = f"{bad['non_manifold_edges']} edges shared by more than two faces"
+        elif not bad["winding_consistent"]:
+            why = "faces wound inconsistently (some normals flipped)"
+        else:
+            why = "no positive volume (inside out or flat)"
+        message = f"not a closed solid: {why}"
+    return Check("closed_solid", ok, 1.0 if ok else 0.0, message, {"parts": details})
+
+
+UNIT_TO_M = {"m": 1.0, "cm": 0.01, "mm": 0.001}
+
+
+def dimensions(mesh: trimesh.Trimesh, expected: list[float], tolerance: float, unit: str = "m") -> Check:
+    """Axis-aligned bounding box sizes (x, y, z) against ``expected`` within ``tolerance``.
+
+    Args:
+        expected: requested sizes along x, y, z in ``unit``; ``None`` entries are not checked.
+        tolerance: allowed absolute difference per axis, in ``unit``.
+        unit: ``m``, ``cm`` or ``mm``.
+    """
+    scale = UNIT_TO_M[unit]
+    measured = (mesh.extents / scale).tolist() if len(mesh.faces) else [0.0, 0.0, 0.0]
+    misses = []
+    for axis, got, want in zip("xyz", measured, expected):
+        if want is not None and abs(got - want) > tolerance:
+            misses.append(f"{axis} is {got:.4g} {unit}, asked {want:.4g} ± {tolerance:.3g} {unit}")
+    ok = not misses
+    message = "dimensions " + ("within tolerance" if ok else "off: " + "; ".join(misses))
+    return Check("dimensions", ok, 1.0 if ok else 0.0, message,
+                 {"measured": [round(v, 6) for v in measured], "expected": expected, "tolerance": tolerance, "unit": unit})
+
+
+def face_count(mesh: trimesh.Trimesh, max_faces: int | None = None, min_faces: int = 1) -> Check:
+    """Triangle count in ``[min_faces, max_faces]`` (a budget for real-time use)."""
+    n = len(mesh.faces)
+    ok = n >= min_faces and (max_faces is None or n <= max_faces)
+    bounds = f"[{min_faces}, {max_faces if max_faces is not None else '∞'}]"
+    return Check("face_count", ok, 1.0 if ok else 0.0, f"{n} triangles, allowed {bounds}", {"faces": n, "min": min_faces, "max": max_faces})
+
+
+def body_count(mesh: trimesh.Trimesh) -> int:
+    """Connected components of faces joined through shared edges (two solids touching only at a
+    corner are two bodies)."""
+    if len(mesh.faces) == 0:
+        return 0
+    return len(trimesh.graph.connected_components(mesh.face_adjacency, nodes=np.arange(len(mesh.faces)), min_len=1))
+
+
+def bodies(parts: list[trimesh.Trimesh], expected: int = 1) -> Check:
+    """Connected pieces (faces joined through shared edges, per part) equal ``expected``."""
+    n = sum(body_count(p) for p in parts)
+    ok = n == expected
+    return Check("bodies", ok, 1.0 if ok else 0.0, f"{n} bod{'y' if n == 1 else 'ies'}, asked {expected}", {"bodies": n, "expected": expected})
+
+
+def materials(assigned: list[str | None], required: list[str], faces_per_slot: list[int] | None = None) -> Check:
+    """Every required material name is assigned (case-insensitive) and, when face counts per slot
+    are given, used by at least one face; an object without any material fails."""
+    names = [a for a in assigned if a]
+    used = names if faces_per_slot is None else [a for a, n in zip(assigned, faces_per_slot) if a and n > 0]
+    lower = {u.lower() for u in used}
+    missing = [r for r in required if r.lower() not in lower]
+    ok = bool(used) and not missing
+    if not used:
+        message = "no material assigned"
+    elif missing:
+        message = f"missing material(s) {', '.join(missing)}; assigned: {', '.join(used)}"
+    else:
+        message = f"materials {', '.join(used)}"
+    return Check("materials", ok, 1.0 if ok else 0.0, message, {"assigned": names, "used": used, "required": required})
+
+
+# -- against a reference ---------------------------------------------------------------------
+
+
+def chamfer_distance(a: trimesh.Trimesh, b: trimesh.Trimesh, samples: int = 20000, seed: int = 0) -> float:
+    """Symmetric Chamfer distance in metres: the mean nearest-neighbour distance from surface
+    samples of ``a`` to those of ``b`` and back, averaged (the point-set form of Fan et al., 2017,
+    "A Point Set Generation Network for 3D Object Reconstruction", with unsquared distances).
+
+    Args:
+        samples: points sampled uniformly by area on each surface.
+        seed: sampling seed, so a score is reproducible.
+    """
+    pa = trimesh.sample.sample_surface(a, samples, seed=seed)[0]
+    pb = trimesh.sample.sample_surface(b, samples, seed=seed + 1)[0]
+    d_ab, _ = cKDTree(pb).query(pa, workers=-1)
+    d_ba, _ = cKDTree(pa).query(pb, workers=-1)
+    return float((d_ab.mean() + d_ba.mean()) / 2)
+
+
+def filled_voxels(mesh: trimesh.Trimesh, pitch: float) -> set[tuple[int, int, int]]:
+    """Indices (on the global grid of cubes of side ``pitch`` metres) of voxels the solid fills:
+    the surface voxels plus the interior (scipy's ``binary_fill_holes`` via trimesh ``fill``)."""
+    grid = trimesh.voxel.creation.voxelize(mesh, pitch=pitch).fill()
+    return set(map(tuple, np.round(grid.points / pitch).astype(np.int64).tolist()))
+
+
+def volumetric_iou(a: trimesh.Trimesh, b: trimesh.Trimesh, resolution: int = 48) -> tuple[float, float]:
+    """IoU of the filled voxels of two solids on one grid; returns ``(iou, pitch_m)``.
+
+    The pitch is the largest extent of both meshes' joint bounding box divided by ``resolution``.
+    """
+    lo = np.minimum(a.bounds[0], b.bounds[0])
+    hi = np.maximum(a.bounds[1], b.bounds[1])
+    pitch = float((hi - lo).max()) / resolution
+    va, vb = filled_voxels(a, pitch), filled_voxels(b, pitch)
+    union = len(va | vb)
+    return (len(va & vb) / union if union else 0.0), pitch
+
+
+def reference(mesh: trimesh.Trimesh, ref: trimesh.Trimesh, max_chamfer_m: float, min_iou: float) -> Check:
+    """Chamfer distance at most ``max_chamfer_m`` and filled-voxel IoU at least ``min_iou``."""
+    chamfer = chamfer_distance(mesh, ref)
+    iou, pitch = volumetric_iou(mesh, ref)
+    ok = chamfer <= max_chamfer_m and iou >= min_iou
+    value = 0.5 * min(1.0, max_chamfer_m / chamfer if chamfer > 0 else 1.0) + 0.5 * min(1.0, iou / min_iou if min_iou > 0 else 1.0)
+    message = (f"against the reference: Chamfer {chamfer * 1000:.2f} mm (≤ {max_chamfer_m * 1000:.2f}), "
+               f"filled-voxel IoU {iou:.3f} (≥ {min_iou:.2f})")
+    return Check("reference", ok, 1.0 if ok else round(value, 4), message,
+                 {"chamfer_m": chamfer, "iou": iou, "voxel_pitch_m": pitch, "max_chamfer_m": max_chamfer_m, "min_iou": min_iou})

@@ -1,0 +1,73 @@
+"""The 3D plugin: build Blender scenes through typed tools, scored by trimesh geometry checks."""
+
+from __future__ import annotations
+
+from core.errors import ToolError
+from core.plugin import RewardComponent, Task, Verification
+from core.tools import Tool, ToolContext
+from plugins.threed.reward import grade
+from plugins.threed.tools import close_worker, task_spec, threed_tools, worker
+
+SYSTEM_PROMPT = """\
+You are a 3D artist building a scene in Blender through tools. Units: metres, degrees, watts;
+colours are linear RGB in [0, 1]. Dimensions are world-axis bounding boxes (x, y, z); z is up.
+
+How to work:
+1. Read the requirements in the task message; inspect_scene shows what exists.
+2. Build each required object under its exact name: add_primitive (cube size is the full extent)
+   or add_mesh (vertices and faces), then transform / apply_scale and add_modifier.
+   Keep every object a closed solid (booleans need closed operands).
+3. set_material on each object (presets: oak, walnut, pine, steel, brass, glass, ceramic,
+   plastic_black, fabric_grey; or a base_color).
+4. add_light and set_camera for the shot; render_preview to look at it (small, fast).
+5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
+
+The scene is saved after every change; the final scene is scored by geometry checks (closed
+solid, dimensions within tolerance, bodies, materials, face budget, lights, camera).
+"""
+
+
+class ThreeDPlugin:
+    """Plugin ``threed``: Blender geometry, materials, lights and renders; a geometry-check reward."""
+
+    name = "threed"
+    description = "Build 3D scenes in Blender (bpy) with typed tools; graded by trimesh geometry checks."
+
+    def system_prompt(self, task: Task) -> str:
+        """The same text for every run (prefix caching); the requirements go in the task message."""
+        return SYSTEM_PROMPT
+
+    def tools(self) -> list[Tool]:
+        """inspect_scene, add_primitive, add_mesh, delete_object, transform, apply_scale,
+        add_modifier, set_material, add_light, set_camera, set_world, render_preview,
+        export_scene, [run_blender_python,] finish."""
+        return threed_tools()
+
+    def setup(self, task: Task, ctx: ToolContext) -> str:
+        """Read task.json, start the Blender worker on the scene (creating an empty one), and
+        return the requirements for the task message.
+
+        Raises:
+            UserError: task.json is malformed.
+        """
+        spec = task_spec(ctx)
+        try:
+            scene = worker(ctx).call("inspect_scene", {"limit": 20}, save=False)
+        except ToolError as exc:
+            return f"{spec.describe()}\n\nBlender could not start yet ({exc}); tools will retry."
+        listing = ", ".join(o["name"] for o in scene["objects"]) or "none"
+        return f"{spec.describe()}\n\nThe scene has {scene['total']} objects now: {listing}."
+
+    def verify(self, task: Task, ctx: ToolContext) -> Verification:
+        """Export every visible mesh from the final scene (modifiers applied, world coordinates)
+        and grade it (``plugins.threed.reward.grade``); then stop the episode's worker."""
+        spec = task_spec(ctx)
+        folder = ctx.scratch / "verify-meshes"
+        try:
+            exported = worker(ctx).call("mesh_data", {"folder": str(folder)}, save=False, timeout_s=300)
+        except ToolError as exc:
+            return Verification(reward=0.0, passed=False, summary=f"the final scene could not be read: {exc}",
+                                components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
+        finally:
+            close_worker(ctx)
+        return grade(spec, exported, ctx.workspace)
