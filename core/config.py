@@ -8,7 +8,13 @@ Example ``horizon.toml``::
 
     base_url = "http://localhost:8000/v1"
     model = "Qwen/Qwen3-8B"
-    input_per_mtok = 0.0
+    input_per_mtok = 13.0
+    fallback_base_url = "http://gpu-2:8000/v1"     # used when the primary fails past its retries or is over quota
+    fallback_model = "Qwen/Qwen3-8B"
+
+Prices: the default table is a current large model's (per million tokens: cached input 1.3,
+uncached input 13.0, output 68.0), so a run's cost shows what prefix caching saves; set your
+own. The embedded model runs in-process and always costs 0 (``Settings.pricing_for``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,12 @@ class Settings(BaseSettings):
         temperature: sampling temperature.
         max_completion_tokens: completion tokens per model call.
         timeout_s: seconds to wait for one model call.
-        input_per_mtok, cached_input_per_mtok, output_per_mtok: prices per million tokens.
+        input_per_mtok, cached_input_per_mtok, output_per_mtok: prices per million tokens of
+            uncached prompt, cached prompt and completion, in the user's currency (default
+            13.0 / 1.3 / 68.0, see the module docstring).
+        fallback_base_url, fallback_model, fallback_api_key: a second OpenAI-compatible
+            endpoint (router setting), used when the primary fails past its retry budget or
+            answers that its account is over quota; the model defaults to ``model``.
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
         retry_max_attempts, retry_max_total_s: a model server's faults are retried with
             backoff until either budget is spent; then the run stops, resumably.
@@ -55,9 +66,12 @@ class Settings(BaseSettings):
     temperature: float = 0.0
     max_completion_tokens: int = 2048
     timeout_s: float = 300.0
-    input_per_mtok: float = 0.0
-    cached_input_per_mtok: float = 0.0
-    output_per_mtok: float = 0.0
+    input_per_mtok: float = Field(13.0, ge=0)
+    cached_input_per_mtok: float = Field(1.3, ge=0)
+    output_per_mtok: float = Field(68.0, ge=0)
+    fallback_base_url: str | None = None
+    fallback_model: str | None = None
+    fallback_api_key: str | None = None
     keep_checkpoints: int = Field(20, ge=1)
     retry_max_attempts: int = Field(6, ge=1)
     retry_max_total_s: float = Field(120.0, gt=0)
@@ -75,7 +89,15 @@ class Settings(BaseSettings):
 
     @property
     def pricing(self) -> Pricing:
-        """The configured prices as a ``Pricing``."""
+        """The prices of the policy these settings choose by default: the configured table when a
+        model server is set (``base_url``), else zero (the embedded model runs in-process)."""
+        return self.pricing_for("openai" if self.base_url else "embedded")
+
+    def pricing_for(self, policy_kind: str) -> Pricing:
+        """Prices for a policy kind (``openai``, ``embedded``, ``scripted``): the configured
+        table for a model server, zero for the embedded model and for scripts (no model runs)."""
+        if policy_kind != "openai":
+            return Pricing()
         return Pricing(
             input_per_mtok=self.input_per_mtok,
             cached_input_per_mtok=self.cached_input_per_mtok,
