@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.errors import ToolError
 from plugins.coding.search import BINARY_SNIFF_BYTES, is_binary_bytes, iter_files
+from plugins.coding.syntax import check_edit
 
 #: Most lines ``view_file`` shows in one call.
 MAX_VIEW_LINES = 200
@@ -237,7 +238,9 @@ def edit_file(root: Path, path: Path, old_text: str, new_text: str) -> EditOutco
     Raises:
         ToolError: file missing (with a non-empty ``old_text``), not text, ``old_text`` absent
             (the message shows the most similar regions with line numbers), present several
-            times (the message gives their line numbers), or the edit would change nothing.
+            times (the message gives their line numbers), the edit would change nothing, or
+            it would break the syntax of a file that parsed before (``syntax.check_edit``; the
+            file is left unchanged).
     """
     rel = _rel(root, path)
     if old_text == "":
@@ -248,6 +251,7 @@ def edit_file(root: Path, path: Path, old_text: str, new_text: str) -> EditOutco
             )
         if path.parent.exists() and not path.parent.is_dir():
             raise ToolError(f"cannot create {rel!r}: {_rel(root, path.parent)!r} is a file")
+        check_edit(rel, None, new_text)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(new_text.encode("utf-8", "surrogateescape"))
         return EditOutcome(rel, True, 1, _diff(rel, "", new_text, created=True))
@@ -270,6 +274,7 @@ def edit_file(root: Path, path: Path, old_text: str, new_text: str) -> EditOutco
         )
     offset = found[0]
     updated = text[:offset] + new_text + text[offset + len(old_text) :]
+    check_edit(rel, text, updated)
     out = updated.replace("\n", "\r\n") if newline == "\r\n" else updated
     path.write_bytes(out.encode("utf-8", "surrogateescape"))
     line = text.count("\n", 0, offset) + 1

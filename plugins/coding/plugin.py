@@ -20,7 +20,8 @@ How to work:
    search_code (regex) and find_symbol (definitions and references).
 2. Read it with view_file.
 3. Reproduce the problem with run_tests; read the failure.
-4. Make the smallest correct change with edit_file (old_text must match exactly once).
+4. Make the smallest correct change with edit_file (old_text must match exactly once), or
+   apply_patch for a change across several files. An edit that breaks a file's syntax is refused.
 5. Run run_tests again, and static_check on what you changed. shell runs any other command
    (a fresh process each time, no network).
 6. Call finish with a one-paragraph summary when the tests pass.

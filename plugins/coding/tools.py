@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from core.errors import ToolError
 from core.tools import Tool, ToolContext, ToolResult, tool
-from plugins.coding import files, repomap, search, static, symbols, testing
+from plugins.coding import files, patch, repomap, search, static, symbols, testing
 
 
 def _rel(ctx: ToolContext, path) -> str:
@@ -142,6 +142,28 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     )
 
 
+class ApplyPatchArgs(BaseModel):
+    patch: str = Field(
+        min_length=1,
+        description="a unified diff (as from 'git diff'): for each file a '--- a/path' and a '+++ b/path' line ('/dev/null' to create or delete), then '@@ -l,n +l,n @@' hunks of ' ' context, '-' removed and '+' added lines",
+    )
+
+
+@tool
+def apply_patch(args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
+    """Apply a unified diff that may change several files at once, atomically: every hunk applies or nothing changes. A hunk is placed where its context lines match (the line numbers may be off); a result that breaks a file's syntax is rejected. Use edit_file for a single change.
+
+    Args: ``ApplyPatchArgs``. Returns a result whose ``data`` is ``{"files": [{"path", "action",
+    "added", "removed"}, ...]}``.
+    """
+    if "\0" in args.patch:
+        raise ToolError("the patch contains a NUL byte; send the diff as plain text")
+    changed = patch.apply_patch(args.patch, ctx.resolve, ctx.workspace)
+    lines = [f"applied the patch to {len(changed)} file{'s' if len(changed) != 1 else ''}:"]
+    lines += [f"  {c.action} {c.path} (+{c.added} -{c.removed})" for c in changed]
+    return ToolResult(output="\n".join(lines), data={"files": [c.__dict__ for c in changed]})
+
+
 class RunTestsArgs(BaseModel):
     tests: list[str] = Field(
         default_factory=list,
@@ -242,4 +264,6 @@ def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
 
 
 #: The coding plugin's tools, in the order they are offered to the model.
-CODING_TOOLS: list[Tool] = [search_code, find_symbol, repo_map, view_file, edit_file, run_tests, static_check, shell, finish]
+CODING_TOOLS: list[Tool] = [
+    search_code, find_symbol, repo_map, view_file, edit_file, apply_patch, run_tests, static_check, shell, finish,
+]

@@ -73,7 +73,7 @@ def test_finish_ends_the_episode(python_repo):
 
 def test_tool_list_and_schemas():
     names = [t.name for t in CODING_TOOLS]
-    assert names == ["search_code", "find_symbol", "repo_map", "view_file", "edit_file", "run_tests", "static_check", "shell", "finish"]
+    assert names == ["search_code", "find_symbol", "repo_map", "view_file", "edit_file", "apply_patch", "run_tests", "static_check", "shell", "finish"]
     for t in CODING_TOOLS:
         schema = t.schema()["function"]
         assert len(schema["description"]) > 40, t.name
