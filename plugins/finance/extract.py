@@ -1,0 +1,444 @@
+"""From a filing PDF to line items with provenance.
+
+Two passes keep ingestion fast: PDFium (``pypdfium2``, already a dependency of pdfplumber) reads
+every page's text, which is cheap, to index the document and find the pages that hold the main
+statements; only those pages then go through ``pdfplumber`` for positioned words, with
+duplicated characters removed (``Page.dedupe_chars``: bold text drawn twice otherwise reads
+"TToottaall"), and for tables found by ruling lines.
+
+Statements in SEC filings are mostly drawn without ruling lines, so the table finder is not
+relied on for values: a label-and-numbers line parser groups words into lines by their vertical
+position, takes the numeric tokens aligned under the column headers (years or dates) as values
+and the rest as the label, and joins a label that wraps onto the next line with its numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pdfplumber
+import pypdfium2
+
+from plugins.finance.concepts import KEY_LINES, STATEMENTS, concept_priority, map_concept, squeeze, statement_kind
+from plugins.finance.numbers import detect_scale, parse_number
+
+MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+MONTHS.update({k[:3]: v for k, v in list(MONTHS.items())})
+MONTHS["sept"] = 9
+_YEAR = re.compile(r"^(19[5-9]\d|20[0-4]\d)[,.]?$")
+_DURATION = re.compile(r"(\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(months|weeks)ended")
+_WORD_NUMBERS = {"three": 3, "six": 6, "nine": 9, "twelve": 12, "thirteen": 13, "fourteen": 14, "twentysix": 26,
+                 "thirtynine": 39, "fiftytwo": 52, "fiftythree": 53}
+MIN_VALUE_LINES = 8  # a statement page has at least this many lines ending in numbers
+
+
+class FilingError(Exception):
+    """A document could not be ingested; the message says why and what to do."""
+
+
+@dataclass
+class Column:
+    """A value column of a statement: where it sits and which period it reports.
+
+    Attributes:
+        center: x of the header's centre, in PDF points from the page's left edge.
+        fiscal_year: the year printed in the header (the year the period ends).
+        period_end: the period's end date when the header or caption gives month and day.
+        months: the period's length for flows (12 for a fiscal year, 3 for a quarter), None for
+            balance-sheet instants.
+    """
+
+    center: float
+    fiscal_year: int
+    period_end: date | None = None
+    months: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``FY2018`` for a fiscal year (or a balance sheet at a date only the year names),
+        ``2023-07-29`` for a balance sheet at that date, ``3M 2023-07-29`` for a quarter."""
+        if self.months is None:
+            return self.period_end.isoformat() if self.period_end else f"FY{self.fiscal_year}"
+        if self.months == 12:
+            return f"FY{self.fiscal_year}"
+        return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}"
+
+
+@dataclass
+class LineItem:
+    """One parsed statement line.
+
+    Attributes:
+        page: 1-based page number in the PDF.
+        line_no: 1-based line number among the page's text lines (top to bottom).
+        bbox: ``(x0, top, x1, bottom)`` in PDF points, top measured from the page's top edge.
+        label: the label as printed (wrapped labels joined with a space).
+        raw_text: the whole line as printed, label and numbers.
+        values: ``[(column index, raw token, amount as printed)]``.
+    """
+
+    page: int
+    line_no: int
+    bbox: tuple[float, float, float, float]
+    label: str
+    raw_text: str
+    values: list[tuple[int, str, float]] = field(default_factory=list)
+    section: str = ""
+
+    @property
+    def unit(self) -> str:
+        """``USD/share`` for per-share amounts, ``shares`` for share counts, else ``USD``.
+
+        Read from the label and the caption line above it ("Earnings per share:", "Weighted
+        average shares outstanding:"), as statements print "Basic" and "Diluted" under both.
+        """
+        text = f"{self.section} {self.label}".lower()
+        if re.search(r"per (common |ordinary )?share|per diluted share|in dollars per share", self.label.lower()):
+            return "USD/share"
+        if re.search(r"\bshares?\b", self.label.lower()) and not re.search(r"\$|par value|stock|capital|repurchase|treasury", self.label.lower()):
+            return "shares"
+        if re.match(r"^(basic|diluted|basic and diluted)\b", self.label.lower()):  # the caption above decides
+            if re.search(r"per (common |ordinary )?share|per diluted share", text):
+                return "USD/share"
+            if re.search(r"\bshares\b", text) and re.search(r"weighted|outstanding|used in", text):
+                return "shares"
+        return "USD"
+
+
+@dataclass
+class Statement:
+    """A recognised statement on one or more pages, with its columns and lines."""
+
+    kind: str
+    pages: list[int]
+    title: str
+    scale_word: str
+    scale: float
+    currency: str
+    columns: list[Column]
+    lines: list[LineItem]
+
+
+def open_document(path: Path) -> pypdfium2.PdfDocument:
+    """Open a PDF with PDFium.
+
+    Raises:
+        FilingError: missing, encrypted, truncated or otherwise unreadable (with what to do).
+    """
+    if not path.is_file():
+        raise FilingError(f"{path}: no such file; give a path relative to the task folder or the repository root")
+    try:
+        return pypdfium2.PdfDocument(path)
+    except pypdfium2.PdfiumError as exc:
+        text = str(exc)
+        if "password" in text.lower():
+            raise FilingError(f"{path.name}: the PDF is encrypted (password-protected); save an unencrypted copy and ingest that") from None
+        raise FilingError(f"{path.name}: not a readable PDF ({text}); the file may be truncated or corrupt, download it again") from None
+
+
+def page_texts(doc: pypdfium2.PdfDocument) -> list[str]:
+    """Every page's text in reading order (PDFium), index 0 for page 1."""
+    texts = []
+    for i in range(len(doc)):
+        page = doc[i]
+        textpage = page.get_textpage()
+        texts.append(textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n"))
+        textpage.close()
+        page.close()
+    return texts
+
+
+def _value_line_count(text: str) -> int:
+    return sum(1 for ln in text.splitlines() if re.search(r"[\d)—–-]\s*$", ln.strip()) and re.search(r"\d", ln))
+
+
+def locate_statements(texts: list[str]) -> dict[str, list[int]]:
+    """Find the pages of the main statements.
+
+    A page qualifies when its title (first lines) names the statement, it carries the
+    statement's key line (``total assets``; ``net income``; ``operating activities``) and at
+    least ``MIN_VALUE_LINES`` lines end in numbers. Among qualifying pages, the group of one
+    page per statement spanning the fewest pages wins (Item 8 prints them together); the next page is added when the key line is missing or the
+    next page's title says "(continued)" for the same statement.
+
+    Args:
+        texts: page texts, index 0 for page 1.
+
+    Returns:
+        ``{statement kind: [1-based page numbers]}`` for the statements found.
+    """
+    candidates: dict[str, list[int]] = {}
+    for index, text in enumerate(texts):
+        kind = statement_kind(text)
+        if kind is None or _value_line_count(text) < MIN_VALUE_LINES:
+            continue
+        nxt = texts[index + 1] if index + 1 < len(texts) else ""
+        if KEY_LINES[kind].search(squeeze(text)) or (statement_kind(nxt) in (None, kind) and KEY_LINES[kind].search(squeeze(nxt))):
+            candidates.setdefault(kind, []).append(index)
+    if not candidates:
+        return {}
+    # The primary statements sit together in Item 8; earlier pages with the same titles
+    # (selected data, MD&A tables) are farther from the others. Pick the closest group.
+    kinds = sorted(candidates)
+    best = min(itertools.product(*(candidates[k] for k in kinds)), key=lambda combo: (max(combo) - min(combo), min(combo)))
+    found: dict[str, list[int]] = {}
+    for kind, index in zip(kinds, best):
+        text, nxt = texts[index], texts[index + 1] if index + 1 < len(texts) else ""
+        continued = "continued" in squeeze(" ".join(nxt.splitlines()[:8])) and statement_kind(nxt) == kind
+        has_key = bool(KEY_LINES[kind].search(squeeze(text)))
+        found[kind] = [index + 1] + ([index + 2] if continued or not has_key else [])
+    return found
+
+
+# -- positioned lines -------------------------------------------------------------------------
+
+@dataclass
+class _Word:
+    text: str
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+
+    @property
+    def center(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+
+def _lines(page: Any) -> list[list[_Word]]:
+    """Words grouped into lines by vertical position (3 pt tolerance), left to right."""
+    words = page.extract_words(keep_blank_chars=False, x_tolerance=1.5, y_tolerance=3)
+    rows: list[list[_Word]] = []
+    for w in sorted(words, key=lambda w: (round(w["top"]), w["x0"])):
+        word = _Word(w["text"], w["x0"], w["x1"], w["top"], w["bottom"])
+        if rows and abs(rows[-1][0].top - word.top) <= 3:
+            rows[-1].append(word)
+        else:
+            rows.append([word])
+    return [sorted(r, key=lambda w: w.x0) for r in rows]
+
+
+def _merge_parentheses(words: list[_Word]) -> list[_Word]:
+    """Join ``(`` ``1,234`` ``)`` and ``$`` ``1,234`` split into separate words."""
+    out: list[_Word] = []
+    for w in words:
+        if out and (out[-1].text in ("(", "$", "$(", "($") or w.text in (")", "%", ")%")) and w.x0 - out[-1].x1 < 4:
+            prev = out.pop()
+            out.append(_Word(prev.text + w.text, prev.x0, w.x1, min(prev.top, w.top), max(prev.bottom, w.bottom)))
+        else:
+            out.append(w)
+    return out
+
+
+def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, list[Column]]:
+    """Find the header line of years and build the columns from it.
+
+    Returns:
+        ``(row index of the header, columns)``; ``(-1, [])`` when no header is found.
+    """
+    for r, row in enumerate(rows[:30]):
+        years = [w for w in row if _YEAR.match(w.text) and w.x0 > page_width * 0.35]
+        numeric = [w for w in row if parse_number(w.text) is not None and w not in years]
+        if not years or numeric and not all(_is_day(w.text) for w in numeric):
+            continue
+        columns = []
+        for w in years:
+            # a date printed on one line ("January 28, 2023"): centre the column on the whole date
+            i = row.index(w)
+            x0 = w.x0
+            month_day = None
+            adjacent = i >= 2 and w.x0 - row[i - 1].x1 < 8 and row[i - 1].x0 - row[i - 2].x1 < 8
+            if adjacent and row[i - 2].text.lower().rstrip(".") in MONTHS and _is_day(row[i - 1].text):
+                x0 = row[i - 2].x0
+                month_day = (MONTHS[row[i - 2].text.lower().rstrip(".")], int(row[i - 1].text.rstrip(",")))
+            columns.append((x0, w, month_day))
+        cols = []
+        for x0, w, month_day in columns:
+            year = int(w.text.rstrip(",."))
+            end = None
+            if month_day:
+                try:
+                    end = date(year, *month_day)
+                except ValueError:
+                    end = None
+            cols.append(Column(center=(x0 + w.x1) / 2, fiscal_year=year, period_end=end))
+        return r, cols
+    return -1, []
+
+
+def _is_day(text: str) -> bool:
+    t = text.rstrip(",")
+    return t.isdigit() and 1 <= int(t) <= 31
+
+
+def _caption_end(head_text: str) -> tuple[int, int] | None:
+    """Month and day from a caption such as "Years ended December 31" or "At January 28"."""
+    m = re.search(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\s+(\d{1,2})\b", head_text, re.IGNORECASE)
+    return (MONTHS[m[1].lower()], int(m[2])) if m else None
+
+
+def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
+    """Set each column's months from "Three Months Ended" / "13 Weeks Ended" captions above the header.
+
+    Captions are matched on the row's text with spaces removed, since kerned headers often
+    come out of the PDF as fragments ("Three M on t hs").
+    """
+    spans = []
+    for row in rows[max(0, header - 4):header + 1]:
+        starts, text = [], ""
+        for w in row:
+            starts.append(len(text))
+            text += w.text.lower()
+        for m in _DURATION.finditer(text):
+            inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
+            spans.append(((inside[0].x0 + inside[-1].x1) / 2, _duration_months(m[1], m[2])))
+    if spans:
+        for col in columns:
+            col.months = min(spans, key=lambda s: abs(s[0] - col.center))[1]
+
+
+def _duration_months(count: str, unit: str) -> int:
+    """Months in "three months" or "13 weeks" (a 52/53-week year is 12 months, 13 weeks 3)."""
+    n = int(count) if count.isdigit() else _WORD_NUMBERS[count.replace("-", "")]
+    return n if unit == "months" else max(1, round(n / 4.33))
+
+
+def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[Column], list[LineItem], list[list[_Word]]]:
+    """Parse one statement page with the label-and-numbers line parser.
+
+    Args:
+        page: a pdfplumber page, characters already de-duplicated.
+        page_number: its 1-based number.
+        kind: the statement kind (sets whether columns are instants or periods).
+
+    Returns:
+        ``(columns, line items, positioned rows)``; no columns means no header of years was found.
+    """
+    rows = [_merge_parentheses(r) for r in _lines(page)]
+    header, columns = _header_columns(rows, float(page.width))
+    if not columns:
+        return [], [], rows
+    head_text = " ".join(w.text for row in rows[: header + 1] for w in row)
+    md = _caption_end(head_text)
+    for col in columns:
+        if col.period_end is None and md:
+            try:
+                col.period_end = date(col.fiscal_year, *md)
+            except ValueError:
+                pass
+        col.months = None if kind == "balance_sheet" else 12
+    if kind != "balance_sheet":
+        _durations(rows, header, columns)
+    spacing = min((b.center - a.center for a, b in itertools.pairwise(columns)), default=80.0)
+    reach = max(24.0, 0.6 * abs(spacing))
+    left_edge = min(c.center for c in columns) - reach
+    items: list[LineItem] = []
+    pending: list[_Word] = []  # a label line with no numbers, kept in case it wraps
+    section = ""  # the last caption line ("Earnings per share:"), for the unit of what follows
+    for n, row in enumerate(rows[header + 1:], header + 2):
+        values, label_words = [], []
+        for w in row:
+            number = parse_number(w.text) if w.center >= left_edge else None
+            if number is not None and number.is_percent:
+                continue  # "% of net sales" columns beside the amounts are not stored
+            if number is not None:
+                col = min(range(len(columns)), key=lambda i: abs(columns[i].center - w.center))
+                if abs(columns[col].center - w.center) <= reach * 1.6:
+                    values.append((col, w.text, number.amount, w))
+                    continue
+            if w.text == "$" or (w.center >= left_edge and w.text in ("(", ")")):
+                continue
+            label_words.append(w)
+        if not values:
+            pending = label_words
+            if label_words:
+                section = " ".join(w.text for w in label_words)
+            continue
+        words = label_words
+        if not label_words and pending:  # numbers on their own line finish the label above
+            words = pending
+        elif pending and label_words and label_words[0].text[:1].islower():
+            words = pending + label_words
+        pending = []
+        label = " ".join(w.text for w in words)
+        all_words = words + [v[3] for v in values]
+        bbox = (min(w.x0 for w in all_words), min(w.top for w in all_words), max(w.x1 for w in all_words), max(w.bottom for w in all_words))
+        seen: dict[int, tuple[int, str, float]] = {}
+        for col, raw, amount, _ in values:
+            seen.setdefault(col, (col, raw, amount))
+        items.append(LineItem(page=page_number, line_no=n, bbox=tuple(round(v, 2) for v in bbox), label=label,
+                              raw_text=" ".join(w.text for w in row), values=list(seen.values()), section=section))
+    return columns, items, rows
+
+
+def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]) -> tuple[list[Statement], list[dict[str, Any]]]:
+    """Run pdfplumber on the statement pages only and parse each statement.
+
+    Args:
+        path: the PDF.
+        pages: ``{kind: [1-based pages]}`` from ``locate_statements``.
+        texts: every page's PDFium text (index 0 for page 1), for titles and scale captions.
+
+    Returns:
+        ``(statements, table cells)``; a cell is ``{"page", "table", "row", "col", "text"}`` from
+        pdfplumber's ruling-line table finder on the same pages.
+
+    Raises:
+        FilingError: pdfplumber cannot read the file.
+    """
+    statements, cells = [], []
+    try:
+        pdf = pdfplumber.open(path)
+    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types for broken files
+        raise FilingError(f"{path.name}: pdfplumber cannot read it ({type(exc).__name__}: {exc}); the file may be damaged") from None
+    with pdf:
+        for kind in STATEMENTS:
+            if kind not in pages:
+                continue
+            columns: list[Column] = []
+            lines: list[LineItem] = []
+            title, scale_word, scale, currency = "", "units", 1.0, "USD"
+            for number in pages[kind]:
+                page = pdf.pages[number - 1].dedupe_chars(tolerance=1, extra_attrs=())
+                text = texts[number - 1]
+                if not columns:
+                    title = next((ln.strip() for ln in text.splitlines() if statement_kind(ln, 1) == kind), kind)
+                    scale_word, scale = detect_scale(text)
+                    currency = "USD"
+                cols, items, _ = parse_statement_page(page, number, kind)
+                if cols and not columns:
+                    columns = cols
+                elif cols and len(cols) != len(columns):
+                    continue  # a continuation page whose columns differ is not the same statement
+                lines.extend(items)
+                for t, table in enumerate(page.extract_tables()):
+                    for r, row in enumerate(table):
+                        for c, cell in enumerate(row):
+                            if cell:
+                                cells.append({"page": number, "table": t, "row": r, "col": c, "text": cell})
+            if columns and lines:
+                statements.append(Statement(kind, pages[kind], title, scale_word, scale, currency, columns, lines))
+    return statements, cells
+
+
+def best_concepts(statement: Statement) -> dict[int, str]:
+    """Choose, per concept, the one line of a statement that carries it.
+
+    Returns:
+        ``{index in statement.lines: concept}``.
+    """
+    chosen: dict[str, tuple[int, int]] = {}
+    for i, line in enumerate(statement.lines):
+        concept = map_concept(line.label, statement.kind)
+        if concept is None or (concept == "eps_diluted") != (line.unit == "USD/share"):
+            continue
+        rank = concept_priority(line.label, concept)
+        if concept not in chosen or rank < chosen[concept][0]:
+            chosen[concept] = (rank, i)
+    return {i: c for c, (_, i) in chosen.items()}

@@ -1,0 +1,165 @@
+"""Ingesting filings into the filings database, one document at a time, cached by content hash.
+
+A document that cannot be read (encrypted, truncated, corrupt, no text layer) gets a
+``documents`` row with status ``error`` and a message saying what was wrong and what to do;
+the other documents are ingested regardless. A readable document in which no main statement is
+recognised gets status ``no_statements`` (its pages stay searchable).
+
+The parse of a document depends only on its bytes and the parser, so it is cached as JSON under
+``cache_dir/<sha256>-<PARSER_VERSION>.json``; ingesting the same filing again (another run,
+another test) only copies rows. ``HORIZON_FINANCE_CACHE`` moves the cache (default
+``$HORIZON_HOME/cache/finance``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from core.config import horizon_home
+from plugins.finance.extract import FilingError, best_concepts, extract_statements, locate_statements, open_document, page_texts
+from plugins.finance.store import write_document
+
+PARSER_VERSION = "1"
+
+
+@dataclass
+class DocumentStatus:
+    """How one document's ingestion ended.
+
+    Attributes:
+        doc_name: the file name without ``.pdf``.
+        status: ``ok``, ``no_statements`` or ``error``.
+        error: what was wrong and what to do (empty when ``ok``).
+        pages: pages in the PDF (0 when it could not be opened).
+        facts: values stored.
+        from_cache: the parse came from the cache.
+    """
+
+    doc_name: str
+    status: str
+    error: str
+    pages: int
+    facts: int
+    from_cache: bool
+
+
+def default_cache_dir() -> Path:
+    """``$HORIZON_FINANCE_CACHE``, else ``$HORIZON_HOME/cache/finance``."""
+    return Path(os.environ.get("HORIZON_FINANCE_CACHE") or horizon_home() / "cache" / "finance")
+
+
+def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[str, Any]]], list[str]]:
+    """Parse one PDF into table rows.
+
+    Returns:
+        ``(page count, {"pages": [...], "facts": [...], "cells": [...]}, statement kinds found)``.
+
+    Raises:
+        FilingError: unreadable, encrypted, or no text layer.
+    """
+    name = path.stem
+    doc = open_document(path)
+    try:
+        texts = page_texts(doc)
+    finally:
+        doc.close()
+    if not texts:
+        raise FilingError(f"{path.name}: the PDF has no pages")
+    if not any(t.strip() for t in texts):
+        raise FilingError(f"{path.name}: no page has a text layer (a scanned document?); run OCR on it first (e.g. ocrmypdf) and ingest the result")
+    rows: dict[str, list[dict[str, Any]]] = {"pages": [{"doc_name": name, "page": i + 1, "text": t} for i, t in enumerate(texts)]}
+    statements, cells = extract_statements(path, locate_statements(texts), texts)
+    rows["cells"] = [{"doc_name": name, "page": c["page"], "table_index": c["table"], "row_index": c["row"],
+                      "col_index": c["col"], "text": c["text"]} for c in cells]
+    facts = []
+    for st in statements:
+        concepts = best_concepts(st)
+        for i, line in enumerate(st.lines):
+            unit = line.unit
+            scale_word, scale = (st.scale_word, st.scale) if unit != "USD/share" else ("units", 1.0)
+            for col, raw, amount in line.values:
+                column = st.columns[col]
+                facts.append({
+                    "fact_id": f"{name}:p{line.page}:l{line.line_no}:c{col}", "doc_name": name, "sha256": sha256,
+                    "statement": st.kind, "title": st.title, "page": line.page, "line_no": line.line_no,
+                    "x0": line.bbox[0], "top": line.bbox[1], "x1": line.bbox[2], "bottom": line.bbox[3],
+                    "label": line.label, "concept": concepts.get(i), "raw_text": line.raw_text, "raw_value": raw,
+                    "amount": amount, "scale_word": scale_word, "scale": scale, "value": amount * scale, "unit": unit,
+                    "currency": st.currency, "period_label": column.label, "fiscal_year": column.fiscal_year,
+                    "period_end": column.period_end.isoformat() if column.period_end else None,
+                    "months": column.months, "column_index": col,
+                })
+    rows["facts"] = facts
+    return len(texts), rows, [st.kind for st in statements]
+
+
+def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path | None = None) -> DocumentStatus:
+    """Ingest one PDF into the database behind ``con``; never raises for a bad document.
+
+    Args:
+        con: an open read-write connection to the filings database.
+        path: the PDF.
+        cache_dir: where parses are cached (``default_cache_dir()`` when None).
+
+    Returns:
+        The document's status; its ``documents`` row holds the same.
+    """
+    started = time.perf_counter()
+    name = path.stem
+    cache_dir = cache_dir or default_cache_dir()
+    document = {"doc_name": name, "path": str(path), "sha256": "", "pages": 0, "status": "error", "error": "",
+                "statements": "", "ingest_s": 0.0, "from_cache": False}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    try:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise FilingError(f"{path}: cannot read the file ({exc.strerror}); check the path in task.json") from None
+        sha = hashlib.sha256(data).hexdigest()
+        document["sha256"] = sha
+        cached = cache_dir / f"{sha}-{PARSER_VERSION}.json"
+        if cached.is_file():
+            saved = json.loads(cached.read_text())
+            pages, rows, kinds = saved["pages_count"], saved["rows"], saved["statements"]
+            for fact in rows["facts"]:  # the same bytes under another file name
+                fact["doc_name"] = name
+                fact["fact_id"] = f"{name}:{fact['fact_id'].split(':', 1)[1]}"
+            for table in ("pages", "cells"):
+                for row in rows[table]:
+                    row["doc_name"] = name
+            document["from_cache"] = True
+        else:
+            pages, rows, kinds = parse_document(path, sha)
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds}))
+            os.replace(tmp, cached)
+        document.update(pages=pages, statements=",".join(kinds), status="ok" if kinds else "no_statements")
+        if not kinds:
+            document["error"] = (f"{path.name}: no income statement, balance sheet or cash-flow statement was recognised; "
+                                 "its pages are searchable with search_filing")
+    except FilingError as exc:
+        document["error"], rows = str(exc), {}
+    except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not stop the others
+        document["error"], rows = f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); please report this file", {}
+    document["ingest_s"] = round(time.perf_counter() - started, 3)
+    write_document(con, document, rows)
+    return DocumentStatus(name, document["status"], document["error"], document["pages"], len(rows.get("facts", [])),
+                          document["from_cache"])
+
+
+def ingest(con: duckdb.DuckDBPyConnection, paths: list[Path], cache_dir: Path | None = None) -> list[DocumentStatus]:
+    """Ingest several PDFs in order; one bad document never stops the others.
+
+    Returns:
+        One status per path, in the same order.
+    """
+    return [ingest_document(con, Path(p), cache_dir) for p in paths]

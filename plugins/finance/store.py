@@ -1,0 +1,96 @@
+"""The filings database (DuckDB): its tables, and writing one ingested document into it.
+
+Tables (one row per ...)::
+
+    documents   document: name, path, sha256, pages, status ('ok' | 'error' | 'no_statements'),
+                error (what was wrong and what to do), statements found, seconds to ingest
+    pages       page of every readable document: 1-based page number and its text (PDFium)
+    facts       value printed in a main statement, with provenance: document and its sha256,
+                statement, page (1-based), line number and bounding box (PDF points, top-left
+                origin), the label and the whole line as printed, the raw token, the amount as
+                printed (sign from parentheses), scale word and multiplier, value = amount * scale
+                in the unit ('USD', 'USD/share', 'shares'), currency, period label, fiscal year,
+                period end, months (NULL for balance-sheet instants), column, and the standard
+                concept when the label maps to one
+    cells       non-empty cell of the ruling-line tables pdfplumber finds on statement pages
+
+``fact_id`` is ``DOC:pPAGE:lLINE:cCOLUMN`` (``3M_2018_10K:p60:l24:c0``): stable across
+re-ingestion of the same file with the same parser, so scripts and reports can cite it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_name VARCHAR PRIMARY KEY, path VARCHAR, sha256 VARCHAR, pages INTEGER, status VARCHAR,
+    error VARCHAR, statements VARCHAR, ingest_s DOUBLE, from_cache BOOLEAN);
+CREATE TABLE IF NOT EXISTS pages (doc_name VARCHAR, page INTEGER, text VARCHAR);
+CREATE TABLE IF NOT EXISTS facts (
+    fact_id VARCHAR PRIMARY KEY, doc_name VARCHAR, sha256 VARCHAR, statement VARCHAR, title VARCHAR,
+    page INTEGER, line_no INTEGER, x0 DOUBLE, top DOUBLE, x1 DOUBLE, bottom DOUBLE,
+    label VARCHAR, concept VARCHAR, raw_text VARCHAR, raw_value VARCHAR, amount DOUBLE,
+    scale_word VARCHAR, scale DOUBLE, value DOUBLE, unit VARCHAR, currency VARCHAR,
+    period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER);
+CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
+    col_index INTEGER, text VARCHAR);
+"""
+
+#: Column order of each table, for writing rows given as dicts.
+COLUMNS = {
+    "pages": ["doc_name", "page", "text"],
+    "cells": ["doc_name", "page", "table_index", "row_index", "col_index", "text"],
+    "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
+              "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
+              "period_label", "fiscal_year", "period_end", "months", "column_index"],
+}
+
+
+def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the filings database at ``path`` (created with its schema unless ``read_only``).
+
+    Raises:
+        duckdb.IOException: the file is locked by another process or unreadable.
+    """
+    if read_only:
+        return duckdb.connect(str(path), read_only=True)
+    con = duckdb.connect(str(path))
+    con.execute(SCHEMA)
+    return con
+
+
+def write_document(con: duckdb.DuckDBPyConnection, document: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> None:
+    """Replace one document's rows (``documents``, ``pages``, ``facts``, ``cells``) in one transaction.
+
+    Args:
+        document: the ``documents`` row.
+        rows: ``{"pages": [...], "facts": [...], "cells": [...]}``, each a list of row dicts
+            with the keys in ``COLUMNS``; missing tables are taken as empty.
+    """
+    name = document["doc_name"]
+    con.execute("BEGIN")
+    try:
+        for table in ("documents", "pages", "facts", "cells"):
+            con.execute(f"DELETE FROM {table} WHERE doc_name = ?", [name])
+        con.execute(
+            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [name, document["path"], document["sha256"], document["pages"], document["status"], document["error"],
+             document["statements"], document["ingest_s"], document["from_cache"]],
+        )
+        for table, columns in COLUMNS.items():
+            data = rows.get(table) or []
+            if not data:
+                continue
+            arrow = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in data])
+            con.register("incoming", arrow)
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM incoming")
+            con.unregister("incoming")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

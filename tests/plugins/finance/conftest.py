@@ -1,0 +1,54 @@
+"""Fixtures for the finance plugin's tests: the real filings, ingested once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from plugins.finance.ingest import ingest
+from plugins.finance.store import connect
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / ".." / "shared" / "data"
+FILINGS = DATA / "filings"
+PDFS = DATA / "pdfs"
+
+
+def need_data() -> None:
+    """Skip the calling test when the shared test data is not checked out next to the repository."""
+    if not (FILINGS / "questions.jsonl").is_file():
+        pytest.skip(f"real filings not found at {FILINGS.resolve()} (../shared/data is not present)")
+
+
+@pytest.fixture(scope="session")
+def finance_cache(tmp_path_factory) -> Path:
+    """A parse cache shared by every test of the session (ingestion runs once per filing)."""
+    return tmp_path_factory.mktemp("finance-cache")
+
+
+@pytest.fixture(scope="session")
+def filings_db(tmp_path_factory, finance_cache) -> Path:
+    """A filings database holding all twelve real filings (read it with ``connect(path, read_only=True)``)."""
+    need_data()
+    path = tmp_path_factory.mktemp("filings") / "filings.duckdb"
+    con = connect(path)
+    statuses = ingest(con, sorted(FILINGS.glob("*.pdf")), finance_cache)
+    con.close()
+    assert all(s.status == "ok" for s in statuses), [s for s in statuses if s.status != "ok"]
+    return path
+
+
+@pytest.fixture
+def db(filings_db):
+    """A read-only connection to the session's filings database."""
+    con = connect(filings_db, read_only=True)
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def use_cache(monkeypatch, finance_cache) -> Path:
+    """Point the plugin at the session's parse cache (runs started in the test reuse it)."""
+    monkeypatch.setenv("HORIZON_FINANCE_CACHE", str(finance_cache))
+    return finance_cache
