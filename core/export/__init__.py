@@ -1,0 +1,128 @@
+"""RL data export from the run store, behind quality gates.
+
+    export_runs(run_ids, format, out)
+        load_run (source.py)  ->  apply_gates (gates.py)  ->  one writer per format:
+
+    sft-jsonl, sft-parquet   sft.py        multi-turn SFT rows: messages with tool calls, tools
+    openai                   openai_ft.py  OpenAI fine-tuning JSONL
+    verl, skyrl              tasks.py      task Parquet for online RL (+ verl's tool config YAML)
+    tokens                   tokens.py     token ids, loss mask, logprobs, reward; step-wise and whole
+    grpo                     grpo.py       groups of one task with group-normalised advantages
+
+Runs that fail a gate are left out (``keep_flagged`` keeps them, with their reasons in a
+``quality_flags`` field where the format has one); runs without a single model turn have nothing
+to train on and are left out too. The result says what was written and what was left out, why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import UserError
+from core.export.gates import Flag, GateReport, apply_gates
+from core.export.source import RunRecord, load_run, select_runs
+
+__all__ = ["FORMATS", "ExportResult", "Flag", "GateReport", "RunRecord", "apply_gates", "export_runs", "load_run", "select_runs"]
+
+FORMATS = ("sft-jsonl", "sft-parquet", "openai", "verl", "skyrl", "tokens", "grpo")
+
+
+@dataclass
+class ExportResult:
+    """What ``export_runs`` did.
+
+    Attributes:
+        format: the format written.
+        files: the files written (the data file; for ``verl`` also the tool config).
+        rows: rows (lines) written.
+        exported: run ids whose data is in the files.
+        gates: every run's gate verdicts.
+        left_out: ``{run_id: why}`` for runs not exported (failed a gate, or no model turn).
+    """
+
+    format: str
+    files: list[Path] = field(default_factory=list)
+    rows: int = 0
+    exported: list[str] = field(default_factory=list)
+    gates: GateReport = field(default_factory=GateReport)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+
+def export_runs(
+    run_ids: list[str], fmt: str, out: Path, *, home: Path | None = None, keep_flagged: bool = False,
+    overwrite: bool = False, tool_class: str | None = None,
+) -> ExportResult:
+    """Export runs from the run store in one format.
+
+    Args:
+        run_ids: the runs (``select_runs`` resolves ``--all``/``--plugin``).
+        fmt: one of ``FORMATS``.
+        out: the file to write (Parquet for ``sft-parquet``, ``verl``, ``skyrl``, ``tokens``; JSON
+            Lines otherwise); its folder is created.
+        home: Horizon's home (default ``$HORIZON_HOME`` or ``~/.horizon``).
+        keep_flagged: export runs that failed a gate too, with their reasons.
+        overwrite: replace ``out`` if it exists (default: refuse, so no earlier export is lost).
+        tool_class: verl only: the ``class_name`` written into the tool config.
+
+    Returns:
+        An ``ExportResult``; nothing is written when no run is left to export.
+
+    Raises:
+        UserError: unknown format, ``out`` exists without ``overwrite``, or a run cannot be read
+            (unknown id, being written now, damaged store, plugin not installed).
+        ModelUnavailable: ``tokens`` without llama-cpp-python or the bundled tokenizer.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if out.exists() and not overwrite:
+        raise UserError(f"{out} exists; choose another --out or pass --overwrite to replace it")
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; --out names the file to write")
+    from core.runner import runs_dir
+
+    records = [load_run(r, home) for r in run_ids]
+    report = apply_gates(records, runs_dir(home))
+    result = ExportResult(format=fmt, gates=report)
+    chosen: list[RunRecord] = []
+    for run in records:
+        flags = report.flags[run.run_id]
+        if flags and not keep_flagged:
+            result.left_out[run.run_id] = "; ".join(f"{f.reason}: {f.detail}" for f in flags)
+        elif not any(m.role == "assistant" for m in run.messages):
+            result.left_out[run.run_id] = "no model turn: nothing to train on"
+        else:
+            chosen.append(run)
+    if not chosen:
+        return result
+    flag_text = {r.run_id: [f"{f.reason}: {f.detail}" for f in report.flags[r.run_id]] for r in chosen}
+    result.exported = [r.run_id for r in chosen]
+    result.files = [out]
+    result.rows = _write(fmt, chosen, out, flag_text, tool_class, result)
+    return result
+
+
+def _write(fmt: str, runs: list[RunRecord], out: Path, flags: dict[str, list[str]], tool_class: str | None,
+           result: ExportResult) -> int:
+    if fmt == "sft-jsonl":
+        from core.export.sft import write_sft_jsonl
+        return write_sft_jsonl(runs, out, flags)
+    if fmt == "sft-parquet":
+        from core.export.sft import write_sft_parquet
+        return write_sft_parquet(runs, out, flags)
+    if fmt == "openai":
+        from core.export.openai_ft import write_openai_jsonl
+        return write_openai_jsonl(runs, out)
+    if fmt == "verl":
+        from core.export.tasks import DEFAULT_TOOL_CLASS, write_verl
+        rows, config = write_verl(runs, out, tool_class or DEFAULT_TOOL_CLASS)
+        result.files.append(config)
+        return rows
+    if fmt == "skyrl":
+        from core.export.tasks import write_skyrl
+        return write_skyrl(runs, out)
+    if fmt == "tokens":
+        from core.export.tokens import write_tokens
+        return write_tokens(runs, out, flags)
+    from core.export.grpo import write_grpo
+    return write_grpo(runs, out)

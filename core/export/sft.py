@@ -1,0 +1,108 @@
+"""Multi-turn SFT rows: the conversation with its tool calls, and the tools as OpenAI function schemas.
+
+One row per run::
+
+    {"messages": [{"role", "content", "tool_calls", "tool_call_id", "name"}, ...],
+     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}, ...],
+     "run_id", "plugin", "task", "reward", "correct", "reward_version", "exit_status", "quality_flags"}
+
+Messages are in the OpenAI chat-completions format (assistant ``tool_calls`` with JSON-text
+``arguments``; ``tool`` messages with ``tool_call_id``), the conversational format Hugging Face
+TRL's ``SFTTrainer`` takes with a ``tools`` column (https://huggingface.co/docs/trl/dataset_formats,
+"Tool calling"). Every message carries all five keys (null where unused), so the Parquet file has
+one fixed schema (``SFT_SCHEMA``). In Parquet, ``tools`` is JSON text: each tool's ``parameters`` is
+a JSON schema of its own shape, which no single Arrow struct type can hold; in JSONL it is the list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.export.source import RunRecord
+
+MESSAGE_TYPE = pa.struct([
+    ("role", pa.string()),
+    ("content", pa.string()),
+    ("tool_calls", pa.list_(pa.struct([
+        ("id", pa.string()), ("type", pa.string()),
+        ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())])),
+    ]))),
+    ("tool_call_id", pa.string()),
+    ("name", pa.string()),
+])
+
+SFT_SCHEMA = pa.schema([
+    ("messages", pa.list_(MESSAGE_TYPE)),
+    ("tools", pa.string()),
+    ("run_id", pa.string()),
+    ("plugin", pa.string()),
+    ("task", pa.string()),
+    ("reward", pa.float64()),
+    ("correct", pa.bool_()),
+    ("reward_version", pa.string()),
+    ("exit_status", pa.string()),
+    ("quality_flags", pa.list_(pa.string())),
+])
+
+
+def reward_version(run: RunRecord) -> str:
+    """The reward's version string: a component's ``detail["version"]`` if the plugin records one,
+    else ``"<plugin>:unversioned"`` (the store keeps no version yet)."""
+    for component in run.rewards.values():
+        version = (component.get("detail") or {}).get("version")
+        if version:
+            return str(version)
+    return f"{run.plugin}:unversioned"
+
+
+def is_correct(run: RunRecord) -> bool | None:
+    """Whether the task counts as solved: reward 1.0 (the store keeps the reward, not ``passed``);
+    None when the run was never verified."""
+    return None if run.reward is None else run.reward >= 1.0
+
+
+def full_message(m: dict[str, Any]) -> dict[str, Any]:
+    """A chat message with all five keys, null where unused (a fixed schema for Arrow)."""
+    return {
+        "role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls") or None,
+        "tool_call_id": m.get("tool_call_id"), "name": m.get("name"),
+    }
+
+
+def sft_row(run: RunRecord, flags: list[str] | None = None, *, tools_as_json: bool = False) -> dict[str, Any]:
+    """One SFT row for ``run`` (see the module docstring); ``flags`` are the quality-gate reasons kept."""
+    return {
+        "messages": [full_message(m) for m in run.openai_messages()],
+        "tools": json.dumps(run.tools) if tools_as_json else run.tools,
+        "run_id": run.run_id, "plugin": run.plugin, "task": run.instruction, "reward": run.reward,
+        "correct": is_correct(run), "reward_version": reward_version(run), "exit_status": run.row.get("exit_status"),
+        "quality_flags": list(flags or []),
+    }
+
+
+def write_jsonl(rows: list[dict[str, Any]], out: Path) -> None:
+    """Write one JSON object per line (UTF-8, no ASCII escaping)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_sft_jsonl(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None) -> int:
+    """Write SFT rows as JSON Lines; return the number of rows."""
+    rows = [sft_row(r, (flags or {}).get(r.run_id)) for r in runs]
+    write_jsonl(rows, out)
+    return len(rows)
+
+
+def write_sft_parquet(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None) -> int:
+    """Write SFT rows as Parquet with ``SFT_SCHEMA``; return the number of rows."""
+    rows = [sft_row(r, (flags or {}).get(r.run_id), tools_as_json=True) for r in runs]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SFT_SCHEMA), out)
+    return len(rows)

@@ -1,0 +1,147 @@
+"""Task specifications for online RL: verl's task Parquet with its tool config, and SkyRL's variant.
+
+One row per task (same plugin, instruction and starting files, however many runs attempted it);
+the prompt is the episode's opening (system prompt and task message), so a trainer rolls the task
+out itself.
+
+verl (https://verl.readthedocs.io/en/latest/preparation/prepare_data.html and the multi-turn
+rollout page, https://verl.readthedocs.io/en/latest/sglang_multiturn/multiturn.html) reads::
+
+    data_source  str            which dataset/reward the row belongs to
+    prompt       list[message]  chat messages, {"role", "content"}
+    ability      str            the task's domain
+    reward_model {"style": "rule", "ground_truth": str}
+    extra_info   {"index", "split", "need_tools_kwargs", "tools_kwargs": {tool: {"create_kwargs": {...}}}, ...}
+    agent_name   str            the agent loop that rolls it out ("tool_agent")
+
+and a tool config YAML, ``tools: [{"class_name", "config": {"type": "native", ...}, "tool_schema":
+<OpenAI function schema>}]``. ``class_name`` must name a ``verl.tools.base_tool.BaseTool`` subclass
+that starts a Horizon episode in ``create`` (from ``create_kwargs``: plugin, repository, starting
+tree) and runs the named Horizon tool in ``execute``; Horizon does not ship that adapter yet
+(verl does not install here), so the name is the caller's (``tool_class``).
+
+SkyRL (https://skyrl.readthedocs.io/en/latest/datasets/dataset-preparation.html) reads
+``data_source``, ``prompt``, ``env_class`` and ``reward_spec`` ``{"method": "rule", "ground_truth"}``,
+plus optional ``extra_info``.
+
+``ground_truth`` is JSON text: the starting tree and repository, and what the reward checks
+against (the set-up test outcomes ``before`` and the ``targets`` that must pass, for the coding
+reward).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from core.export.source import RunRecord
+
+AGENT_NAME = "tool_agent"
+DEFAULT_TOOL_CLASS = "horizon_verl.HorizonTool"
+
+
+def group_by_task(runs: list[RunRecord]) -> list[list[RunRecord]]:
+    """Runs grouped by ``RunRecord.task_key`` (plugin, instruction, starting tree), groups in order of
+    their first run, runs oldest first."""
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for run in sorted(runs, key=lambda r: r.run_id):
+        groups.setdefault(run.task_key, []).append(run)
+    return list(groups.values())
+
+
+def opening(run: RunRecord) -> list[dict[str, str]]:
+    """The messages before the first model turn (system prompt, task message), as ``{"role", "content"}``."""
+    out = []
+    for m in run.messages:
+        if m.role == "assistant":
+            break
+        out.append({"role": m.role, "content": m.content or ""})
+    return out
+
+
+def ground_truth(run: RunRecord) -> str:
+    """JSON text of what the reward checks against (see the module docstring)."""
+    truth: dict[str, Any] = {"plugin": run.plugin, "repo": run.row.get("repo") or "", "start_tree": run.start_tree}
+    for component in run.rewards.values():
+        detail = component.get("detail") or {}
+        for key in ("before", "targets"):
+            if key in detail and key not in truth:
+                truth[key] = detail[key]
+    return json.dumps(truth, sort_keys=True)
+
+
+def _extra_info(runs: list[RunRecord], index: int, split: str) -> dict[str, Any]:
+    first = runs[0]
+    create = {"plugin": first.plugin, "repo": first.row.get("repo") or "", "start_tree": first.start_tree}
+    return {
+        "index": index, "split": split, "need_tools_kwargs": True,
+        "tools_kwargs": {t["function"]["name"]: {"create_kwargs": create} for t in first.tools},
+        "instruction": first.instruction, "run_ids": [r.run_id for r in runs],
+    }
+
+
+def verl_rows(runs: list[RunRecord], split: str = "train") -> list[dict[str, Any]]:
+    """One verl row per task (see the module docstring)."""
+    rows = []
+    for index, group in enumerate(group_by_task(runs)):
+        first = group[0]
+        rows.append({
+            "data_source": f"horizon/{first.plugin}", "prompt": opening(first), "ability": first.plugin,
+            "reward_model": {"style": "rule", "ground_truth": ground_truth(first)},
+            "extra_info": _extra_info(group, index, split), "agent_name": AGENT_NAME,
+        })
+    return rows
+
+
+def skyrl_rows(runs: list[RunRecord], split: str = "train") -> list[dict[str, Any]]:
+    """One SkyRL row per task: the verl row's prompt and truth under SkyRL's field names."""
+    rows = []
+    for index, group in enumerate(group_by_task(runs)):
+        first = group[0]
+        rows.append({
+            "data_source": f"horizon/{first.plugin}", "prompt": opening(first), "env_class": f"horizon_{first.plugin}",
+            "reward_spec": {"method": "rule", "ground_truth": ground_truth(first)},
+            "extra_info": _extra_info(group, index, split),
+        })
+    return rows
+
+
+def tool_config(runs: list[RunRecord], tool_class: str = DEFAULT_TOOL_CLASS) -> dict[str, Any]:
+    """verl's tool config: one entry per distinct tool of the exported plugins."""
+    tools: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        for schema in run.tools:
+            key = (run.plugin, schema["function"]["name"])
+            tools.setdefault(key, {"class_name": tool_class, "config": {"type": "native", "plugin": run.plugin}, "tool_schema": schema})
+    return {"tools": list(tools.values())}
+
+
+def write_task_parquet(rows: list[dict[str, Any]], out: Path) -> None:
+    """Write rows as Parquet (Arrow infers the nested types from the rows)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), out)
+
+
+def write_verl(runs: list[RunRecord], out: Path, tool_class: str = DEFAULT_TOOL_CLASS) -> tuple[int, Path]:
+    """Write verl's task Parquet to ``out`` and its tool config beside it (``<stem>.tool_config.yaml``).
+
+    Returns:
+        ``(rows written, the tool config's path)``.
+    """
+    rows = verl_rows(runs)
+    write_task_parquet(rows, out)
+    config_path = out.with_name(f"{out.stem}.tool_config.yaml")
+    config_path.write_text(yaml.safe_dump(tool_config(runs, tool_class), sort_keys=False, allow_unicode=True))
+    return len(rows), config_path
+
+
+def write_skyrl(runs: list[RunRecord], out: Path) -> int:
+    """Write SkyRL's task Parquet; return the number of rows."""
+    rows = skyrl_rows(runs)
+    write_task_parquet(rows, out)
+    return len(rows)

@@ -1,0 +1,181 @@
+"""Token-level rows: prompt ids, response ids, a loss mask over the model's own tokens, logprobs, reward.
+
+Two kinds of row per run, as RL trainers for agents take them (verl's multi-turn ``loss_mask``,
+SkyRL's step-wise trajectories):
+
+- ``trajectory``: ``prompt_ids`` are the opening (system prompt, task) up to the first
+  assistant header; ``response_ids`` are everything after, model turns and tool observations
+  interleaved; ``loss_mask[i]`` is 1 where ``response_ids[i]`` is a token the model generated
+  (an assistant turn's text and its end-of-turn token) and 0 for tool/environment tokens and
+  the chat template's glue (role headers, newlines). ``reward_index`` is the position of the last
+  model token, where an outcome reward lands.
+- ``step``: one per model call: ``prompt_ids`` the whole history before it (with the assistant
+  header), ``response_ids`` what the model generated, every mask value 1; ``reward`` is the
+  episode's reward on the last step and 0.0 on the others.
+
+Token source. The run store does not keep the engine's token ids yet, so every row here is
+``token_source: "retokenized"``: the stored text rendered with the chat template of the bundled
+SmolLM2-135M-Instruct GGUF (its ``tokenizer.chat_template``) and tokenised by llama.cpp with that
+GGUF's vocabulary (``Llama(vocab_only=True)``); assistant tool calls are rendered as the JSON the
+embedded policy makes the model write (``core.policy.embedded.to_plain_chat``). ``logprobs`` is
+null: no engine reported them. Re-tokenised ids can differ from what an engine sampled; rows
+with ``token_source == "engine"`` (once the store keeps engine tokens) are the ones to prefer.
+Every segment (template glue, model text, observation) is tokenised on its own, so the mask's
+boundaries are exact; the history is the full one, even where the embedded policy dropped old
+turns to fit its context window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from core.errors import ModelUnavailable
+from core.export.source import RunRecord
+from core.policy.embedded import bundled_model_path, to_plain_chat
+
+TOKEN_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("kind", pa.string()),
+    ("step", pa.int32()),
+    ("prompt_ids", pa.list_(pa.int32())),
+    ("response_ids", pa.list_(pa.int32())),
+    ("loss_mask", pa.list_(pa.int8())),
+    ("logprobs", pa.list_(pa.float32())),
+    ("reward", pa.float64()),
+    ("reward_index", pa.int32()),
+    ("token_source", pa.string()),
+    ("tokenizer", pa.string()),
+    ("quality_flags", pa.list_(pa.string())),
+])
+
+
+@dataclass
+class Segment:
+    """A run of text tokenised on its own: ``trainable`` when the model generated it."""
+
+    text: str
+    ids: list[int]
+    trainable: bool
+    step: int | None = None  # the model call that generated it (1-based), for trainable segments
+
+
+class Retokenizer:
+    """A GGUF's chat template and vocabulary, loaded without weights.
+
+    Args:
+        model_path: a GGUF file; default the bundled SmolLM2-135M-Instruct.
+
+    Raises:
+        ModelUnavailable: llama-cpp-python or the file is missing, or the GGUF has no chat template.
+    """
+
+    def __init__(self, model_path: Path | None = None) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ModelUnavailable(f"token export needs llama-cpp-python ({exc}): pip install llama-cpp-python") from exc
+        self.model_path = model_path or bundled_model_path()
+        self.name = self.model_path.name
+        self._llm = Llama(model_path=str(self.model_path), vocab_only=True, verbose=False)
+        source = self._llm.metadata.get("tokenizer.chat_template")
+        if not source:
+            raise ModelUnavailable(f"{self.model_path} has no tokenizer.chat_template; token export needs one")
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        self._template = env.from_string(source)
+        self.eos_text = self.decode([self._llm.token_eos()])
+
+    def render(self, messages: list[dict[str, str]], add_generation_prompt: bool = False) -> str:
+        """The chat template applied to ``messages`` (``{"role", "content"}`` each)."""
+        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, special tokens (``<|im_start|>``) parsed as such, no BOS added."""
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True) if text else []
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of ``ids``, special tokens included."""
+        return self._llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
+
+    def segments(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[Segment]:
+        """Split a chat-completions history into template glue, observations and model text.
+
+        Raises:
+            ValueError: the chat template does not render a longer history as an extension of a
+                shorter one, or an assistant turn does not render as its text plus the end token;
+                a mask could not be exact then.
+        """
+        plain = to_plain_chat(messages, tools)
+        out: list[Segment] = []
+        before = ""
+        step = 0
+        for k, message in enumerate(plain):
+            rendered = self.render(plain[: k + 1])
+            if not rendered.startswith(before):
+                raise ValueError(f"the chat template of {self.name} re-renders earlier turns at message {k}; no exact mask possible")
+            piece = rendered[len(before):]
+            if message["role"] == "assistant":
+                step += 1
+                header = self.render(plain[:k], add_generation_prompt=True)[len(before):]
+                generated = message["content"] + self.eos_text
+                if not piece.startswith(header + generated):
+                    raise ValueError(f"assistant turn {step} does not render as header + text + {self.eos_text!r}")
+                rest = piece[len(header) + len(generated):]
+                out += [Segment(header, self.encode(header), False), Segment(generated, self.encode(generated), True, step)]
+                if rest:
+                    out.append(Segment(rest, self.encode(rest), False))
+            else:
+                out.append(Segment(piece, self.encode(piece), False))
+            before = rendered
+        return out
+
+
+@cache
+def default_retokenizer() -> Retokenizer:
+    """The bundled model's retokenizer, loaded once per process (about a second)."""
+    return Retokenizer()
+
+
+def token_rows(run: RunRecord, tok: Retokenizer, flags: list[str] | None = None) -> list[dict[str, Any]]:
+    """The ``trajectory`` row and one ``step`` row per model call for ``run`` (see the module docstring).
+
+    Returns an empty list for a run without a model turn.
+    """
+    segments = tok.segments(run.openai_messages(), run.tools)
+    first = next((i for i, s in enumerate(segments) if s.trainable), None)
+    if first is None:
+        return []
+    common = {"run_id": run.run_id, "logprobs": None, "token_source": "retokenized", "tokenizer": tok.name,
+              "quality_flags": list(flags or [])}
+    prompt = [t for s in segments[:first] for t in s.ids]  # the opening and the first assistant header
+    response = [t for s in segments[first:] for t in s.ids]
+    mask = [int(s.trainable) for s in segments[first:] for _ in s.ids]
+    last_model_token = max(i for i, m in enumerate(mask) if m)
+    rows = [{**common, "kind": "trajectory", "step": None, "prompt_ids": prompt, "response_ids": response,
+             "loss_mask": mask, "reward": run.reward, "reward_index": last_model_token}]
+    steps = [s for s in segments if s.trainable]
+    history: list[int] = []
+    for s in segments:
+        if s.trainable:
+            last = s.step == steps[-1].step
+            rows.append({**common, "kind": "step", "step": s.step, "prompt_ids": list(history), "response_ids": s.ids,
+                         "loss_mask": [1] * len(s.ids), "reward": run.reward if last else (None if run.reward is None else 0.0),
+                         "reward_index": len(s.ids) - 1})
+        history += s.ids
+    return rows
+
+
+def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None,
+                 tok: Retokenizer | None = None) -> int:
+    """Write token rows of every run as Parquet with ``TOKEN_SCHEMA``; return the number of rows."""
+    tok = tok or default_retokenizer()
+    rows = [row for r in runs for row in token_rows(r, tok, (flags or {}).get(r.run_id))]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=TOKEN_SCHEMA), out)
+    return len(rows)
