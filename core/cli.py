@@ -6,6 +6,7 @@
     agent show RUN_ID        print a trajectory
     agent apply RUN_ID       apply a run's patch to its repository
     agent plugins            list installed plugins
+    agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
 """
 
 from __future__ import annotations
@@ -243,6 +244,43 @@ def plugins() -> None:
 
     for name, ep in discover().items():
         console.print(f"{name}  [dim]{ep.value}[/]")
+
+
+@app.command("export")
+def export_cmd(
+    run_ids: Optional[list[str]] = typer.Argument(None, help="runs to export (see: agent runs)"),
+    fmt: str = typer.Option(..., "--format", help="sft-jsonl, sft-parquet, openai, verl, skyrl, tokens or grpo"),
+    out: Path = typer.Option(..., "--out", help="the file to write (verl also writes <stem>.tool_config.yaml beside it)"),
+    all_runs: bool = typer.Option(False, "--all", help="export every run in the run store"),
+    plugin: Optional[str] = typer.Option(None, "--plugin", help="export every run of this plugin"),
+    keep_flagged: bool = typer.Option(False, "--keep-flagged", help="keep runs that fail a quality gate, with their reasons"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
+    tool_class: Optional[str] = typer.Option(None, "--tool-class", help="verl: class_name for the tool config"),
+) -> None:
+    """Export runs as RL/SFT training data, after quality gates; prints the gates' counts per reason."""
+    from core.export import export_runs, select_runs
+
+    try:
+        chosen, unreadable = select_runs(run_ids or [], all_runs=all_runs, plugin=plugin)
+        result = export_runs(chosen, fmt, out, keep_flagged=keep_flagged, overwrite=overwrite, tool_class=tool_class)
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    table = Table(title="quality gates")
+    table.add_column("reason")
+    table.add_column("runs", justify="right")
+    table.add_row("checked", str(len(result.gates.flags)))
+    for reason, count in result.gates.counts().items():
+        table.add_row(reason, str(count))
+    table.add_row("passed", str(len(result.gates.passed())))
+    console.print(table)
+    for run_id, why in {**dict.fromkeys(unreadable, "cannot be read now"), **result.left_out}.items():
+        console.print(f"[yellow]left out[/] {run_id}: {escape(_short(why, 160))}")
+    if not result.exported:
+        console.print("[red]error:[/] no run left to export; --keep-flagged exports flagged runs with their reasons")
+        raise typer.Exit(1)
+    files = ", ".join(str(f) for f in result.files)
+    console.print(f"wrote {result.rows} {fmt} rows from {len(result.exported)} runs to {escape(files)}")
 
 
 def main() -> None:
