@@ -238,7 +238,8 @@ def chamfer_distance(a: trimesh.Trimesh, b: trimesh.Trimesh, samples: int = 2000
 
 def filled_voxels(mesh: trimesh.Trimesh, pitch: float) -> set[tuple[int, int, int]]:
     """Indices (on the global grid of cubes of side ``pitch`` metres) of voxels the solid fills:
-    the surface voxels plus the interior (scipy's ``binary_fill_holes`` via trimesh ``fill``)."""
+    the surface voxels plus the interior (scipy's ``binary_fill_holes`` via trimesh ``fill``).
+    A void sealed inside a solid counts as filled; an open cavity (a cup's) does not."""
     grid = trimesh.voxel.creation.voxelize(mesh, pitch=pitch).fill()
     return set(map(tuple, np.round(grid.points / pitch).astype(np.int64).tolist()))
 

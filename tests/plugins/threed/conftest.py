@@ -1,0 +1,35 @@
+"""Fixtures for the 3D plugin: a tool context on a private workspace with the real sandbox, and
+the worker it starts, stopped after each test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.sandbox import open_sandbox
+from core.tools import ToolContext
+from plugins.threed.tools import close_worker
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples" / "threed"
+MESHES = ROOT / ".." / "shared" / "data" / "meshes"
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    """A ToolContext on an empty workspace (no task.json: a free-form scene in scene.blend)."""
+    workspace, scratch = tmp_path / "ws", tmp_path / "scratch"
+    workspace.mkdir()
+    scratch.mkdir()
+    context = ToolContext(workspace=workspace, sandbox=open_sandbox(workspace, scratch), scratch=scratch)
+    yield context
+    close_worker(context)
+
+
+@pytest.fixture
+def meshes() -> Path:
+    """The shared real meshes (skips when ../shared/data is not there)."""
+    if not MESHES.is_dir():
+        pytest.skip(f"real test meshes not found at {MESHES} (see ../shared/data/README)")
+    return MESHES
