@@ -442,3 +442,26 @@ def best_concepts(statement: Statement) -> dict[int, str]:
         if concept not in chosen or rank < chosen[concept][0]:
             chosen[concept] = (rank, i)
     return {i: c for c, (_, i) in chosen.items()}
+
+
+def deduped_page_text(path: Path, page_number: int) -> str:
+    """One page's text through pdfplumber with duplicated characters removed.
+
+    ``dedupe_chars`` drops a character drawn again at (almost) the same place, whatever its
+    font (bold is often faked by drawing twice, sometimes in a second font).
+
+    Args:
+        path: the PDF.
+        page_number: 1-based.
+
+    Raises:
+        FilingError: unreadable file or no such page.
+    """
+    try:
+        pdf = pdfplumber.open(path)
+    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types for broken files
+        raise FilingError(f"{path.name}: pdfplumber cannot read it ({type(exc).__name__}: {exc})") from None
+    with pdf:
+        if not 1 <= page_number <= len(pdf.pages):
+            raise FilingError(f"{path.name} has pages 1-{len(pdf.pages)}, not {page_number}")
+        return pdf.pages[page_number - 1].dedupe_chars(tolerance=1, extra_attrs=()).extract_text() or ""

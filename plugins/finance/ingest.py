@@ -122,7 +122,7 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise FilingError(f"{path}: cannot read the file ({exc.strerror}); check the path in task.json") from None
+            raise FilingError(f"{path}: cannot read the file ({exc.strerror}); give a path relative to the task folder or the repository root") from None
         sha = hashlib.sha256(data).hexdigest()
         document["sha256"] = sha
         cached = cache_dir / f"{sha}-{PARSER_VERSION}.json"
