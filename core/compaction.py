@@ -116,20 +116,22 @@ def _shorten(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _short_arguments(raw: str) -> str:
+def _json_object(raw: str) -> dict[str, Any] | None:
+    """The tool call's arguments as a dict, or None for anything else (they are the model's text)."""
     try:
         args = json.loads(raw)
-    except ValueError:
-        return _shorten(raw, 80)
-    if not isinstance(args, dict):
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested thousands deep
+        return None
+    return args if isinstance(args, dict) else None
+
+
+def _short_arguments(raw: str) -> str:
+    args = _json_object(raw)
+    if args is None:
         return _shorten(raw, 80)
     return ", ".join(f"{k}={_shorten(json.dumps(v, ensure_ascii=False), 60)}" for k, v in args.items())
 
 
 def _argument(raw: str, key: str) -> str | None:
-    try:
-        args = json.loads(raw)
-    except ValueError:
-        return None
-    value = args.get(key) if isinstance(args, dict) else None
+    value = (_json_object(raw) or {}).get(key)
     return value if isinstance(value, str) else None

@@ -144,7 +144,8 @@ class Episode:
         if kept is None:
             return index
         text = compaction.summarize(self.history, kept, max_chars=budget * compaction.CHARS_PER_TOKEN // 4)
-        summary = Message(role="user", content=text, name=compaction.COMPACTION_NAME)
+        # utf8_safe: arguments like "\ud800" decode to lone surrogates, which no server accepts
+        summary = utf8_safe(Message(role="user", content=text, name=compaction.COMPACTION_NAME))
         self.store.append_message(index, step, summary)
         self.history.append(summary)
         before = compaction.estimate_tokens(self._wire)
@@ -165,6 +166,16 @@ class Episode:
         rel = full.relative_to(self.ctx.workspace)
         half = limit // 2
         return f"{text[:half]}\n... [{len(text) - limit} characters omitted; full output in {rel}] ...\n{text[-half:]}"
+
+    def budget_note(self, state: EpisodeState) -> str:
+        """The remaining budget, shown to the model at the end of each step's observations.
+
+        Steps and tokens only: both are the same when a run is replayed or resumed, so the
+        trajectory is too (time left would differ from run to run).
+        """
+        steps = self.limits.max_steps - state.step
+        tokens = max(0, self.limits.max_tokens - state.usage.total_tokens)
+        return f"\n\n[{steps} step{'s' * (steps != 1)} and {tokens:,} tokens left]"
 
     def _stop_if_requested(self) -> None:
         if self.stop_requested:
@@ -236,7 +247,7 @@ class Episode:
         if not state.pending:
             malformed = 1
             if self._stored_followup(index, None) is None:
-                nudge = Message(role="user", content=NO_TOOL_CALL)
+                nudge = Message(role="user", content=NO_TOOL_CALL + self.budget_note(state))
                 self.store.append_message(index, state.step, nudge)
                 self.append(nudge)
             self.on_event("tool", {"step": state.step, "call": None, "output": NO_TOOL_CALL, "is_error": True, "duration_s": 0.0})
@@ -255,7 +266,10 @@ class Episode:
             malformed += int(bad)
             finished |= result.done
             duration = time.perf_counter() - t0
-            message = Message(role="tool", content=self.observation(call, result), tool_call_id=call.id, name=call.name)
+            content = self.observation(call, result)
+            if call is state.pending[-1] and not result.done:  # the step's last observation says what is left
+                content += self.budget_note(state)
+            message = Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
             self.store.append_observation(
                 index, state.step, message, call, is_error=result.is_error,
                 data={**result.data, "done": result.done, "malformed": bad}, duration_s=duration,

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from core import workspace as ws
+from core.compaction import compacted_steps
 from core.plugin import Task, Verification
 from core.policy.base import PolicyResponse
 from core.runner import Run, open_store
@@ -67,6 +68,8 @@ class Nasty:
 
     def complete(self, messages, tools):
         step = sum(1 for m in messages if m["role"] == "assistant")
+        if len(messages) > 2 and messages[2]["role"] == "user":  # the 1 MB path gets the history compacted
+            step += compacted_steps(messages[2]["content"])
         json.dumps(messages, ensure_ascii=False).encode("utf-8")  # what a server gets must encode
         return PolicyResponse(message=NASTY[step], model="nasty")
 
