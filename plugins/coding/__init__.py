@@ -1,4 +1,4 @@
-"""The coding plugin: search, read, edit, test and statically check Python and Java repositories."""
+"""The coding plugin: search, map, read, edit, test and statically check Python, Java, JavaScript/TypeScript and Go repositories."""
 
 from plugins.coding.plugin import CodingPlugin
 

@@ -1,4 +1,4 @@
-"""The coding plugin: fix bugs in Python and Java repositories, verified by their own tests."""
+"""The coding plugin: fix bugs in Python, Java, JavaScript/TypeScript and Go repositories, verified by their own tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 
 from core.plugin import Task, Verification
 from core.tools import Tool, ToolContext
+from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import edited_test_files, file_digests, grade
 from plugins.coding.testing import run_test_suite, test_files
@@ -22,11 +23,12 @@ How to work:
 3. Reproduce the problem with run_tests; read the failure.
 4. Make the smallest correct change with edit_file (old_text must match exactly once), or
    apply_patch for a change across several files. An edit that breaks a file's syntax is refused.
-5. Run run_tests again, and static_check on what you changed. shell runs any other command
+5. Run run_tests again (pytest/unittest, JUnit, node --test/Jest, go test), and static_check on
+   what you changed. shell runs any other command
    (a fresh process each time, no network).
 6. Call finish with a one-paragraph summary when the tests pass.
 
-Do not edit test files to make them pass: the grader checks the original tests and gives no
+Do not edit test files to make them pass: the grader runs the original tests and gives no
 credit if a test file changed.
 """
 
@@ -39,7 +41,7 @@ class CodingPlugin:
     """Plugin ``coding``: tools to search, read, edit, test and check code; a test-based reward."""
 
     name = "coding"
-    description = "Fix bugs in Python and Java repositories; graded by fail-to-pass and pass-to-pass tests."
+    description = "Fix bugs in Python, Java, JavaScript/TypeScript and Go repositories; graded by fail-to-pass and pass-to-pass tests."
 
     def system_prompt(self, task: Task) -> str:
         """The same text for every run, so the model server's prefix cache can reuse it."""
@@ -76,6 +78,7 @@ class CodingPlugin:
             "outcomes": run.outcomes,
             "build_failed": run.build_failed,
             "test_files": file_digests(ctx.workspace, test_files(ctx.workspace)),
+            "original_tests": save_original_tests(ctx.workspace, ctx.scratch),
         }
         (ctx.scratch / BASELINE_FILE).write_text(json.dumps(baseline, indent=1))
         if run.framework is None:
@@ -87,17 +90,26 @@ class CodingPlugin:
                 f"{run.duration_s:.0f} s, with {len(run.outcomes)} test results reported. A test may hang; "
                 "run_tests with test ids runs only those."
             )
-        if run.build_failed:
+        if run.build_failed and not run.outcomes:
             return f"The {run.framework} test suite does not build at the moment."
         listed = "\n".join(f"- {t}" for t in failing[:20])
+        broken = "\nSome test modules could not be collected or built; each is one error above." if run.build_failed else ""
         return (
             f"The {run.framework} test suite has {len(run.outcomes)} tests; {len(failing)} fail now"
             + (f":\n{listed}" if failing else ".")
+            + broken
         )
 
     def verify(self, task: Task, ctx: ToolContext) -> Verification:
-        """Run the suite again and grade it against the baseline (see ``plugins.coding.reward``)."""
+        """Run the suite again, on a copy with the original test files, and grade it against the
+        baseline (see ``plugins.coding.reward`` and ``plugins.coding.grading``)."""
         baseline = json.loads((ctx.scratch / BASELINE_FILE).read_text())
-        final = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
         edited = edited_test_files(baseline["test_files"], file_digests(ctx.workspace, test_files(ctx.workspace)))
-        return grade(baseline["outcomes"], final.outcomes, edited)
+        if "original_tests" in baseline:
+            final, reset = grading_run(ctx.sandbox, ctx.workspace, ctx.scratch, baseline["original_tests"])
+        else:  # a baseline saved before test files were kept: grade in place
+            final, reset = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch), None
+        return grade(
+            baseline["outcomes"], final.outcomes, edited,
+            report_trusted=final.report_trusted, exit_code=final.exit_code, reset=reset,
+        )  # fmt: skip

@@ -4,7 +4,8 @@ Grading follows SWE-bench's definitions (Jimenez et al., 2024, "SWE-bench: Can L
 Resolve Real-World GitHub Issues?"): tests failing before the episode and passing after are
 FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
 
-    reward = |fixed targets| / |targets|    if no PASS_TO_PASS test broke and no test file changed
+    reward = |fixed targets| / |targets|    if no PASS_TO_PASS test broke, no test file changed,
+                                            and the test command's exit code agrees with its report
            = 0                              otherwise
 
 where the targets are the tests that did not pass at the start (a pytest module that failed to
@@ -12,6 +13,12 @@ import is one target, fixed when its tests pass at the end). With no targets (th
 green), the reward is 1 when nothing broke. When no test runs at the end (no suite, or it does
 not build), nothing is verified and the reward is 0. Every test's outcome before and after is
 recorded.
+
+The final run is made on a copy of the workspace whose test files were reset to their original
+content (``plugins.coding.grading``), as SWE-bench does, so an edited test cannot pass; editing
+a test file still gives reward 0 (``tests_untouched``), so the fact stays visible. Outcomes are
+read from the runner's report, and a report that contradicts the command's exit code (only
+passes from a failing command) is not believed: printed "PASSED" text cannot fake a result.
 """
 
 from __future__ import annotations
@@ -42,13 +49,26 @@ def _passes(test_id: str, after: dict[str, str]) -> bool:
     return "passed" in inside and not any(o in ("failed", "error") for o in inside)
 
 
-def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]) -> Verification:
+def grade(
+    before: dict[str, str],
+    after: dict[str, str],
+    edited_tests: list[str],
+    *,
+    report_trusted: bool = True,
+    exit_code: int | None = None,
+    reset: dict[str, list[str]] | None = None,
+) -> Verification:
     """Grade an episode from per-test outcomes.
 
     Args:
         before: ``{test_id: "passed"|"failed"|"error"|"skipped"}`` at the start.
         after: the same at the end.
         edited_tests: test files the episode changed (any makes the reward 0).
+        report_trusted: False when the final test command's exit code contradicts its report
+            (``TestRun.report_trusted``); the reward is then 0.
+        exit_code: the final test command's exit code, for the record.
+        reset: what was reset before the final run (``{"restored": [...], "removed": [...]}``),
+            for the record.
 
     Returns:
         The verification, with components ``fail_to_pass`` (the share, weight 1),
@@ -70,8 +90,10 @@ def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     untouched = 0.0 if edited_tests else 1.0
-    reward = share if not broken and not edited_tests else 0.0
-    if edited_tests:
+    reward = share if not broken and not edited_tests and report_trusted else 0.0
+    if not report_trusted:
+        summary = f"the test command exited with code {exit_code}, which contradicts its report: outcomes not trusted, reward 0"
+    elif edited_tests:
         summary = f"test files were edited ({', '.join(edited_tests)}): reward 0"
     elif broken:
         summary = f"{len(broken)} test(s) that passed before now fail ({', '.join(broken[:3])}): reward 0"
@@ -87,6 +109,11 @@ def grade(before: dict[str, str], after: dict[str, str], edited_tests: list[str]
         components={
             "fail_to_pass": RewardComponent(value=share, weight=1.0, detail={"targets": targets, "fixed": fixed, **detail}),
             "pass_to_pass": RewardComponent(value=p2p, weight=0.0, detail={"kept": len(kept), "broken": broken}),
-            "tests_untouched": RewardComponent(value=untouched, weight=0.0, detail={"edited": edited_tests}),
+            "tests_untouched": RewardComponent(
+                value=untouched, weight=0.0, detail={"edited": edited_tests, "reset_before_grading": reset or {}}
+            ),
+            "exit_code_agrees": RewardComponent(
+                value=1.0 if report_trusted else 0.0, weight=0.0, detail={"exit_code": exit_code}
+            ),
         },
     )

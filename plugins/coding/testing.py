@@ -49,7 +49,7 @@ from plugins.coding.search import iter_files, shorten
 
 log = logging.getLogger(__name__)
 
-Framework = Literal["pytest", "junit"]
+Framework = Literal["pytest", "junit", "node", "jest", "go"]
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
 #: Characters of console output kept in ``TestRun.output`` (head and tail); the rest is in the
@@ -66,8 +66,9 @@ _PYTEST_CONFIG_MARKERS = {
     "tox.ini": "[pytest]",
 }
 NO_TESTS_MESSAGE = (
-    "no tests found: expected pytest tests (test_*.py / *_test.py or a pytest config) or "
-    "JUnit tests (src/test/java or *Test.java)"
+    "no tests found: expected pytest or unittest tests (test*.py / *_test.py or a pytest config), "
+    "JUnit tests (src/test/java or *Test.java), JavaScript/TypeScript tests (*.test.js, test/*.js, "
+    "__tests__/; node --test, or Jest when installed) or Go tests (*_test.go)"
 )
 _FRAMEWORK_NOISE = ("java.", "jdk.", "sun.", "org.junit.", "org.opentest4j.", "org.apiguardian.")
 
@@ -103,6 +104,22 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
     run_dir: str = ""
 
+    @property
+    def report_trusted(self) -> bool:
+        """Whether the exit code agrees with the report: 0 when nothing failed, non-zero when something did.
+
+        Every runner here exits 0 exactly when no test failed (pytest, the JUnit console
+        launcher, ``node --test``, Jest, ``go test``). A report of only passes from a command
+        that exited non-zero (or failures from one that exited 0) was written or changed by
+        something other than the test runner, e.g. code under test printing or planting a
+        report, and is not believed. A run that timed out, or reported nothing, is trusted as
+        what it is (no outcomes).
+        """
+        if self.timed_out or not self.outcomes:
+            return True
+        failing = any(o in ("failed", "error") for o in self.outcomes.values())
+        return failing if self.exit_code != 0 else not failing
+
     def count(self, outcome: Outcome) -> int:
         """How many tests had ``outcome``."""
         return sum(1 for value in self.outcomes.values() if value == outcome)
@@ -115,6 +132,16 @@ class TestRun(BaseModel):
 
 # --------------------------------------------------------------------------- detection
 
+
+#: pytest's ``python_files`` when the repository has no pytest config: pytest's own defaults plus
+#: unittest's discovery pattern ``test*.py``, so unittest-style suites are collected by pytest
+#: (which runs ``unittest.TestCase`` classes natively and reports each test).
+UNITTEST_FILES = "test_*.py *_test.py test*.py"
+#: JavaScript/TypeScript test files: Node's ``--test`` defaults and Jest's (``__tests__``, ``.spec``).
+_JS_TEST = re.compile(
+    r"(^|/)(__tests__|test|tests)/.*\.[cm]?[jt]sx?$|(^|/)test\.[cm]?[jt]sx?$|(^|/)test-[^/]*\.[cm]?[jt]sx?$"
+    r"|[._-](test|spec)\.[cm]?[jt]sx?$"
+)
 
 #: Files that change how pytest collects or reports tests: editing one can fake a pass.
 PYTEST_CONFIG_FILES = ("pytest.ini", "tox.ini", "setup.cfg", "conftest.py")
@@ -145,12 +172,22 @@ def _is_java_test(rel: str) -> bool:
     return stem.startswith("Test") or stem.endswith(("Test", "Tests", "IT"))
 
 
+def _is_js_test(rel: str) -> bool:
+    return "node_modules/" not in rel and bool(_JS_TEST.search(rel))
+
+
+def _is_go_test(rel: str) -> bool:
+    return rel.endswith("_test.go")
+
+
 def test_files(workspace: Path) -> list[str]:
     """List the repository's test source files, so edits to tests can be told apart.
 
     Python: ``test_*.py``, ``*_test.py``, ``conftest.py`` and any ``.py`` under a ``tests`` or
     ``test`` folder. Java: every file under a ``src/test/`` folder (resources included) and
-    ``Test*.java``, ``*Test.java``, ``*Tests.java``, ``*IT.java`` elsewhere. Files ignored by
+    ``Test*.java``, ``*Test.java``, ``*Tests.java``, ``*IT.java`` elsewhere. JavaScript and
+    TypeScript: ``*.test.js``, ``*.spec.ts``, ``*_test.js``, ``test-*.js``, and any script under a
+    ``test``, ``tests`` or ``__tests__`` folder. Go: ``*_test.go``. Files ignored by
     ``.gitignore`` are left out.
 
     Args:
@@ -163,7 +200,7 @@ def test_files(workspace: Path) -> list[str]:
     found = []
     for path in iter_files(root, gitignore=False):
         rel = path.relative_to(root).as_posix()
-        if _is_python_test(rel) or _is_java_test(rel):
+        if _is_python_test(rel) or _is_java_test(rel) or _is_js_test(rel) or _is_go_test(rel):
             found.append(rel)
     return sorted(found)
 
@@ -192,30 +229,42 @@ def detect_framework(workspace: Path) -> Framework | None:
     """Tell which test framework a repository uses.
 
     ``junit`` when there is a ``src/test/java`` folder or ``*Test.java``-style files; ``pytest``
-    when there are ``test_*.py`` / ``*_test.py`` files or a pytest configuration. When both
-    apply, the one with more test files wins (pytest on a tie).
+    when there are ``test*.py`` / ``*_test.py`` files (unittest-style suites included: pytest
+    runs them) or a pytest configuration; ``jest`` for JavaScript/TypeScript tests when the
+    repository configures Jest and has it installed in ``node_modules``, else ``node`` (``node
+    --test``); ``go`` for ``*_test.go`` files. When several apply, the one with the most test
+    files wins (ties: pytest, junit, node/jest, go).
 
     Args:
         workspace: repository root.
 
     Returns:
-        ``"pytest"``, ``"junit"``, or ``None`` when no tests were found.
+        The framework, or ``None`` when no tests were found.
     """
+    from plugins.coding.testing_node import jest_binary, uses_jest
+
     root = workspace.resolve()
-    python = java = 0
+    counts = {"pytest": 0, "junit": 0, "node": 0, "go": 0}
     for rel in test_files(root):
         name = rel.rsplit("/", 1)[-1]
-        if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
-            python += 1
+        if name.endswith(".py") and name.startswith("test") or name.endswith("_test.py"):
+            counts["pytest"] += 1
         elif name.endswith(".java"):
-            java += 1
-    if not java and any(True for _ in _maven_roots(root, "test")):
-        java = 1
-    if not python and _has_pytest_config(root):
-        python = 1
-    if not python and not java:
+            counts["junit"] += 1
+        elif _is_js_test(rel):
+            counts["node"] += 1
+        elif _is_go_test(rel):
+            counts["go"] += 1
+    if not counts["junit"] and any(True for _ in _maven_roots(root, "test")):
+        counts["junit"] = 1
+    if not counts["pytest"] and _has_pytest_config(root):
+        counts["pytest"] = 1
+    best = max(counts, key=lambda name: counts[name])  # the first of equals wins: dicts keep order
+    if not counts[best]:
         return None
-    return "junit" if java > python else "pytest"
+    if best == "node" and uses_jest(root) and jest_binary(root) is not None:
+        return "jest"
+    return best  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -476,6 +525,9 @@ def _run_pytest(
     argv = [
         python, "-m", "pytest",
         "-p", "no:cacheprovider",
+        "-p", "no:langsmith",  # langsmith's plugin costs 1-2 s at start-up and is never needed here
+        "--continue-on-collection-errors",  # one broken module must not hide the others' outcomes
+        *(() if _has_pytest_config(root) else ("-o", f"python_files={UNITTEST_FILES}")),
         f"--junitxml={report}",
         "-o", "junit_family=xunit1",
         f"--basetemp={run_dir / 'tmp' / 'pytest'}",
@@ -620,7 +672,9 @@ def run_test_suite(
         scratch: folder outside the workspace for builds, reports and logs; each run gets a
             fresh ``runs/NNN-<framework>`` folder in it.
         tests: selectors; pytest: node ids or paths (``tests/test_a.py::test_x``); JUnit:
-            ``pkg.Class``, ``pkg.Class#method`` or a test file path. ``None`` or empty: all.
+            ``pkg.Class``, ``pkg.Class#method`` or a test file path; node and Jest: test file
+            paths; Go: ids (``example.com/m::TestX``) or package patterns (``./calc``).
+            ``None`` or empty: all.
         framework: skip detection and use this one.
         limits: sandbox limits per command (default ``default_limits(sandbox)``: the sandbox's
             own, with ``$HORIZON_TEST_TIMEOUT_S`` as ``timeout_s`` when set); for JUnit the
@@ -632,8 +686,8 @@ def run_test_suite(
         repository without tests (``framework`` None, ``exit_code`` -1, nothing run).
 
     Raises:
-        ToolError: a needed program (javac, java, the JUnit launcher) is missing, or a selector
-            is malformed.
+        ToolError: a needed program (javac, java, the JUnit launcher, node, jest, go) is
+            missing, or a selector is malformed.
     """
     root = workspace.resolve()
     framework = framework or detect_framework(root)
@@ -645,8 +699,23 @@ def run_test_suite(
     started = time.monotonic()
     if framework == "pytest":
         run = _run_pytest(sandbox, root, run_dir, selected, limits, python)
-    else:
+    elif framework == "junit":
         run = _run_junit(sandbox, root, run_dir, selected, limits)
+    elif framework in ("node", "jest"):
+        from plugins.coding import testing_node
+
+        if shutil.which("node") is None:
+            raise ToolError("cannot run JavaScript tests here: node is not installed")
+        if framework == "jest" and testing_node.jest_binary(root) is None:
+            raise ToolError("cannot run Jest here: node_modules/.bin/jest is not installed (no download is possible)")
+        runner = testing_node.run_jest if framework == "jest" else testing_node.run_node
+        run = runner(sandbox, root, run_dir, selected, limits)
+    else:
+        from plugins.coding import testing_go
+
+        if testing_go.go_binary() is None:
+            raise ToolError("cannot run Go tests here: go is not installed (Debian package golang-go)")
+        run = testing_go.run_go(sandbox, root, run_dir, selected, limits)
     run.duration_s = round(time.monotonic() - started, 3)
     return run
 
@@ -660,7 +729,7 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
     if run.framework is None:
         return run.output or NO_TESTS_MESSAGE
     if run.build_failed and not run.outcomes:
-        tool = "javac" if run.framework == "junit" else "pytest"
+        tool = {"junit": "javac", "go": "go build"}.get(run.framework, run.framework)
         lines.append(f"{run.framework}: BUILD FAILED, no tests ran ({tool} exit code {run.exit_code}, {run.duration_s:.1f} s)")
         lines += _first_lines(run.output, 40)
         return "\n".join(lines)

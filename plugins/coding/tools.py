@@ -173,7 +173,7 @@ class RunTestsArgs(BaseModel):
 
 @tool
 def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
-    """Run the repository's tests (pytest or JUnit 5, detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build.
+    """Run the repository's tests (pytest/unittest, JUnit 5, node --test or Jest, go test; detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build.
 
     Args: ``RunTestsArgs``. Returns a result whose ``data`` has ``tests`` (``{test_id: "passed" |
     "failed" | "error" | "skipped"}``), ``framework``, ``exit_code``, ``build_failed``,
