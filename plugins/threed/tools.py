@@ -92,12 +92,14 @@ def inspect_scene(args: InspectSceneArgs, ctx: ToolContext) -> ToolResult:
     Args: ``InspectSceneArgs``. Returns ``data`` with ``total``, ``offset``, ``objects`` (one dict each), ``camera``, ``materials``.
     """
     data = worker(ctx).call("inspect_scene", args.model_dump(), save=False)
+    note = data.pop("_note", "")
     shown = len(data["objects"])
     head = f"{data['total']} objects; showing {args.offset}..{args.offset + shown - 1 if shown else args.offset}"
     lines = [_objects_line(o) for o in data["objects"]]
     more = args.offset + shown < data["total"]
     tail = [f"(more: call inspect_scene with offset={args.offset + shown})"] if more else []
-    text = "\n".join([head, *lines, *tail, f"camera: {data['camera']}; materials: {', '.join(data['materials']) or '-'}"])
+    text = "\n".join([*([note] if note else []), head, *lines, *tail,
+                      f"camera: {data['camera']}; materials: {', '.join(data['materials']) or '-'}"])
     return ToolResult(output=text, data=data)
 
 
