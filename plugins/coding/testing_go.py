@@ -3,8 +3,9 @@
 ``go test -json`` writes one JSON object per line (``go doc test2json``): ``{"Action":
 "run"|"pass"|"fail"|"skip"|"output", "Package": ..., "Test": ...}``. A test's last ``pass``,
 ``fail`` or ``skip`` is its outcome; subtests are tests of their own (``TestX/case``). A package
-that fails to build has no test events and a package-level ``fail``: it becomes one ``error``
-outcome whose id is the package. Ids are ``<package import path>::<TestName>``.
+that fails to build has no test events (Go 1.19-1.23 print ``FAIL <package> [build failed]`` as
+plain text, later releases a package-level ``fail`` event): it becomes one ``error`` outcome
+whose id is the package, with the compiler's errors from stderr as its message. Ids are ``<package import path>::<TestName>``.
 
 Offline and outside the workspace: ``GOFLAGS=-mod=mod`` is not set (a module needing downloads
 fails with Go's own message), ``GOPROXY=off`` forbids downloads, ``GOCACHE`` lives in the run's
@@ -33,8 +34,12 @@ def go_binary() -> str | None:
     return str(Path(found).resolve()) if found else None
 
 
-def parse_go_events(text: str) -> tuple[dict[str, Outcome], dict[str, str], bool]:
-    """Read ``go test -json`` output.
+_BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(?:build|setup) failed\]")
+_BUILD_HEADER = re.compile(r"^# (\S+)")
+
+
+def parse_go_events(text: str, stderr: str = "") -> tuple[dict[str, Outcome], dict[str, str], bool]:
+    """Read ``go test -json`` output (and its stderr, where the compiler's errors go).
 
     Returns:
         ``(outcomes, messages, build_failed)``; ``build_failed`` when a package failed without
@@ -45,6 +50,10 @@ def parse_go_events(text: str) -> tuple[dict[str, Outcome], dict[str, str], bool
     packages_failed: set[str] = set()
     packages_with_tests: set[str] = set()
     for line in text.splitlines():
+        failed_build = _BUILD_FAILED.match(line)
+        if failed_build:  # go 1.19-1.23 print this as text, outside the JSON stream
+            packages_failed.add(failed_build.group(1))
+            continue
         if not line.startswith("{"):
             continue
         try:
@@ -65,8 +74,20 @@ def parse_go_events(text: str) -> tuple[dict[str, Outcome], dict[str, str], bool
     for package in packages_failed - packages_with_tests:
         outcomes[package] = "error"
         build_failed = True
+    compile_errors: dict[str, list[str]] = defaultdict(list)
+    current = ""
+    for line in stderr.splitlines():
+        header = _BUILD_HEADER.match(line)
+        if header:
+            current = header.group(1)
+        elif current:
+            compile_errors[current].append(line.rstrip())
     messages = {}
+    for package in packages_failed - packages_with_tests:
+        messages[package] = "\n".join(compile_errors.get(package, [])[:10])
     for test_id, outcome in outcomes.items():
+        if test_id in messages:
+            continue
         if outcome in ("failed", "error"):
             lines = [ln.rstrip() for ln in output.get(test_id, []) if ln.strip() and not ln.startswith(("=== ", "--- "))]
             messages[test_id] = "\n".join(lines[-10:])
@@ -126,7 +147,7 @@ def run_go(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits
         timed_out = timed_out or result.timed_out
     stdout = "\n".join(events)
     write_new(run_dir / "report.jsonl", stdout)
-    outcomes, messages, build_failed = parse_go_events(stdout)
+    outcomes, messages, build_failed = parse_go_events(stdout, "\n".join(console))
     output = (_console_text(stdout) + "\n" + "\n".join(console)).strip()
     write_new(run_dir / "output.txt", output)
     return TestRun(

@@ -1,0 +1,218 @@
+"""Each test runner on a small real project made in a tmp folder, run through the real sandbox,
+and SWE-bench-style grading (test files reset, exit code checked) through the plugin."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.plugin import Task
+from core.sandbox import open_sandbox
+from core.tools import ToolContext
+from plugins.coding.plugin import CodingPlugin
+from plugins.coding.testing import detect_framework, run_test_suite, test_files
+from plugins.coding.testing_go import go_binary
+
+
+def make(root: Path, files: dict[str, str]) -> ToolContext:
+    """Write ``files`` under ``root/ws`` and open a sandbox on it."""
+    workspace, scratch = root / "ws", root / "scratch"
+    for rel, text in files.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(text)
+    scratch.mkdir(parents=True)
+    return ToolContext(workspace=workspace, sandbox=open_sandbox(workspace, scratch), scratch=scratch)
+
+
+UNITTEST_PROJECT = {
+    "mathlib/__init__.py": "",
+    "mathlib/ops.py": "def mean(xs):\n    return sum(xs) / len(xs)\n",
+    "tests/testops.py": (  # unittest's naming (test*.py), which pytest alone would not collect
+        "import unittest\nfrom mathlib.ops import mean\n\n\nclass MeanTest(unittest.TestCase):\n"
+        "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
+        "    def test_empty_is_zero(self):\n        self.assertEqual(mean([]), 0)\n\n"
+        "    @unittest.skip('not yet')\n    def test_later(self):\n        pass\n"
+    ),
+    "tests/test_broken.py": "import mathlib.missing_module\n",
+}
+
+
+def test_unittest_suite_runs_with_per_test_outcomes_and_a_broken_module_hides_nothing(tmp_path):
+    ctx = make(tmp_path, UNITTEST_PROJECT)
+    assert detect_framework(ctx.workspace) == "pytest"
+    run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+    assert run.outcomes == {
+        "tests/testops.py::MeanTest::test_mean": "passed",
+        "tests/testops.py::MeanTest::test_empty_is_zero": "failed",
+        "tests/testops.py::MeanTest::test_later": "skipped",
+        "tests/test_broken.py": "error",
+    }
+    assert run.exit_code == 1 and run.build_failed and run.report_trusted
+    assert "ZeroDivisionError" in run.messages["tests/testops.py::MeanTest::test_empty_is_zero"]
+
+
+NODE_PROJECT = {
+    "package.json": '{"name": "calc", "version": "1.0.0", "type": "module", "scripts": {"test": "node --test"}}\n',
+    "calc.js": "export function add(a, b) { return a + b }\nexport function div(a, b) { return a / b }\n",
+    "test/calc.test.js": (
+        "import { test, describe } from 'node:test'\nimport assert from 'node:assert/strict'\n"
+        "import { add, div } from '../calc.js'\n"
+        "test('adds', () => { assert.equal(add(1, 2), 3) })\n"
+        "describe('division', () => {\n"
+        "  test('divides', () => { assert.equal(div(6, 3), 2) })\n"
+        "  test('by zero throws', () => { assert.throws(() => div(1, 0)) })\n"
+        "})\n"
+        "test('later', { skip: true }, () => {})\n"
+    ),
+    "test/other.test.js": "import { test } from 'node:test'\nimport assert from 'node:assert/strict'\ntest('adds', () => assert.ok(true))\n",
+    "test/broken.test.js": "import { nope } from '../missing.js'\n",
+}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_test_runner_reports_each_test_with_its_file_and_suite(tmp_path):
+    ctx = make(tmp_path, NODE_PROJECT)
+    assert detect_framework(ctx.workspace) == "node"
+    assert test_files(ctx.workspace) == ["test/broken.test.js", "test/calc.test.js", "test/other.test.js"]
+    run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+    assert run.framework == "node"
+    assert run.outcomes == {
+        "test/calc.test.js::adds": "passed",
+        "test/calc.test.js::division > divides": "passed",
+        "test/calc.test.js::division > by zero throws": "failed",
+        "test/calc.test.js::later": "skipped",
+        "test/other.test.js::adds": "passed",  # same name, other file: its own id
+        "test/broken.test.js": "error",
+    }
+    assert run.exit_code == 1 and run.report_trusted and run.build_failed
+    assert "Missing expected exception" in run.messages["test/calc.test.js::division > by zero throws"]
+    only = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, ["test/other.test.js"])
+    assert only.outcomes == {"test/other.test.js::adds": "passed"} and only.exit_code == 0
+
+
+GO_PROJECT = {
+    "go.mod": "module example.com/calc\n\ngo 1.19\n",
+    "calc.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Abs(x int) int { return x }\n",
+    "calc_test.go": (
+        "package calc\n\nimport \"testing\"\n\n"
+        "func TestAdd(t *testing.T) { if Add(1, 2) != 3 { t.Fatal(\"bad sum\") } }\n\n"
+        "func TestAbs(t *testing.T) {\n\tfor _, c := range []struct{ in, want int }{{1, 1}, {-2, 2}} {\n"
+        "\t\tif got := Abs(c.in); got != c.want { t.Errorf(\"Abs(%d) = %d, want %d\", c.in, got, c.want) }\n\t}\n}\n\n"
+        "func TestLater(t *testing.T) { t.Skip(\"not yet\") }\n"
+    ),
+    "broken/broken.go": "package broken\n\nfunc F() int { return \"x\" }\n",
+    "broken/broken_test.go": "package broken\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
+}
+
+
+@pytest.mark.skipif(go_binary() is None, reason="go is not installed (Debian package golang-go)")
+def test_go_test_json_outcomes_and_a_package_that_does_not_compile(tmp_path):
+    ctx = make(tmp_path, GO_PROJECT)
+    assert detect_framework(ctx.workspace) == "go"
+    run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+    assert run.framework == "go", run.output
+    assert run.outcomes == {
+        "example.com/calc::TestAdd": "passed",
+        "example.com/calc::TestAbs": "failed",
+        "example.com/calc::TestLater": "skipped",
+        "example.com/calc/broken": "error",
+    }, run.output
+    assert run.exit_code != 0 and run.report_trusted and run.build_failed
+    assert "Abs(-2) = -2, want 2" in run.messages["example.com/calc::TestAbs"]
+    assert "cannot use" in run.messages["example.com/calc/broken"]
+    one = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, ["example.com/calc::TestAdd"])
+    assert one.outcomes == {"example.com/calc::TestAdd": "passed"} and one.exit_code == 0
+    assert not (ctx.workspace / "go.sum").exists()  # nothing written into the repository
+
+
+def test_jest_is_used_only_when_configured_and_installed(tmp_path):
+    files = {**NODE_PROJECT, "package.json": '{"name": "calc", "scripts": {"test": "jest"}, "jest": {}}\n'}
+    ctx = make(tmp_path, files)
+    assert detect_framework(ctx.workspace) == "node"  # jest configured but not in node_modules
+    jest = ctx.workspace / "node_modules" / ".bin" / "jest"
+    jest.parent.mkdir(parents=True)
+    jest.write_text("#!/bin/sh\n")
+    assert detect_framework(ctx.workspace) == "jest"
+
+
+def test_jest_json_report_is_read(tmp_path):
+    """Jest's ``--json`` report format (as documented for ``--json``/``--outputFile``)."""
+    from plugins.coding.testing_node import parse_jest_report
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"testResults": [
+        {"name": str(tmp_path / "src" / "a.test.js"), "status": "failed", "assertionResults": [
+            {"fullName": "math adds", "title": "adds", "status": "passed", "failureMessages": []},
+            {"fullName": "math divides", "title": "divides", "status": "failed", "failureMessages": ["Error: expected 2"]},
+            {"fullName": "math later", "title": "later", "status": "pending", "failureMessages": []},
+        ]},
+        {"name": str(tmp_path / "src" / "b.test.js"), "status": "failed", "message": "SyntaxError: Unexpected token", "assertionResults": []},
+    ]}))  # fmt: skip
+    outcomes, messages, suite_failed = parse_jest_report(tmp_path, report)
+    assert outcomes == {
+        "src/a.test.js::math adds": "passed", "src/a.test.js::math divides": "failed",
+        "src/a.test.js::math later": "skipped", "src/b.test.js": "error",
+    }  # fmt: skip
+    assert suite_failed and "expected 2" in messages["src/a.test.js::math divides"]
+
+
+PYTHON_BUG = {
+    "calc/__init__.py": "",
+    "calc/core.py": "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n",
+    "tests/test_core.py": "from calc.core import add, neg\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_neg():\n    assert neg(1) == -1\n",
+}
+FIX = {"path": "calc/core.py", "old_text": "return a - b", "new_text": "return a + b"}
+
+
+def episode(tmp_path: Path, edits: list[tuple[str, str, str]]):
+    """Set up the plugin on the buggy project, make ``edits`` ((path, old, new); old "" writes a new file), verify."""
+    ctx = make(tmp_path, PYTHON_BUG)
+    plugin = CodingPlugin()
+    task = Task(plugin="coding", instruction="add() subtracts", repo=ctx.workspace)
+    plugin.setup(task, ctx)
+    for rel, old, new in edits:
+        path = ctx.workspace / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(path.read_text().replace(old, new) if old else new)
+    return ctx, plugin.verify(task, ctx)
+
+
+FAKE_CONFTEST = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    report = outcome.get_result()\n    report.outcome = 'passed'\n"
+)
+
+
+def test_tests_are_reset_before_grading_and_edits_still_score_zero(tmp_path):
+    fix = ("calc/core.py", "return a - b", "return a + b")
+    weakened = ("tests/test_core.py", "assert neg(1) == -1", "assert neg(1) == 1")
+    planted = ("tests/conftest.py", "", FAKE_CONFTEST)  # would turn every failure into a pass
+    ctx, verification = episode(tmp_path, [fix, weakened, planted])
+    assert not verification.passed and verification.reward == 0.0  # test files were edited
+    detail = verification.components["fail_to_pass"].detail
+    # Graded against the original tests, without the planted conftest: the real fix shows.
+    assert detail["after"] == {"tests/test_core.py::test_add": "passed", "tests/test_core.py::test_neg": "passed"}
+    assert detail["fixed"] == ["tests/test_core.py::test_add"]
+    untouched = verification.components["tests_untouched"].detail
+    assert untouched["edited"] == ["tests/conftest.py", "tests/test_core.py"]
+    assert untouched["reset_before_grading"] == {"restored": ["tests/test_core.py"], "removed": ["tests/conftest.py"]}
+    assert verification.components["exit_code_agrees"].value == 1.0
+    assert "assert neg(1) == 1" in (ctx.workspace / "tests" / "test_core.py").read_text()  # the final diff keeps it
+    assert (ctx.workspace / "tests" / "conftest.py").is_file()
+
+
+def test_printed_passed_text_and_a_faked_exit_code_do_not_count(tmp_path):
+    # Code under test that makes the interpreter exit 0 at once: the report is never written.
+    exit_early = ("calc/core.py", "def add(a, b):\n    return a - b\n", "import os\n\n\ndef add(a, b):\n    print('test_add PASSED')\n    os._exit(0)\n")
+    _ctx, verification = episode(tmp_path, [exit_early])
+    assert verification.reward == 0.0 and not verification.passed
+    assert verification.summary.startswith("no test ran at the end")
+
+    # Code under test that makes the run exit non-zero after every test passed: the exit code wins.
+    crash_at_exit = ("calc/core.py", "return a - b", "return a + b\n\n\nimport atexit, os\natexit.register(lambda: os._exit(3))")
+    _ctx, verification = episode(tmp_path / "second", [crash_at_exit])
+    assert verification.components["exit_code_agrees"].value == 0.0
+    assert verification.reward == 0.0 and "contradicts its report" in verification.summary
