@@ -1,12 +1,23 @@
 """Walking a repository's files (honouring ``.gitignore``) and regex search over them.
 
-Everything here runs in-process: it only reads the workspace.
+Everything here only reads the workspace. ``search_code`` uses ripgrep (``rg``, Debian package
+``ripgrep``) when it is installed: rg walks and searches a large tree several times faster
+than Python can. It is told to follow the same rules as ``iter_files`` (``.gitignore`` files
+of the repository only, hidden files included, ``SKIPPED_DIRS`` left out, files over
+``MAX_SEARCH_FILE_BYTES`` and binary files skipped, symbolic links not followed). A pattern
+that Python accepts but ripgrep's regex engine does not (look-around, back-references) is
+searched in Python instead, as is everything when rg is missing or
+``HORIZON_SEARCH_BACKEND=python`` is set. Ordering can differ between the two only in which
+files come first among equals: rg sorts whole paths, Python lists a folder's files before its
+sub-folders.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,6 +206,11 @@ def search_code(root: Path, pattern: str, start: Path | None = None, max_results
     """
     regex = compile_pattern(pattern)
     root = root.resolve()
+    rg = ripgrep()
+    if rg is not None:
+        found = _search_with_ripgrep(rg, root, pattern, start, max_results)
+        if found is not None:
+            return found
     matches: list[SearchMatch] = []
     searched = skipped = 0
     for path in iter_files(root, start):
@@ -217,6 +233,68 @@ def search_code(root: Path, pattern: str, start: Path | None = None, max_results
                     return SearchResult(matches, True, searched, skipped)
                 matches.append(SearchMatch(rel, number, line))
     return SearchResult(matches, False, searched, skipped)
+
+
+SEARCH_BACKEND_ENV = "HORIZON_SEARCH_BACKEND"
+#: Seconds a ripgrep search may take before it is stopped (and Python searches instead).
+RIPGREP_TIMEOUT_S = 60.0
+_STATS_FILES = re.compile(rb"^(\d+) files searched$")
+
+
+def ripgrep() -> str | None:
+    """The ``rg`` program to search with, or None (not installed, or ``HORIZON_SEARCH_BACKEND=python``)."""
+    if os.environ.get(SEARCH_BACKEND_ENV, "").strip().lower() == "python":
+        return None
+    return shutil.which("rg")
+
+
+def _search_with_ripgrep(rg: str, root: Path, pattern: str, start: Path | None, max_results: int) -> SearchResult | None:
+    """Search with ripgrep under the rules of ``iter_files``; None when rg refuses the pattern or fails."""
+    argv = [
+        rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color", "never", "--stats",
+        "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-parent", "--no-ignore-dot",
+        "--max-filesize", str(MAX_SEARCH_FILE_BYTES), "--sort", "path",
+        *(f"--glob=!{name}" for name in sorted(SKIPPED_DIRS)),
+        "--regexp", pattern,
+    ]  # fmt: skip
+    target = (start or root).resolve()
+    if target != root:
+        argv += ["--", target.relative_to(root).as_posix()]
+    try:
+        proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    except OSError:
+        return None
+    matches: list[SearchMatch] = []
+    truncated = False
+    searched = 0
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            path, sep, rest = raw.partition(b"\0")
+            if not sep:
+                stats = _STATS_FILES.match(raw.strip())
+                searched = int(stats.group(1)) if stats else searched
+                continue
+            if len(matches) >= max_results:
+                truncated = True
+                break
+            number, _colon, text = rest.partition(b":")
+            rel = path.decode("utf-8", "surrogateescape").removeprefix("./")
+            matches.append(SearchMatch(rel, int(number), text.rstrip(b"\r\n").decode("utf-8", "replace")))
+        if truncated:
+            proc.kill()
+        proc.wait(timeout=RIPGREP_TIMEOUT_S)
+    except (subprocess.TimeoutExpired, ValueError):
+        proc.kill()
+        proc.wait()
+        return None
+    finally:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if not truncated and proc.returncode not in (0, 1):  # 2: rg's regex engine refused the pattern, or an error
+        return None
+    return SearchResult(matches, truncated, searched, 0)
 
 
 def shorten(text: str, limit: int = MAX_LINE_CHARS) -> str:

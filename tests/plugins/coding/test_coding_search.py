@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from plugins.coding import symbols
+from plugins.coding import search, symbols
 from plugins.coding.search import iter_files
 from plugins.coding.tools import find_symbol, search_code
 
@@ -160,3 +160,22 @@ def test_find_symbol_sees_edits_to_cached_files(python_repo):
 def test_symbol_index_survives_syntax_errors(source, language):
     index = symbols._index_source(source, language)
     assert index.definitions  # something was still recognised
+
+
+@pytest.mark.skipif(search.ripgrep() is None, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize("pattern", [r"def \w+\(self", r"(?i)NICKNAME", r"return (?!None)\w+", "no_such_text_anywhere"])
+def test_ripgrep_and_python_backends_agree(python_repo, monkeypatch, pattern):
+    root = python_repo.root
+    (root / ".hidden.py").write_text("def hidden(self):\n    return value\n")  # hidden files are searched
+    (root / "users" / ".gitignore").write_text("generated_*.py\n")
+    (root / "users" / "generated_x.py").write_text("def ignored(self):\n    return value\n")
+    fast = search.search_code(root, pattern, None, 500)
+    monkeypatch.setenv(search.SEARCH_BACKEND_ENV, "python")
+    slow = search.search_code(root, pattern, None, 500)
+    key = lambda r: sorted((m.path, m.line, m.text) for m in r.matches)
+    assert key(fast) == key(slow)
+    assert not any(m.path == "users/generated_x.py" for m in fast.matches)
+    if pattern.startswith("def"):
+        assert any(m.path == ".hidden.py" for m in fast.matches)
+    if pattern == "no_such_text_anywhere":
+        assert fast.files_searched == slow.files_searched > 5
