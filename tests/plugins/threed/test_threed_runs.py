@@ -1,0 +1,134 @@
+"""Whole episodes through the real runner (``core.runner.Run``): the example scripts, a wrong
+script, and an episode full of bad input; each ends verified with its reward and named checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from core.plugin import Task
+from core.policy import ScriptedPolicy
+from core.policy.scripted import load_script
+from core.runner import Run, RunResult, open_store
+from core.state import ExitStatus, Limits, Pricing
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "threed"
+
+
+def run_episode(repo: Path, turns: list[dict[str, Any]], on_event=None, holder: list | None = None) -> tuple[RunResult, dict[str, Any]]:
+    started = Run.start(
+        Task(plugin="threed", instruction="build the scene in task.json", repo=repo), ScriptedPolicy(turns),
+        policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(max_steps=len(turns) + 2), pricing=Pricing(),
+        on_event=on_event,
+    )
+    if holder is not None:
+        holder.append(started)
+    try:
+        result = started.execute()
+    finally:
+        started.close()
+    with closing(open_store(result.run_id)) as store:
+        stored = {"rewards": store.rewards(), "messages": store.messages(), "row": store.run()}
+    stored["crash"] = (started.folder / "crash.txt").is_file()
+    stored["workspace"] = started.folder / "workspace"
+    return result, stored
+
+
+def without_renders(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The script minus its render_preview calls (renders cost seconds and no reward)."""
+    return [t for t in turns if t.get("tool") != "render_preview"]
+
+
+def test_low_table_script_builds_the_table_with_reward_1():
+    turns = without_renders(load_script(EXAMPLES / "low-table.jsonl"))  # render_preview has its own tests
+    result, stored = run_episode(EXAMPLES / "low-table", turns)
+    assert not stored["crash"], result.exit_detail
+    assert result.exit_status == ExitStatus.SUBMITTED and result.reward == 1.0
+    rewards = stored["rewards"]
+    assert {"Tabletop/closed_solid", "Leg.BR/dimensions", "scene/overall_dimensions", "scene/lights", "scene/camera"} <= set(rewards)
+    assert all(c["value"] == 1.0 for c in rewards.values())
+    assert (stored["workspace"] / "scene.blend").is_file()
+    assert not (EXAMPLES / "low-table" / "scene.blend").exists()  # the example folder itself is untouched
+
+
+def test_a_leg_10_cm_too_short_scores_lower_and_names_the_check():
+    turns = without_renders(load_script(EXAMPLES / "low-table-short-leg.jsonl"))
+    result, stored = run_episode(EXAMPLES / "low-table", turns)
+    assert result.exit_status == ExitStatus.SUBMITTED
+    assert 0 < result.reward < 1.0
+    failing = {name for name, c in stored["rewards"].items() if c["value"] < 1.0}
+    assert failing == {"Leg.BR/dimensions"}
+    detail = stored["rewards"]["Leg.BR/dimensions"]["detail"]
+    assert detail["measured"][2] == 0.31 and "z is 0.31 m, asked 0.41" in detail["message"]
+
+
+def test_pen_holder_matches_its_reference_mesh():
+    turns = without_renders(load_script(EXAMPLES / "pen-holder.jsonl"))
+    result, stored = run_episode(EXAMPLES / "pen-holder", turns)
+    assert result.reward == 1.0, stored["rewards"]
+    ref = stored["rewards"]["PenHolder/reference"]["detail"]
+    assert ref["chamfer_m"] < 0.0005 and ref["iou"] > 0.9
+
+
+def test_bad_input_gives_clear_observations_and_the_run_goes_on(tmp_path):
+    repo = tmp_path / "block"
+    repo.mkdir()
+    (repo / "task.json").write_text(json.dumps({
+        "objects": [{"name": "Block", "dimensions": [0.5, 0.5, 0.5], "materials": ["Steel"]}],
+    }))
+    turns = [
+        {"tool": "add_primitive", "arguments": {"name": "Block", "kind": "cube", "size": [0.5, 0.5, 0.5]}},
+        {"tool": "set_material", "arguments": {"object": "Block", "material": "Vibranium"}},
+        {"tool": "add_mesh", "arguments": {"name": "Sheet", "vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}},
+        {"tool": "add_modifier", "arguments": {"name": "Block", "kind": "boolean", "object": "Sheet"}},
+        {"tool": "set_camera", "arguments": {"location": [2, -2, 2], "target": [0, 0, 0]}},
+        {"tool": "render_preview", "arguments": {"width": 640, "height": 480, "samples": 1024, "time_limit_s": 1}},
+        {"tool": "delete_object", "arguments": {"name": "Sheet"}},  # the worker is killed after this call
+        {"tool": "set_material", "arguments": {"object": "Block", "material": "Steel", "preset": "steel"}},
+        {"tool": "finish", "arguments": {"summary": "a steel block"}},
+    ]
+    holder: list[Run] = []
+
+    def kill_worker_after_delete(kind: str, data: dict[str, Any]) -> None:
+        if kind == "tool" and data["call"] is not None and data["call"].name == "delete_object":
+            worker = holder[0].episode.ctx.plugin_state["worker"]
+            os.kill(worker.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while worker.pid is not None and time.monotonic() < deadline:  # dead between calls, not during one
+                time.sleep(0.05)
+
+    result, stored = run_episode(repo, turns, kill_worker_after_delete, holder)
+    assert not stored["crash"]
+    observations = [m.content for m in stored["messages"] if m.role == "tool"]
+    assert len(observations) == len(turns)
+    assert "material 'Vibranium' does not exist" in observations[1]
+    assert "boolean needs closed solids" in observations[3] and "'Sheet' has 3 non-manifold edges" in observations[3]
+    assert "time limit of 1 s" in observations[5]
+    assert "worker had stopped, killed by SIGKILL" in observations[7] and "created and assigned 'Steel'" in observations[7]
+    assert result.exit_status == ExitStatus.SUBMITTED and result.reward == 1.0
+
+
+def test_scene_without_task_json_is_graded_free_form(tmp_path):
+    repo = tmp_path / "free"
+    repo.mkdir()
+    turns = [
+        {"tool": "add_primitive", "arguments": {"name": "Ball", "kind": "uv_sphere", "radius": 0.2}},
+        {"tool": "add_primitive", "arguments": {"name": "Card", "kind": "plane", "size": [0.2, 0.1]}},
+        {"tool": "set_material", "arguments": {"object": "Ball", "material": "Glass", "preset": "glass"}},
+        {"tool": "finish", "arguments": {"summary": "a ball and a card"}},
+    ]
+    result, stored = run_episode(repo, turns)
+    failing = sorted(n for n, c in stored["rewards"].items() if c["value"] < 1)
+    assert failing == ["Card/closed_solid", "Card/materials"]
+    assert result.reward == 0.5
+
+
+def test_examples_are_unchanged_by_runs():
+    for folder in ("low-table", "pen-holder"):
+        names = sorted(p.name for p in (EXAMPLES / folder).iterdir())
+        assert "scene.blend" not in names and "task.json" in names
