@@ -22,8 +22,7 @@ reason and the evidence. The reasons:
   ``before``); or two episodes with the same starting files whose set-up runs disagree.
 - ``state_leak``: an episode did not start fresh: it started inside another run's folder, or its
   starting files carry another episode's changes (a file whose starting content is exactly what
-  an earlier episode of the same task and repository ended with, where that episode's own start
-  differed).
+  an earlier episode of the same task ended with, where that episode's own start differed).
 
 ``apply_gates`` returns a ``GateReport``: the verdicts per run and a count per reason.
 """
@@ -216,20 +215,21 @@ def _leaks(runs: list[RunRecord], runs_root: Path | None) -> dict[str, list[Flag
             repo = Path(run.row.get("repo") or "")
             if run.row.get("repo") and (repo.resolve() == root or root in repo.resolve().parents):
                 out.setdefault(run.run_id, []).append(Flag("state_leak", f"started from {repo}, inside the run store (another run's files)"))
-    by_repo: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
+    by_task: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for run in runs:
-        if run.start_tree and run.row.get("repo"):
-            by_repo[(run.plugin, run.instruction, run.row["repo"])].append(run)
-    for members in by_repo.values():
+        if run.start_tree:
+            by_task[(run.plugin, run.instruction)].append(run)
+    for members in by_task.values():
         if len({r.start_tree for r in members}) < 2:
             continue  # all started from the same files
         members = sorted(members, key=lambda r: r.run_id)
         starts = {r.run_id: _blobs(r.folder, final=False) for r in members}
+        ends: dict[str, dict[str, str]] = {}
         for i, later in enumerate(members):
             for earlier in members[:i]:
                 if earlier.start_tree == later.start_tree:
                     continue
-                ended = _blobs(earlier.folder, final=True)
+                ended = ends.setdefault(earlier.run_id, _blobs(earlier.folder, final=True))
                 carried = sorted(p for p, blob in starts[later.run_id].items()
                                  if starts[earlier.run_id].get(p) != blob and ended.get(p) == blob)
                 if carried:

@@ -27,6 +27,7 @@ turns to fit its context window.
 
 from __future__ import annotations
 
+import atexit
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -84,6 +85,7 @@ class Retokenizer:
         self.model_path = model_path or bundled_model_path()
         self.name = self.model_path.name
         self._llm = Llama(model_path=str(self.model_path), vocab_only=True, verbose=False)
+        atexit.register(self._llm.close)  # before interpreter teardown, where llama.cpp's own __del__ fails
         source = self._llm.metadata.get("tokenizer.chat_template")
         if not source:
             raise ModelUnavailable(f"{self.model_path} has no tokenizer.chat_template; token export needs one")

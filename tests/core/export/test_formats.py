@@ -1,0 +1,184 @@
+"""Every export format, written from real runs and read back by its consumer's library or schema."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from datasets import load_dataset
+
+from core.errors import UserError
+from core.export import export_runs, load_run
+from core.export.openai_ft import validate_line
+from core.export.tokens import default_retokenizer
+
+EXPECTED = {"py_fix", "java_fix", "py_view", "py_edit", "py_search", "py_view_edit", "py_view_mid"}  # pass every gate
+PYTHON_GROUP = EXPECTED - {"java_fix"}
+
+
+@pytest.fixture(scope="module")
+def exported(episodes, tmp_path_factory):
+    """Every format, exported once from all eleven runs (the gates leave seven)."""
+    out = tmp_path_factory.mktemp("exports")
+    ids = list(episodes.ids.values())
+    results = {}
+    for fmt, name in [("sft-jsonl", "sft.jsonl"), ("sft-parquet", "sft.parquet"), ("openai", "openai.jsonl"),
+                      ("verl", "verl.parquet"), ("skyrl", "skyrl.parquet"), ("tokens", "tokens.parquet"), ("grpo", "grpo.jsonl")]:
+        results[fmt] = export_runs(ids, fmt, out / name, home=episodes.home)
+    return results
+
+
+def names(episodes, run_ids):
+    by_id = {v: k for k, v in episodes.ids.items()}
+    return {by_id[r] for r in run_ids}
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_gates_leave_out_the_flagged_runs(episodes, exported):
+    for result in exported.values():
+        assert names(episodes, result.exported) == EXPECTED
+        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "py_test_edit", "py_view_again"}
+
+
+def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
+    rows = read_jsonl(exported["sft-jsonl"].files[0])
+    assert len(rows) == 7
+    row = next(r for r in rows if r["run_id"] == episodes.ids["py_fix"])
+    assert [m["role"] for m in row["messages"]] == ["system", "user"] + ["assistant", "tool"] * 6
+    calls = [m["tool_calls"][0] for m in row["messages"] if m["role"] == "assistant"]
+    assert [c["function"]["name"] for c in calls] == [t["tool"] for t in episodes.scripts["py_fix"]]
+    assert json.loads(calls[3]["function"]["arguments"]) == episodes.scripts["py_fix"][3]["arguments"]
+    answers = [m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"]
+    assert answers == [c["id"] for c in calls]
+    tool_names = {t["function"]["name"] for t in row["tools"]}
+    assert {c["function"]["name"] for c in calls} <= tool_names and all(t["type"] == "function" for t in row["tools"])
+    assert (row["reward"], row["correct"], row["plugin"]) == (1.0, True, "coding")
+    assert "2/2" in load_run(row["run_id"], episodes.home).row["exit_detail"] or row["exit_status"] == "submitted"
+
+
+def test_sft_parquet_loads_with_datasets_and_matches_the_jsonl(exported):
+    ds = load_dataset("parquet", data_files=str(exported["sft-parquet"].files[0]), split="train")
+    assert len(ds) == 7 and set(ds.column_names) >= {"messages", "tools", "reward", "run_id"}
+    jsonl = {r["run_id"]: r for r in read_jsonl(exported["sft-jsonl"].files[0])}
+    for row in ds:
+        assert row["messages"] == jsonl[row["run_id"]]["messages"]
+        assert json.loads(row["tools"]) == jsonl[row["run_id"]]["tools"]
+
+
+def test_openai_fine_tuning_lines_follow_the_documented_format(exported):
+    lines = read_jsonl(exported["openai"].files[0])
+    assert len(lines) == 7
+    for line in lines:
+        assert validate_line(line) == []
+        assert set(line) == {"messages", "tools", "parallel_tool_calls"} and line["parallel_tool_calls"] is False
+    broken = json.loads(json.dumps(lines[0]))
+    broken["messages"][3]["tool_call_id"] = "nobody"
+    broken["messages"].append({"role": "robot", "content": "x"})
+    problems = validate_line(broken)
+    assert any("answers no earlier" in p for p in problems) and any("robot" in p for p in problems)
+
+
+def test_verl_task_parquet_and_tool_config(exported):
+    result = exported["verl"]
+    parquet, config = result.files
+    ds = load_dataset("parquet", data_files=str(parquet), split="train")
+    assert len(ds) == 2  # two tasks: the Python one (six runs) and the Java one
+    assert set(ds.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info", "agent_name"}
+    tools = yaml.safe_load(config.read_text())["tools"]
+    tool_names = {t["tool_schema"]["function"]["name"] for t in tools}
+    for row in ds:
+        assert row["data_source"] == "horizon/coding" and row["ability"] == "coding" and row["agent_name"] == "tool_agent"
+        assert [m["role"] for m in row["prompt"]] == ["system", "user"] and "fix NPE" in row["prompt"][1]["content"]
+        assert row["reward_model"]["style"] == "rule"
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        assert len(truth["targets"]) == 2 and truth["start_tree"]
+        kwargs = row["extra_info"]["tools_kwargs"]
+        assert set(kwargs) >= tool_names and row["extra_info"]["need_tools_kwargs"] is True
+        assert all(kwargs[n]["create_kwargs"]["start_tree"] == truth["start_tree"] for n in tool_names)
+    assert sorted(len(r["extra_info"]["run_ids"]) for r in ds) == [1, 6]
+    assert all(t["class_name"] and t["config"]["type"] == "native" for t in tools)
+
+
+def test_skyrl_rows_follow_skyrls_dataset_format(exported):
+    ds = load_dataset("parquet", data_files=str(exported["skyrl"].files[0]), split="train")
+    assert len(ds) == 2
+    assert {"data_source", "prompt", "env_class", "reward_spec"} <= set(ds.column_names)
+    for row in ds:
+        assert row["env_class"] == "horizon_coding" and row["reward_spec"]["method"] == "rule"
+        assert json.loads(row["reward_spec"]["ground_truth"])["targets"]
+        assert all(isinstance(m["content"], str) and m["role"] in ("system", "user") for m in row["prompt"])
+
+
+def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
+    tok = default_retokenizer()
+    rows = pq.read_table(exported["tokens"].files[0]).to_pylist()
+    for name in ("py_fix", "java_fix"):
+        run = load_run(episodes.ids[name], episodes.home)
+        mine = [r for r in rows if r["run_id"] == run.run_id]
+        whole = next(r for r in mine if r["kind"] == "trajectory")
+        steps = sorted((r for r in mine if r["kind"] == "step"), key=lambda r: r["step"])
+        # what the model wrote, rendered independently of the exporter: each call as the embedded
+        # policy's JSON, closed by the end-of-turn token
+        said = []
+        for m in run.messages:
+            if m.role == "assistant":
+                call = m.tool_calls[0]
+                said.append(json.dumps({"name": call.name, "arguments": json.loads(call.arguments)}) + "<|im_end|>")
+        masked = [t for t, keep in zip(whole["response_ids"], whole["loss_mask"]) if keep]
+        assert tok.decode(masked) == "".join(said)
+        unmasked = tok.decode([t for t, keep in zip(whole["response_ids"], whole["loss_mask"]) if not keep])
+        assert "<|im_start|>tool" in unmasked and "passed" in unmasked  # observations are there, unmasked
+        assert not any(s.removesuffix("<|im_end|>") in unmasked for s in said)
+        assert len(whole["loss_mask"]) == len(whole["response_ids"]) and set(whole["loss_mask"]) == {0, 1}
+        assert tok.decode(whole["prompt_ids"]).endswith("<|im_start|>assistant\n")
+        assert tok.decode(whole["prompt_ids"]).startswith("<|im_start|>system\n")
+        assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
+        assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
+        assert [tok.decode(s["response_ids"]) for s in steps] == said
+        assert all(set(s["loss_mask"]) == {1} for s in steps)
+        assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [1.0]
+        # each step's prompt is the whole trajectory's text up to that point
+        full = whole["prompt_ids"] + whole["response_ids"]
+        for s in steps:
+            n = len(s["prompt_ids"])
+            assert full[:n] == s["prompt_ids"] and full[n:n + len(s["response_ids"])] == s["response_ids"]
+
+
+def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
+    rows = read_jsonl(exported["grpo"].files[0])
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["group_id"], []).append(r)
+    sizes = sorted(len(g) for g in groups.values())
+    assert sizes == [1, 6]
+    python = next(g for g in groups.values() if len(g) == 6)
+    assert names(episodes, [r["run_id"] for r in python]) == PYTHON_GROUP
+    by_name = {n: r for n in PYTHON_GROUP for r in python if r["run_id"] == episodes.ids[n]}
+    assert {n: r["reward"] for n, r in by_name.items()} == {
+        "py_fix": 1.0, "py_edit": 1.0, "py_view_edit": 1.0, "py_view": 0.0, "py_search": 0.0, "py_view_mid": 0.0}
+    rewards = [r["reward"] for r in python]
+    mean, std = sum(rewards) / 6, statistics.stdev(rewards)  # 0.5 and sqrt(0.3)
+    for r in python:
+        assert r["advantage"] == pytest.approx((r["reward"] - mean) / (std + 1e-6))
+    assert by_name["py_fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
+    (java,) = next(g for g in groups.values() if len(g) == 1)
+    assert java["advantage"] == 0.0 and java["group_size"] == 1
+
+
+def test_bad_requests_are_clear_errors_and_lose_nothing(episodes, exported, tmp_path):
+    existing = exported["openai"].files[0]
+    before = existing.read_bytes()
+    with pytest.raises(UserError, match="exists; choose another --out or pass --overwrite"):
+        export_runs([episodes.ids["py_fix"]], "openai", existing, home=episodes.home)
+    assert existing.read_bytes() == before
+    with pytest.raises(UserError, match="unknown export format 'csv'"):
+        export_runs([episodes.ids["py_fix"]], "csv", tmp_path / "x", home=episodes.home)
+    with pytest.raises(UserError, match="no run 'nope'"):
+        export_runs(["nope"], "openai", tmp_path / "y.jsonl", home=episodes.home)
+    assert not (tmp_path / "y.jsonl").exists()

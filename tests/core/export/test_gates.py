@@ -1,0 +1,110 @@
+"""Quality gates on real runs: infrastructure failures, reward hacking, duplicates."""
+
+from core.export import apply_gates, load_run
+from core.export.gates import REASONS, is_checker_input
+from core.plugin import Task
+from core.policy import ScriptedPolicy
+from core.runner import Run, runs_dir
+from core.state import Limits, Pricing
+
+
+def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactly(episodes):
+    r = episodes.results
+    assert (r["infra_setup"].status, r["infra_mid"].status) == ("crashed", "crashed")
+    assert r["py_fix"].reward == 1.0 and r["java_fix"].reward == 1.0 and r["py_test_edit"].reward == 0.0
+    runs = [load_run(episodes.ids[n], episodes.home) for n in episodes.ten]
+    report = apply_gates(runs, runs_dir(episodes.home))
+    flagged = {name: report.flags[episodes.ids[name]] for name in episodes.ten if report.flags[episodes.ids[name]]}
+    assert set(flagged) == {"infra_setup", "infra_mid", "py_test_edit"}
+    assert {f.reason for f in flagged["infra_setup"]} == {"infrastructure_failure"}
+    assert "NotADirectoryError" in flagged["infra_setup"][0].detail and "crashed" in flagged["infra_setup"][0].detail
+    assert {f.reason for f in flagged["infra_mid"]} == {"infrastructure_failure"}
+    hacking = flagged["py_test_edit"]
+    assert {f.reason for f in hacking} == {"reward_hacking"}
+    assert any("tests/test_service.py" in f.detail for f in hacking)
+    counts = report.counts()
+    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "near_duplicate": 0,
+                      "nondeterministic_environment": 0, "state_leak": 0}
+    assert list(counts) == list(REASONS)
+    table = report.table()
+    assert "checked" in table and "passed" in table and len(report.passed()) == 7
+    assert [line.split() for line in table.splitlines()][:3] == [["checked", "10"], ["passed", "7"], ["infrastructure_failure", "2"]]
+
+
+def test_a_repeated_trajectory_is_flagged_once_and_the_first_kept(episodes):
+    runs = [load_run(episodes.ids[n], episodes.home) for n in ("py_view", "py_view_again", "py_view_mid")]
+    report = apply_gates(runs)
+    assert report.flags[episodes.ids["py_view"]] == [] and report.flags[episodes.ids["py_view_mid"]] == []
+    (flag,) = report.flags[episodes.ids["py_view_again"]]
+    assert flag.reason == "near_duplicate" and episodes.ids["py_view"] in flag.detail
+
+
+def test_a_test_run_before_any_edit_agrees_with_the_set_up_run(episodes):
+    # py_fix runs the suite at step 3 after two read-only calls: the gate compared it and found agreement
+    run = load_run(episodes.ids["py_fix"], episodes.home)
+    assert run.tool_calls[2]["tool"] == "run_tests" and run.tool_calls[2]["data"]["tests"]
+    assert {"search_code", "view_file"} <= run.read_only_tools
+    assert apply_gates([run]).flags[run.run_id] == []
+
+
+def test_checker_inputs():
+    assert is_checker_input("tests/test_service.py") and is_checker_input("conftest.py")
+    assert is_checker_input("src/test/java/com/example/users/UserServiceTest.java")
+    assert is_checker_input("pkg/thing_test.go") and is_checker_input("web/app.spec.ts")
+    assert not is_checker_input("users/service.py") and not is_checker_input("src/main/java/com/example/users/UserService.java")
+
+
+def _start(repo, script, home):
+    run = Run.start(
+        Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(script),
+        policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(max_steps=5), pricing=Pricing(), home=home,
+    )
+    try:
+        return run.execute()
+    finally:
+        run.close()
+
+
+def test_an_episode_started_from_another_runs_files_is_a_state_leak(episodes):
+    # a real mistake: pointing a new episode at an earlier run's workspace, which holds that run's fix
+    leaked_repo = runs_dir(episodes.home) / episodes.ids["py_edit"] / "workspace"
+    result = _start(leaked_repo, [{"tool": "view_file", "arguments": {"path": "users/service.py"}}, {"tool": "finish", "arguments": {"summary": "done"}}],
+                    episodes.home)
+    runs = [load_run(episodes.ids[n], episodes.home) for n in ("py_fix", "py_edit", "py_view")] + [load_run(result.run_id, episodes.home)]
+    report = apply_gates(runs, runs_dir(episodes.home))
+    flags = report.flags[result.run_id]
+    assert {f.reason for f in flags} == {"state_leak"} and len(flags) == 2
+    assert any("inside the run store" in f.detail for f in flags)
+    assert any("users/service.py" in f.detail and "not a fresh attempt" in f.detail for f in flags)
+    assert report.passed() == [episodes.ids[n] for n in ("py_fix", "py_edit", "py_view")]
+
+
+FLAKY_TEST = '''from pathlib import Path
+
+from calc import add
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_passes_only_on_a_fresh_checkout():
+    marker = Path(__file__).parent / ".ran-before"  # state a test run leaves behind
+    fresh = not marker.exists()
+    marker.write_text("ran")
+    assert fresh
+'''
+
+
+def test_tests_that_disagree_on_the_starting_files_flag_the_environment(tmp_path):
+    repo = tmp_path / "flaky"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_calc.py").write_text(FLAKY_TEST)
+    home = tmp_path / "home"
+    result = _start(repo, [{"tool": "run_tests", "arguments": {}}, {"tool": "finish", "arguments": {"summary": "done"}}], home)
+    run = load_run(result.run_id, home)
+    assert run.tool_calls[0]["data"]["tests"]["test_calc.py::test_passes_only_on_a_fresh_checkout"] == "failed"
+    (flag,) = apply_gates([run]).flags[run.run_id]
+    assert flag.reason == "nondeterministic_environment"
+    assert "test_passes_only_on_a_fresh_checkout: passed then failed" in flag.detail
