@@ -1,0 +1,29 @@
+"""Evaluating a plugin on a suite of tasks: ``agent eval PLUGIN SUITE``.
+
+    tasks.py     task folders (task.json/task.toml, repo/, fix.diff) and diff hunks as edits
+    policies.py  scripted policies built from a task: reference, finish-only, edit-tests
+    runner.py    one episode per (task, attempt) as a Horizon run, in a process pool
+    metrics.py   pass@k (Chen et al., 2021) and the summary
+"""
+
+from core.eval.metrics import pass_at_k, summarize
+from core.eval.policies import SCRIPTED
+from core.eval.runner import EpisodeResult, EpisodeSpec, episode_specs, new_eval_dir, run_episode, run_eval
+from core.eval.tasks import EvalTask, TaskSpec, diff_edits, load_suite, load_task
+
+__all__ = [
+    "SCRIPTED",
+    "EpisodeResult",
+    "EpisodeSpec",
+    "EvalTask",
+    "TaskSpec",
+    "diff_edits",
+    "episode_specs",
+    "load_suite",
+    "load_task",
+    "new_eval_dir",
+    "pass_at_k",
+    "run_episode",
+    "run_eval",
+    "summarize",
+]

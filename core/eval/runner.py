@@ -1,0 +1,274 @@
+"""Running a suite: every task, k attempts each, in parallel; each episode a normal Horizon run.
+
+``run_episode`` is the unit of work: it takes a picklable ``EpisodeSpec`` and returns an
+``EpisodeResult``, so any pool can run it (a process pool here; a Ray task later). Each
+episode is started with ``core.runner.Run`` and is listed by ``agent runs`` like any other run.
+``run_eval`` schedules the episodes and appends each result to the evaluation's
+``results.jsonl`` the moment it ends, so an evaluation cut short keeps what it finished::
+
+    $HORIZON_HOME/evals/<eval id>/
+        results.jsonl      one EpisodeResult per line, in the order episodes ended
+        summary.json       pass@1, pass@k, mean reward and cost, overall and per task
+        scripts/           the scripted policies' turns (task-attempt.jsonl)
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from core.config import horizon_home
+from core.errors import HorizonError
+from core.eval.metrics import summarize
+from core.eval.policies import SCRIPTED, write_script
+from core.eval.tasks import EvalTask
+from core.runner import new_run_id
+
+
+class EpisodeSpec(BaseModel):
+    """Everything one worker needs to run one attempt at one task (picklable, JSON-able).
+
+    Attributes:
+        task: the task's name; ``task_folder`` its folder (holding ``repo/``).
+        attempt: 0-based attempt number.
+        plugin: the plugin that runs the episode (``coding``).
+        instruction: the task message.
+        fail_to_pass, pass_to_pass: the task's test ids, checked against the final outcomes.
+        policy: ``{"kind": ...}`` as ``core.runner.policy_spec`` makes it (a scripted policy
+            carries its script's path).
+        limits, pricing: ``core.state.Limits`` / ``Pricing`` as dicts.
+        isolated: run commands in the bwrap sandbox.
+        home: Horizon's home folder (runs are stored under it).
+    """
+
+    task: str
+    task_folder: str
+    attempt: int
+    plugin: str
+    instruction: str
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    policy: dict[str, Any]
+    limits: dict[str, Any]
+    pricing: dict[str, Any]
+    isolated: bool = True
+    home: str
+
+
+class EpisodeResult(BaseModel):
+    """How one episode went.
+
+    Attributes:
+        task, attempt: which episode.
+        run_id: its run (``agent show RUN_ID``); empty when it could not start.
+        exit_status: the episode's exit status (``error`` when it could not start).
+        reward: the plugin's verified reward in [0, 1], or None when it was not verified.
+        resolved: the plugin's verification passed, every fail-to-pass test of the task passes
+            and every pass-to-pass test still passes (SWE-bench's definition).
+        fail_to_pass_passed: fail-to-pass tests that pass at the end (of ``len(fail_to_pass)``).
+        pass_to_pass_broken: pass-to-pass tests that do not pass at the end.
+        summary: the verification's one-line summary, or the error.
+        steps: model calls; cost: spend in the pricing's currency; seconds: wall-clock time.
+    """
+
+    task: str
+    attempt: int
+    run_id: str = ""
+    exit_status: str = ""
+    reward: float | None = None
+    resolved: bool = False
+    fail_to_pass_passed: int = 0
+    fail_to_pass_total: int = 0
+    pass_to_pass_broken: list[str] = []
+    summary: str = ""
+    steps: int = 0
+    cost: float = 0.0
+    seconds: float = 0.0
+
+
+def _final_outcomes(components: dict[str, Any]) -> dict[str, str] | None:
+    """The per-test outcomes at the end, from the verification's components (``detail["after"]``)."""
+    for component in components.values():
+        detail = component.detail if hasattr(component, "detail") else component.get("detail", {})
+        if isinstance(detail, dict) and isinstance(detail.get("after"), dict):
+            return detail["after"]
+    return None
+
+
+def _passes(test_id: str, after: dict[str, str]) -> bool:
+    if test_id in after:
+        return after[test_id] == "passed"
+    inside = [o for t, o in after.items() if t.startswith(test_id + "::")]  # a module id: all of its tests
+    return bool(inside) and all(o in ("passed", "skipped") for o in inside)
+
+
+def run_episode(spec: EpisodeSpec) -> EpisodeResult:
+    """Run one attempt at one task as a Horizon run and grade it against the task's tests.
+
+    Never raises for a failing episode: a run that cannot start gives a result with
+    ``exit_status="error"`` and the reason in ``summary``.
+    """
+    from core.config import load_settings
+    from core.plugin import Task
+    from core.runner import Run, make_policy
+    from core.state import Limits, Pricing
+
+    started = time.monotonic()
+    result = EpisodeResult(task=spec.task, attempt=spec.attempt, fail_to_pass_total=len(spec.fail_to_pass))
+    seen: dict[str, Any] = {}
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind == "verify":
+            seen["verification"] = data["verification"]
+
+    try:
+        policy = make_policy(spec.policy, load_settings())
+        run = Run.start(
+            Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.task_folder) / "repo"),
+            policy, policy_config=spec.policy, limits=Limits(**spec.limits), pricing=Pricing(**spec.pricing),
+            isolated=spec.isolated, home=Path(spec.home), on_event=on_event,
+        )  # fmt: skip
+        try:
+            outcome = run.execute()
+        finally:
+            run.close()
+    except Exception as exc:  # noqa: BLE001 - a task that cannot even start is a result, not the end of the evaluation
+        result.exit_status = "error"
+        result.summary = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, HorizonError):  # a bug, not a refusal: keep where it happened
+            result.summary += "\n" + traceback.format_exc(limit=5)
+        result.seconds = time.monotonic() - started
+        return result
+    result.run_id, result.exit_status = outcome.run_id, outcome.exit_status.value
+    result.reward, result.steps, result.cost = outcome.reward, outcome.steps, outcome.state.cost
+    verification = seen.get("verification")
+    if verification is not None:
+        result.summary = verification.summary
+        after = _final_outcomes(verification.components) or {}
+        result.fail_to_pass_passed = sum(1 for t in spec.fail_to_pass if _passes(t, after))
+        result.pass_to_pass_broken = [t for t in spec.pass_to_pass if not _passes(t, after)]
+        result.resolved = (
+            verification.passed
+            and result.fail_to_pass_passed == len(spec.fail_to_pass)
+            and not result.pass_to_pass_broken
+        )
+    else:
+        result.summary = outcome.exit_detail
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def episode_specs(
+    tasks: list[EvalTask],
+    *,
+    plugin: str,
+    attempts: int,
+    policy: str,
+    policy_config: dict[str, Any] | None,
+    limits: dict[str, Any],
+    pricing: dict[str, Any],
+    isolated: bool,
+    home: Path,
+    scripts_dir: Path,
+) -> list[EpisodeSpec]:
+    """Make the episodes of an evaluation: ``attempts`` per task, tasks in order.
+
+    Args:
+        policy: ``reference``, ``finish-only``, ``edit-tests`` (scripts written to ``scripts_dir``)
+            or any other kind, whose ``policy_config`` (``core.runner.policy_spec``) is used as is.
+        limits: ``Limits`` as a dict; a scripted policy gets at least one step per turn.
+
+    Raises:
+        UserError: a task's reference fix does not match its repository.
+    """
+    specs = []
+    for task in tasks:
+        for attempt in range(attempts):
+            task_limits = dict(limits)
+            if policy in SCRIPTED:
+                turns = SCRIPTED[policy](task)
+                script = write_script(turns, scripts_dir / f"{task.name}-{attempt}.jsonl")
+                config = {"kind": "scripted", "script": str(script.resolve())}
+                task_limits["max_steps"] = max(task_limits.get("max_steps", 30), len(turns) + 1)
+            else:
+                config = dict(policy_config or {})
+            specs.append(EpisodeSpec(
+                task=task.name, task_folder=str(task.folder), attempt=attempt, plugin=plugin,
+                instruction=task.spec.instruction, fail_to_pass=task.spec.fail_to_pass,
+                pass_to_pass=task.spec.pass_to_pass, policy=config, limits=task_limits, pricing=pricing,
+                isolated=isolated, home=str(home),
+            ))  # fmt: skip
+    return specs
+
+
+def run_eval(
+    specs: list[EpisodeSpec],
+    *,
+    workers: int,
+    k: int,
+    out_dir: Path,
+    worker: Callable[[EpisodeSpec], EpisodeResult] = run_episode,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+) -> dict[str, Any]:
+    """Run the episodes, ``workers`` at a time, and score them.
+
+    Args:
+        specs: from ``episode_specs``.
+        workers: episodes at once (1: in this process, no pool).
+        k: the k of pass@k.
+        out_dir: the evaluation's folder (``results.jsonl``, ``summary.json``).
+        worker: the function run per episode (a pool's task; must be picklable for workers > 1).
+        on_result: called in this process as each episode ends (e.g. to print a line).
+
+    Returns:
+        The summary (``core.eval.metrics.summarize``) plus ``eval_id``, ``results`` (every
+        EpisodeResult as a dict) and ``seconds``.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    results: list[EpisodeResult] = []
+    with (out_dir / "results.jsonl").open("a", encoding="utf-8") as sink:
+
+        def record(result: EpisodeResult) -> None:
+            sink.write(result.model_dump_json() + "\n")
+            sink.flush()
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+
+        if workers <= 1:
+            for spec in specs:
+                record(worker(spec))
+        else:
+            # spawn: a fresh interpreter per worker; forking a process that holds DuckDB and
+            # LangGraph threads is not safe.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = {pool.submit(worker, spec): spec for spec in specs}
+                for future in as_completed(futures):
+                    spec = futures[future]
+                    try:
+                        record(future.result())
+                    except Exception as exc:  # noqa: BLE001 - the worker process died (killed, out of memory)
+                        record(EpisodeResult(task=spec.task, attempt=spec.attempt, exit_status="error",
+                                             summary=f"worker failed: {type(exc).__name__}: {exc}"))
+    results.sort(key=lambda r: (r.task, r.attempt))
+    summary = summarize([r.model_dump() for r in results], k)
+    summary.update(eval_id=out_dir.name, seconds=round(time.monotonic() - started, 1), results=[r.model_dump() for r in results])
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def new_eval_dir(home: Path | None = None) -> Path:
+    """A fresh folder ``$HORIZON_HOME/evals/<id>`` for one evaluation."""
+    folder = (home or horizon_home()) / "evals" / new_run_id()
+    folder.mkdir(parents=True)
+    return folder

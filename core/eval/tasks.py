@@ -1,0 +1,281 @@
+"""Benchmark task folders: reading them and turning a reference fix into edits.
+
+A suite is a folder with one subfolder per task (format in ``suites/README.md``)::
+
+    SUITE/TASK/
+        task.json | task.toml   instruction, language, source, fail_to_pass, pass_to_pass, test command
+        repo/                   the repository state the episode starts from
+        fix.diff                the reference fix (git unified diff, paths ``a/…`` and ``b/…``)
+
+Unified-diff format: https://www.gnu.org/software/diffutils/manual/html_node/Detailed-Unified.html
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from core.errors import UserError
+
+TASK_FILES = ("task.json", "task.toml")
+
+
+class TaskSource(BaseModel):
+    """Where a task's bug comes from: two releases of a package on PyPI.
+
+    Attributes:
+        package: the PyPI project name.
+        buggy_version, fixed_version: the release with the bug and the one with its fix.
+        buggy_sdist_url, fixed_sdist_url: the source distributions' download URLs.
+        buggy_sdist_sha256, fixed_sdist_sha256: their SHA-256 digests (hex).
+        changelog: the fixed release's changelog lines about the fix, quoted.
+    """
+
+    package: str
+    buggy_version: str
+    fixed_version: str
+    buggy_sdist_url: str = ""
+    buggy_sdist_sha256: str = ""
+    fixed_sdist_url: str = ""
+    fixed_sdist_sha256: str = ""
+    changelog: str = ""
+
+
+class TaskSpec(BaseModel):
+    """The contents of ``task.json`` / ``task.toml``.
+
+    Attributes:
+        instruction: what the agent is asked to do, in the words of a bug report.
+        language: ``python`` (or ``java``).
+        source: the package and releases the bug comes from.
+        fail_to_pass: test ids that fail in ``repo/`` and pass once ``fix.diff`` is applied.
+        pass_to_pass: test ids that pass both before and after the fix.
+        test_command: the command that runs the tests, from the repository root (for people;
+            Horizon's coding plugin detects and runs them itself).
+        test_files: the test files taken from the fixed release (relative to ``repo/``).
+    """
+
+    instruction: str = Field(min_length=1)
+    language: str = "python"
+    source: TaskSource
+    fail_to_pass: list[str] = Field(min_length=1)
+    pass_to_pass: list[str] = []
+    test_command: str = "python -m pytest -p no:cacheprovider"
+    test_files: list[str] = []
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    """One task folder, read and checked.
+
+    Attributes:
+        name: the folder's name (the task id).
+        folder: the task folder (absolute).
+        spec: its ``task.json``/``task.toml``.
+    """
+
+    name: str
+    folder: Path
+    spec: TaskSpec
+
+    @property
+    def repo(self) -> Path:
+        """The repository state the episode starts from."""
+        return self.folder / "repo"
+
+    @property
+    def fix_diff(self) -> Path:
+        """The reference fix."""
+        return self.folder / "fix.diff"
+
+
+def load_task(folder: Path) -> EvalTask:
+    """Read one task folder.
+
+    Raises:
+        UserError: no task file, an unreadable or invalid one, or ``repo/`` / ``fix.diff`` missing;
+            the message names the file and the problem.
+    """
+    folder = folder.resolve()
+    found = [folder / n for n in TASK_FILES if (folder / n).is_file()]
+    if not found:
+        raise UserError(f"{folder} is not a task folder: it has neither task.json nor task.toml (see suites/README.md)")
+    path = found[0]
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        spec = TaskSpec.model_validate(raw)
+    except (OSError, ValueError) as exc:  # JSONDecodeError, TOMLDecodeError and ValidationError are ValueErrors
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+        raise UserError(f"{path} is not a valid task file: {detail}") from None
+    if not (folder / "repo").is_dir():
+        raise UserError(f"task {folder.name}: the repository folder {folder / 'repo'} is missing")
+    if not (folder / "fix.diff").is_file():
+        raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing")
+    return EvalTask(name=folder.name, folder=folder, spec=spec)
+
+
+def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
+    """Read every task folder of a suite, sorted by name.
+
+    Args:
+        suite: the suite folder; subfolders without a task file (or hidden ones) are ignored.
+        only: task names to keep (all when None or empty).
+
+    Raises:
+        UserError: the suite folder is missing, holds no task, a task is invalid, or ``only``
+            names a task the suite does not have.
+    """
+    if not suite.is_dir():
+        raise UserError(f"no suite folder at {suite}; give a folder of task folders, e.g. suites/coding")
+    tasks = [
+        load_task(d) for d in sorted(suite.iterdir())
+        if d.is_dir() and not d.name.startswith(".") and any((d / n).is_file() for n in TASK_FILES)
+    ]  # fmt: skip
+    if not tasks:
+        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff)")
+    if only:
+        names = {t.name for t in tasks}
+        unknown = sorted(set(only) - names)
+        if unknown:
+            raise UserError(f"the suite {suite} has no task named {', '.join(unknown)}; it has {', '.join(sorted(names))}")
+        tasks = [t for t in tasks if t.name in set(only)]
+    return tasks
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+@dataclass
+class Hunk:
+    """One hunk of a unified diff: the old and new text of the lines it covers (context included).
+
+    Attributes:
+        old_start: 1-based line of the hunk's first line in the original file (0 for a new file).
+        old_lines, new_lines: the lines (each ending in a newline unless at a file's end).
+    """
+
+    old_start: int
+    old_lines: list[str] = field(default_factory=list)
+    new_lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FilePatch:
+    """The hunks of one file in a unified diff; ``created`` when the old side is ``/dev/null``."""
+
+    path: str
+    created: bool = False
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+def parse_unified_diff(text: str) -> list[FilePatch]:
+    """Parse a git-style unified diff into files and hunks.
+
+    Raises:
+        UserError: a hunk line outside any file, or a file deleted or renamed (not supported
+            as a reference fix).
+    """
+    files: list[FilePatch] = []
+    current: FilePatch | None = None
+    hunk: Hunk | None = None
+    old_path = ""
+    last_kind = " "
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("diff --git ", "index ", "new file mode", "similarity")):
+            continue
+        if line.startswith(("deleted file mode", "rename ")):
+            raise UserError("a reference fix may not delete or rename files")
+        if line.startswith("--- "):
+            old_path = line[4:].strip()
+            continue
+        if line.startswith("+++ "):
+            new_path = line[4:].strip()
+            if new_path == "/dev/null":
+                raise UserError(f"a reference fix may not delete files ({old_path})")
+            current = FilePatch(path=new_path.removeprefix("b/"), created=old_path == "/dev/null")
+            files.append(current)
+            hunk = None
+            continue
+        match = _HUNK_HEADER.match(line)
+        if match:
+            if current is None:
+                raise UserError("the diff has a hunk before any file header")
+            hunk = Hunk(old_start=int(match.group(1)))
+            current.hunks.append(hunk)
+            continue
+        if hunk is None:
+            continue
+        if line.startswith("\\"):  # "\ No newline at end of file": the line before has no newline
+            sides = {" ": (hunk.old_lines, hunk.new_lines), "-": (hunk.old_lines,), "+": (hunk.new_lines,)}.get(last_kind, ())
+            for side in sides:
+                if side and side[-1].endswith("\n"):
+                    side[-1] = side[-1][:-1]
+            continue
+        last_kind = line[:1]
+        body = line[1:]
+        if last_kind in (" ", ""):
+            hunk.old_lines.append(body or "\n")
+            hunk.new_lines.append(body or "\n")
+        elif last_kind == "-":
+            hunk.old_lines.append(body)
+        elif last_kind == "+":
+            hunk.new_lines.append(body)
+    return files
+
+
+def diff_edits(diff_text: str, repo: Path) -> list[dict[str, str]]:
+    """Turn a unified diff into ``edit_file`` arguments, one per hunk, in order.
+
+    Each edit replaces the hunk's old lines (context included) with its new lines. Where that old
+    text occurs more than once in the file as the earlier edits left it, lines around the hunk are
+    added until it is unique, so every edit applies exactly where the diff says.
+
+    Args:
+        diff_text: the diff (``fix.diff``).
+        repo: the repository the diff applies to (read, not changed).
+
+    Returns:
+        ``[{"path": ..., "old_text": ..., "new_text": ...}, ...]``; a created file is one edit
+        with an empty ``old_text``.
+
+    Raises:
+        UserError: a file is missing or a hunk does not match the file.
+    """
+    edits: list[dict[str, str]] = []
+    for patch in parse_unified_diff(diff_text):
+        if patch.created:
+            edits.append({"path": patch.path, "old_text": "", "new_text": "".join(patch.hunks[0].new_lines if patch.hunks else [])})
+            continue
+        target = repo / patch.path
+        if not target.is_file():
+            raise UserError(f"the diff changes {patch.path}, which {repo} does not have")
+        lines = target.read_text(encoding="utf-8", errors="surrogateescape").splitlines(keepends=True)
+        offset = 0
+        for hunk in patch.hunks:
+            start = hunk.old_start - 1 + offset
+            if lines[start : start + len(hunk.old_lines)] != hunk.old_lines:
+                raise UserError(f"hunk at line {hunk.old_start} of {patch.path} does not match the file")
+            before, after = start, start + len(hunk.old_lines)
+            text = "".join(lines)
+            while True:
+                old = "".join(lines[before:after])
+                if old and text.count(old) == 1:
+                    break
+                if before == 0 and after == len(lines):
+                    break  # the whole file: unique by definition
+                before, after = max(0, before - 1), min(len(lines), after + 1)
+            new_lines = lines[before:start] + hunk.new_lines + lines[start + len(hunk.old_lines) : after]
+            edits.append({"path": patch.path, "old_text": old, "new_text": "".join(new_lines)})
+            lines[before:after] = new_lines
+            offset += len(hunk.new_lines) - len(hunk.old_lines)
+    return edits
