@@ -52,7 +52,7 @@ def median_ms(fn, repeats: int) -> tuple[float, object]:
 def rg_count(rg: str, root: Path, pattern: str) -> int:
     """Matching lines ripgrep finds (``rg -n``), with the same file limits as search_code."""
     proc = subprocess.run(
-        [rg, "-n", "--no-heading", "--color", "never", "--max-filesize", "1M", "--no-require-git", "-e", pattern, "."],
+        [rg, "-n", "--no-heading", "--color", "never", "--max-filesize", "1M", "--no-require-git", "-e", search._for_ripgrep(pattern), "."],
         cwd=root, capture_output=True, text=True, check=False,
     )  # fmt: skip
     return len(proc.stdout.splitlines())

@@ -95,42 +95,46 @@ class _Spec:
     definitions: str  # query: @name plus one capture naming the kind
     identifiers: str  # query: every identifier-like node as @id
     containers: tuple[str, ...]  # node types whose ``name`` field owns the definitions inside
-    call_parents: tuple[tuple[str, str], ...]  # (node type, field) holding the callee
-    member_parents: tuple[tuple[str, str], ...]  # (node type, field) holding a member's name
+    calls: str  # query: the name each call invokes as @call (``f`` in ``f()``, ``obj.f()``, ``new F()``)
 
 
-_JS_LIKE_CALLS = (("call_expression", "function"), ("new_expression", "constructor"))
+_JS_CALLS = """
+(call_expression function: (identifier) @call)
+(call_expression function: (member_expression property: (property_identifier) @call))
+(new_expression constructor: (identifier) @call)
+"""
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(
         "tree_sitter_python", "language", "python", _PYTHON_DEFINITIONS, "(identifier) @id",
-        ("class_definition",), (("call", "function"),), (("attribute", "attribute"),),
+        ("class_definition",),
+        "(call function: (identifier) @call) (call function: (attribute attribute: (identifier) @call))",
     ),
     "java": _Spec(
         "tree_sitter_java", "language", "java", _JAVA_DEFINITIONS, "[(identifier) (type_identifier)] @id",
         ("class_declaration", "interface_declaration", "enum_declaration", "record_declaration"),
-        (("method_invocation", "name"), ("object_creation_expression", "type")), (),
+        "(method_invocation name: (identifier) @call) (object_creation_expression type: (type_identifier) @call)",
     ),
     "javascript": _Spec(
         "tree_sitter_javascript", "language", "javascript", _JAVASCRIPT_DEFINITIONS,
         "[(identifier) (property_identifier)] @id",
-        ("class_declaration", "class"), _JS_LIKE_CALLS, (("member_expression", "property"),),
+        ("class_declaration", "class"), _JS_CALLS,
     ),
     "typescript": _Spec(
         "tree_sitter_typescript", "language_typescript", "typescript", _TYPESCRIPT_DEFINITIONS,
         "[(identifier) (property_identifier) (type_identifier)] @id",
-        ("class_declaration", "abstract_class_declaration", "interface_declaration", "class"),
-        _JS_LIKE_CALLS, (("member_expression", "property"),),
+        ("class_declaration", "abstract_class_declaration", "interface_declaration", "class"), _JS_CALLS,
     ),
     "tsx": _Spec(
         "tree_sitter_typescript", "language_tsx", "tsx", _TYPESCRIPT_DEFINITIONS,
         "[(identifier) (property_identifier) (type_identifier)] @id",
-        ("class_declaration", "abstract_class_declaration", "interface_declaration", "class"),
-        _JS_LIKE_CALLS, (("member_expression", "property"),),
+        ("class_declaration", "abstract_class_declaration", "interface_declaration", "class"), _JS_CALLS,
     ),
     "go": _Spec(
         "tree_sitter_go", "language", "go", _GO_DEFINITIONS,
         "[(identifier) (field_identifier) (type_identifier)] @id",
-        (), (("call_expression", "function"),), (("selector_expression", "field"),),
+        (),
+        "(call_expression function: (identifier) @call)"
+        " (call_expression function: (selector_expression field: (field_identifier) @call))",
     ),
 }  # fmt: skip
 
@@ -163,7 +167,8 @@ class Grammar:
         definitions: query capturing each definition's name as ``@name`` and its node under a
             capture named after its kind (``@class``, ``@function`` ...).
         identifiers: query capturing every identifier as ``@id``.
-        spec: the language's node-type facts (containers, call and member parents).
+        calls: query capturing the name each call invokes as ``@call``.
+        spec: the language's node-type facts (containers, query sources).
     """
 
     def __init__(self, name: str, language, spec: _Spec) -> None:
@@ -175,6 +180,7 @@ class Grammar:
         self.parser = Parser(language)
         self.definitions = Query(language, spec.definitions)
         self.identifiers = Query(language, spec.identifiers)
+        self.calls = Query(language, spec.calls)
         self._lock = threading.Lock()
 
     def parse(self, source: bytes):

@@ -31,9 +31,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from plugins.coding.languages import SOURCE_SUFFIXES
-from plugins.coding.search import iter_files
-from plugins.coding.symbols import FileIndex, index_file
+from plugins.coding.symbols import FileIndex, index_file, repository_files
 
 #: Default budget of the map given at the start of an episode, in (estimated) tokens.
 DEFAULT_MAP_TOKENS = 1024
@@ -248,12 +246,11 @@ def index_repository(root: Path) -> dict[str, FileIndex]:
     Returns:
         ``{relative POSIX path: FileIndex}`` in path order.
     """
-    root = root.resolve()
     indexes: dict[str, FileIndex] = {}
-    for path in iter_files(root, suffixes=SOURCE_SUFFIXES):
+    for path, rel in repository_files(root):
         index = index_file(path)
         if index is not None:
-            indexes[path.relative_to(root).as_posix()] = index
+            indexes[rel] = index
     return indexes
 
 

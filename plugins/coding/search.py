@@ -100,7 +100,12 @@ def _ignores_for(root: Path, directory: Path) -> _Ignores:
 
 
 def iter_files(
-    root: Path, start: Path | None = None, *, suffixes: tuple[str, ...] | None = None, gitignore: bool = True
+    root: Path,
+    start: Path | None = None,
+    *,
+    suffixes: tuple[str, ...] | None = None,
+    gitignore: bool = True,
+    visited: list[Path] | None = None,
 ) -> Iterator[Path]:
     """Yield the files of a repository, in a stable (sorted) order.
 
@@ -115,6 +120,8 @@ def iter_files(
         suffixes: when given, only files whose name ends with one of these (e.g. ``(".py",)``).
         gitignore: False to include files the ``.gitignore`` files ignore (tool folders are
             still skipped).
+        visited: when given, every folder entered is appended to it (so a caller can tell,
+            from the folders' modification times, whether a later walk would list the same files).
 
     Returns:
         An iterator of absolute paths.
@@ -127,10 +134,14 @@ def iter_files(
         return
     if not start.is_dir():
         return
-    yield from _walk(root, start, _ignores_for(root, start) if gitignore else _NoIgnores(root), suffixes)
+    yield from _walk(root, start, _ignores_for(root, start) if gitignore else _NoIgnores(root), suffixes, visited)
 
 
-def _walk(root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None) -> Iterator[Path]:
+def _walk(
+    root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None, visited: list[Path] | None = None
+) -> Iterator[Path]:
+    if visited is not None:
+        visited.append(directory)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -155,7 +166,7 @@ def _walk(root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, .
         elif (suffixes is None or entry.name.endswith(suffixes)) and entry.is_file() and not ignores.ignored(path, False):
             yield path
     for sub in subdirs:
-        yield from _walk(root, sub, ignores.child(sub), suffixes)
+        yield from _walk(root, sub, ignores.child(sub), suffixes, visited)
 
 
 @dataclass
@@ -213,6 +224,10 @@ def search_code(root: Path, pattern: str, start: Path | None = None, max_results
             return found
     matches: list[SearchMatch] = []
     searched = skipped = 0
+    # Pre-filter: with MULTILINE anchors, a pattern that matches some line matches the whole
+    # text too; \A, \Z and look-behind can tell a line from the text, so they get no pre-filter.
+    exact = any(token in pattern for token in ("\\A", "\\Z", "(?<"))
+    whole_text = re.compile(".*" if exact else regex.pattern, regex.flags | re.MULTILINE)
     for path in iter_files(root, start):
         try:
             if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
@@ -226,8 +241,11 @@ def search_code(root: Path, pattern: str, start: Path | None = None, max_results
             skipped += 1
             continue
         searched += 1
+        text = data.decode("utf-8", errors="replace")
+        if not whole_text.search(text):
+            continue  # a line that matches is a match in the whole text too (MULTILINE anchors)
         rel = path.relative_to(root).as_posix()
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        for number, line in enumerate(text.splitlines(), start=1):
             if regex.search(line):
                 if len(matches) >= max_results:
                     return SearchResult(matches, True, searched, skipped)
@@ -239,6 +257,29 @@ SEARCH_BACKEND_ENV = "HORIZON_SEARCH_BACKEND"
 #: Seconds a ripgrep search may take before it is stopped (and Python searches instead).
 RIPGREP_TIMEOUT_S = 60.0
 _STATS_FILES = re.compile(rb"^(\d+) files searched$")
+
+
+#: Characters ripgrep's regex engine (Rust ``regex-syntax``) accepts after a backslash as a
+#: literal; Python also takes a backslash before any other punctuation (``\"``, ``\'``, ``\/``).
+_RUST_ESCAPABLE = set("\\.+*?()|[]{}^$#&-~")
+
+
+def _for_ripgrep(pattern: str) -> str:
+    """``pattern`` with backslashes dropped before punctuation that needs none (``\"`` -> ``"``), which rg 13 refuses."""
+    out, index = [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            following = pattern[index + 1]
+            if following.isascii() and not following.isalnum() and not following.isspace() and following not in _RUST_ESCAPABLE:
+                out.append(following)
+            else:
+                out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def ripgrep() -> str | None:
@@ -255,7 +296,7 @@ def _search_with_ripgrep(rg: str, root: Path, pattern: str, start: Path | None, 
         "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-parent", "--no-ignore-dot",
         "--max-filesize", str(MAX_SEARCH_FILE_BYTES), "--sort", "path",
         *(f"--glob=!{name}" for name in sorted(SKIPPED_DIRS)),
-        "--regexp", pattern,
+        "--regexp", _for_ripgrep(pattern),
     ]  # fmt: skip
     target = (start or root).resolve()
     if target != root:

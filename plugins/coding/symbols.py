@@ -8,6 +8,7 @@ index.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -72,8 +73,41 @@ class FileIndex:
 
 
 _FileIndex = FileIndex  # the earlier private name
-_cache: OrderedDict[Path, tuple[tuple[int, int], FileIndex]] = OrderedDict()
+_cache: OrderedDict[str, tuple[tuple[int, int], FileIndex]] = OrderedDict()  # keyed by str: Path hashing is slow
 _lock = threading.Lock()
+#: Per repository root: the stamps that tell whether its file list is still right, and the list.
+_file_lists: dict[str, tuple[dict[str, tuple[int, int]], list[tuple[Path, str]]]] = {}
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def repository_files(root: Path) -> list[tuple[Path, str]]:
+    """The repository's source files (``SOURCE_SUFFIXES``, ``.gitignore`` honoured) as ``(absolute, relative POSIX)`` pairs.
+
+    The list is kept per root and walked again only when a folder's modification time (a file
+    added, removed or renamed) or a ``.gitignore`` file changed, so a look-up in a large
+    repository costs a few ``stat`` calls instead of a walk.
+    """
+    root = root.resolve()
+    key = str(root)
+    cached = _file_lists.get(key)
+    if cached is not None and all(_stamp(path) == stamp for path, stamp in cached[0].items()):
+        return cached[1]
+    visited: list[Path] = []
+    files = [(path, path.relative_to(root).as_posix()) for path in iter_files(root, suffixes=SOURCE_SUFFIXES, visited=visited)]
+    stamps: dict[str, tuple[int, int]] = {}
+    for folder in visited:  # stamped after the walk: a change during it shows up next time
+        stamps[str(folder)] = _stamp(str(folder))
+        stamps[str(folder / ".gitignore")] = _stamp(str(folder / ".gitignore"))
+    stamps[str(root / ".git" / "info" / "exclude")] = _stamp(str(root / ".git" / "info" / "exclude"))
+    _file_lists[key] = (stamps, files)
+    return files
 
 
 def _node_name(node) -> str:
@@ -111,24 +145,6 @@ def _python_function_kind(node) -> str:
     return "function"
 
 
-def _is_call(node, grammar_) -> bool:
-    """Whether identifier ``node`` is what a call invokes (``f(...)``, ``obj.f(...)``, ``new F(...)``)."""
-    parent = node.parent
-    if parent is None:
-        return False
-    spec = grammar_.spec
-    for parent_type, field_name in spec.call_parents:
-        if parent.type == parent_type and parent.child_by_field_name(field_name) == node:
-            return True
-    for parent_type, field_name in spec.member_parents:
-        if parent.type == parent_type and parent.child_by_field_name(field_name) == node:
-            grand = parent.parent
-            return grand is not None and any(
-                grand.type == t and grand.child_by_field_name(f) == parent for t, f in spec.call_parents
-            )
-    return False
-
-
 def _index_source(source: bytes, language: str) -> FileIndex:
     """Index ``source`` (bytes) written in ``language``; an unparsable region is skipped, not fatal.
 
@@ -159,12 +175,14 @@ def _index_source(source: bytes, language: str) -> FileIndex:
             if entry not in index.definitions.setdefault(text, []):
                 index.definitions[text].append(entry)
             definition_names.add(name_node.start_byte)
+    # Two queries run in C are much faster than asking each identifier's parent what it is.
+    calls = {node.start_byte for node in QueryCursor(grammar_.calls).captures(tree.root_node).get("call", [])}
     for node in QueryCursor(grammar_.identifiers).captures(tree.root_node).get("id", []):
-        if node.start_byte in definition_names:
+        start = node.start_byte
+        if start in definition_names:
             continue
-        text = node.text.decode("utf-8", "replace")
-        kind = "call" if _is_call(node, grammar_) else "reference"
-        index.uses.setdefault(text, []).append((node.start_point[0] + 1, kind))
+        kind = "call" if start in calls else "reference"
+        index.uses.setdefault(node.text.decode("utf-8", "replace"), []).append((node.start_point[0] + 1, kind))
     return index
 
 
@@ -188,10 +206,11 @@ def index_file(path: Path) -> FileIndex | None:
     if stat.st_size > MAX_PARSE_BYTES:
         return None
     key = (stat.st_mtime_ns, stat.st_size)
+    name = str(path)
     with _lock:
-        cached = _cache.get(path)
+        cached = _cache.get(name)
         if cached is not None and cached[0] == key:
-            _cache.move_to_end(path)
+            _cache.move_to_end(name)
             return cached[1]
     try:
         source = path.read_bytes()
@@ -199,8 +218,8 @@ def index_file(path: Path) -> FileIndex | None:
         return None
     index = _index_source(source, language)
     with _lock:
-        _cache[path] = (key, index)
-        _cache.move_to_end(path)
+        _cache[name] = (key, index)
+        _cache.move_to_end(name)
         while len(_cache) > MAX_CACHED_FILES:
             _cache.popitem(last=False)
     return index
@@ -240,11 +259,10 @@ def find_symbol(root: Path, name: str, kind: SymbolKind = "any") -> list[SymbolH
     container = qualifier[-1] if qualifier else None
     root = root.resolve()
     hits: list[SymbolHit] = []
-    for path in iter_files(root, suffixes=SOURCE_SUFFIXES):
+    for path, rel in repository_files(root):
         index = index_file(path)
         if index is None:
             continue
-        rel = path.relative_to(root).as_posix()
 
         def line_text(number: int, index: _FileIndex = index) -> str:
             return index.lines[number - 1].strip() if 0 < number <= len(index.lines) else ""

@@ -163,7 +163,9 @@ def test_symbol_index_survives_syntax_errors(source, language):
 
 
 @pytest.mark.skipif(search.ripgrep() is None, reason="ripgrep (rg) is not installed")
-@pytest.mark.parametrize("pattern", [r"def \w+\(self", r"(?i)NICKNAME", r"return (?!None)\w+", "no_such_text_anywhere"])
+@pytest.mark.parametrize(
+    "pattern", [r"def \w+\(self", r"(?i)NICKNAME", r"return (?!None)\w+", r"\A(import|from) ", r"f?\"\{", "no_such_text_anywhere"]
+)
 def test_ripgrep_and_python_backends_agree(python_repo, monkeypatch, pattern):
     root = python_repo.root
     (root / ".hidden.py").write_text("def hidden(self):\n    return value\n")  # hidden files are searched
