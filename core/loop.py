@@ -8,7 +8,8 @@
   soon as its call returns; malformed calls (unknown tool, bad arguments, no call at all)
   become observations that say what was wrong, and are counted.
 - ``check``: the termination check: finish called, or a step, token, time, cost or
-  malformed-output limit reached; each sets its own ``ExitStatus``.
+  malformed-output limit reached; each sets its own ``ExitStatus``. The stuck detector
+  (``core.stuck``) warns the model in an observation, then ends the episode as ``stuck``.
 - ``verify``: the plugin checks the workspace and computes the reward.
 
 The graph state (``EpisodeState``) is checkpointed after every node by LangGraph's checkpointer
@@ -35,6 +36,7 @@ from core.text import utf8_safe
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
 from core.safe_io import make_dirs, write_new
 from core.store import RunStore
+from core.stuck import StuckDetector, action_key
 from core.tools import ToolContext, ToolResult
 from core.workspace import CallJournal
 
@@ -102,6 +104,15 @@ class Episode:
         self.history: list[Message] = store.messages()
         self._wire: list[dict[str, Any]] = self._build_wire()
         self._answered_ids = {m.tool_call_id for m in self.history if m.role == "tool"}  # ids already used
+        # The detector sees each call's observation before notes are added, by digest; a resumed
+        # run replays the stored digests, so it warns and stops exactly where the first run did.
+        self.stuck = StuckDetector()
+        self._stuck_stops: dict[str, str] = {}
+        for record in store.tool_call_records():
+            verdict = self.stuck.observe(action_key(record["tool"], record["arguments"]), record["data"].get("observation_sha256", ""),
+                                         record["is_error"])
+            if verdict.level == "stop":
+                self._stuck_stops[record["tool_call_id"]] = verdict.reason
 
     def append(self, message: Message) -> int:
         """Add an already-stored message to the in-memory history; return its position."""
@@ -244,6 +255,7 @@ class Episode:
         index = state.n_messages
         malformed = 0
         finished = False
+        stuck = ""
         if not state.pending:
             malformed = 1
             if self._stored_followup(index, None) is None:
@@ -259,6 +271,9 @@ class Episode:
                 finished |= done
                 malformed += int(bad)
                 index += 1
+                stuck = self._stuck_stops.get(call.id, "")
+                if done or stuck:
+                    break
                 continue
             t0 = time.perf_counter()
             result, bad = self._execute(call)
@@ -267,12 +282,18 @@ class Episode:
             finished |= result.done
             duration = time.perf_counter() - t0
             content = self.observation(call, result)
-            if call is state.pending[-1] and not result.done:  # the step's last observation says what is left
+            digest = hashlib.sha256(content.encode()).hexdigest()
+            verdict = self.stuck.observe(action_key(call.name, call.arguments), digest, result.is_error)
+            if verdict.level != "ok":
+                content += f"\n\n[{verdict.reason}]"
+            if verdict.level == "stop":
+                stuck = self._stuck_stops[call.id] = verdict.reason
+            elif call is state.pending[-1] and not result.done:  # the step's last observation says what is left
                 content += self.budget_note(state)
             message = Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
             self.store.append_observation(
                 index, state.step, message, call, is_error=result.is_error,
-                data={**result.data, "done": result.done, "malformed": bad}, duration_s=duration,
+                data={**result.data, "done": result.done, "malformed": bad, "observation_sha256": digest}, duration_s=duration,
             )
             self.append(message)
             self.on_event(
@@ -280,8 +301,8 @@ class Episode:
                 {"step": state.step, "call": call, "output": result.output, "is_error": result.is_error, "duration_s": duration},
             )
             index += 1
-            if result.done:
-                break  # calls after finish in the same turn are not run
+            if result.done or stuck:
+                break  # calls after finish (or after the stuck detector's stop) in the same turn are not run
         update: dict[str, Any] = {
             "n_messages": index,
             "pending": [],
@@ -290,6 +311,8 @@ class Episode:
         }
         if finished:
             update.update(done=True, exit_status=ExitStatus.SUBMITTED, exit_detail="the agent called finish")
+        elif stuck:
+            update.update(done=True, exit_status=ExitStatus.STUCK, exit_detail=stuck)
         return update
 
     def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:

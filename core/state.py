@@ -118,6 +118,7 @@ class ExitStatus(str, Enum):
     TIME_LIMIT = "time_limit"
     COST_LIMIT = "cost_limit"
     FORMAT_ERRORS = "format_errors"  # too many malformed outputs in a row
+    STUCK = "stuck"  # the same actions over and over (core.stuck)
     MODEL_ERROR = "model_error"  # the model server died or refused; resumable
     INTERRUPTED = "interrupted"  # Ctrl-C; resumable
     CRASHED = "crashed"  # a bug in Horizon or a plugin; the message says where

@@ -181,6 +181,14 @@ class RunStore:
         data = json.loads(row[0]) if row and row[0] else {}
         return bool(data.get("done")), bool(data.get("malformed"))
 
+    def tool_call_records(self) -> list[dict[str, Any]]:
+        """Every stored tool call in order: ``tool_call_id``, ``tool``, ``arguments``, ``is_error``, ``data``."""
+        rows = self.con.execute("SELECT tool_call_id, tool, arguments, is_error, data FROM tool_calls ORDER BY seq").fetchall()
+        return [
+            {"tool_call_id": i, "tool": t, "arguments": a, "is_error": bool(e), "data": json.loads(d) if d else {}}
+            for i, t, a, e, d in rows
+        ]
+
     def messages(self) -> list[Message]:
         """Return the whole history in order."""
         rows = self.con.execute(

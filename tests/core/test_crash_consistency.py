@@ -113,7 +113,8 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
 def test_old_checkpoints_are_pruned(tmp_path):
     repo = make_repo(tmp_path / "repo")
     script = tmp_path / "views.jsonl"
-    script.write_text((json.dumps({"tool": "view_file", "arguments": {"path": "README.md"}}) + "\n") * 40)
+    # 40 different calls: the same one 40 times would be ended by the stuck detector
+    script.write_text("".join(json.dumps({"tool": "search_code", "arguments": {"pattern": f"word{i}"}}) + "\n" for i in range(40)))
     started = Run.start(Task(plugin="coding", instruction="x", repo=repo), ScriptedPolicy.from_file(script),
                         policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(max_steps=40), pricing=Pricing(),
                         keep_checkpoints=5)

@@ -177,3 +177,21 @@ def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(pytho
         calls = [c for m in store.messages() if m.role == "assistant" for c in m.tool_calls]
     assert len(tool_messages) == 3 and len({m.tool_call_id for m in tool_messages}) == 3
     assert [m.tool_call_id for m in tool_messages] == [c.id for c in calls]
+
+
+def test_a_stuck_agent_is_warned_then_stopped(python_repo):
+    result = run(python_repo, [VIEW] * 8 + [FINISH])
+    assert result.exit_status == ExitStatus.STUCK and result.steps == 5, result.exit_detail
+    assert "same call with the same result 5 times" in result.exit_detail
+    with closing(open_store(result.run_id)) as store:
+        observations = [m.content for m in store.messages() if m.role == "tool"]
+    assert "Warning: the same call with the same result 3 times" in observations[2]
+    assert all("Warning" not in o for o in observations[:2] + observations[3:4])
+    assert observations[0].endswith("\n\n[29 steps and 2,000,000 tokens left]")  # the budget closes each step
+    assert observations[1].endswith("\n\n[28 steps and 2,000,000 tokens left]")
+
+
+def test_alternating_between_two_actions_is_stopped(python_repo):
+    other = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 2, "end_line": 3}}
+    result = run(python_repo, [VIEW, other] * 8 + [FINISH], max_steps=30)
+    assert result.exit_status == ExitStatus.STUCK and "alternating" in result.exit_detail and result.steps == 10
