@@ -6,6 +6,7 @@
     agent show RUN_ID        print a trajectory
     agent apply RUN_ID       apply a run's patch to its repository
     agent plugins            list installed plugins
+    agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...]   pass@k over a suite of tasks
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
 """
 
@@ -65,6 +66,8 @@ class StepPrinter:
         elif kind == "verify":
             v = data["verification"]
             console.print(f"[bold]verify[/]  {escape(v.summary)}")
+        elif kind == "compaction":
+            console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":
             console.print("[yellow]stopping after the current step (Ctrl-C again to stop at once)[/]")
 
@@ -123,6 +126,7 @@ def run(
     max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
     max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
     max_cost: float = typer.Option(10.0, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
+    compact_at: int = typer.Option(64_000, "--compact-at", min=0, help="prompt tokens (estimated) at which old turns are summarised (0: never)"),
     apply: bool = typer.Option(False, "--apply", help="apply the final patch to --repo when the run ends"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
@@ -138,7 +142,7 @@ def run(
         if base_url and policy == "auto":
             policy = "openai"
         spec = policy_spec(policy, settings, script)
-        limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost)
+        limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         the_policy = make_policy(spec, settings)
         started = Run.start(
             Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
@@ -238,6 +242,116 @@ def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to app
 
 
 @app.command()
+def serve(
+    model: str = typer.Argument(..., help="Hugging Face id or local folder (vLLM, SGLang), or a .gguf file (llama.cpp)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or llama.cpp (default: llama.cpp for .gguf, else vllm)"),
+    fast: bool = typer.Option(False, "--fast", help="speculative decoding (n-gram, or EAGLE-3 with --draft-model) and an FP8/8-bit KV cache"),
+    port: int = typer.Option(8000, "--port", help="TCP port"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind"),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="EAGLE/EAGLE-3 draft head for --fast"),
+    spec: Optional[str] = typer.Option(None, "--spec", help="speculative method for --fast: ngram, eagle, eagle3, mtp, suffix"),
+    tool_parser: Optional[str] = typer.Option(None, "--tool-parser", help="override the tool-call parser chosen from the model family"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the engine command and exit"),
+    timeout: float = typer.Option(900.0, "--timeout", min=1.0, help="seconds to wait for the server to answer"),
+) -> None:
+    """Start a local model server for agents and point Horizon's config at it (Ctrl-C stops it)."""
+    import shlex
+
+    from core.config import horizon_home
+    from core.serve import check_engine, engine_command, serve_options, start_server, stop_server, write_config
+
+    try:
+        opts = serve_options(model=model, engine=engine, fast=fast, port=port, host=host, draft_model=draft_model,
+                             spec=spec, tool_parser=tool_parser)
+        command = shlex.join(engine_command(opts))
+        if dry_run:
+            print(command)
+            return
+        check_engine(opts.chosen_engine)
+        log = horizon_home() / "serve" / f"{opts.chosen_engine}-{opts.port}.log"
+        console.print(f"starting {escape(command)}\n[dim]log: {log}; waiting for {opts.base_url}/models[/]")
+        process = start_server(opts, log=log, timeout_s=timeout)
+        config = write_config(opts.base_url, opts.name)
+        console.print(f"[green]serving[/] {escape(opts.name)} at [bold]{opts.base_url}[/]; wrote {config}, "
+                      "so agent run uses it. Ctrl-C stops the server.")
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the server too, like Ctrl-C
+        try:
+            process.wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop_server(process)
+    except HorizonError as exc:
+        _fail(exc)
+
+
+EVAL_SCRIPTED = ("reference", "finish-only", "edit-tests")
+
+
+@app.command("eval")
+def eval_cmd(
+    plugin: str = typer.Argument(..., help="plugin name, e.g. coding"),
+    suite: Path = typer.Argument(..., help="folder of task folders, e.g. suites/coding"),
+    attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="attempts per task (k of pass@k)"),
+    workers: int = typer.Option(2, "--workers", "-n", min=1, help="episodes run at once (processes)"),
+    policy: str = typer.Option("auto", "--policy", help="reference, finish-only, edit-tests (scripted from each task), or auto, embedded, openai"),
+    tasks: Optional[list[str]] = typer.Option(None, "--task", help="run only this task (repeatable)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+    model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
+    max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls per episode"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the JSON summary to this file"),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
+) -> None:
+    """Run every task of SUITE with PLUGIN, k attempts each, in parallel; print pass@1, pass@k, reward and cost."""
+    from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
+    from core.runner import policy_spec
+    from core.state import Limits
+
+    try:
+        chosen = load_suite(suite.resolve(), tasks)
+        settings = load_settings(base_url=base_url, model=model)
+        config = None
+        if policy not in EVAL_SCRIPTED:
+            config = policy_spec("openai" if base_url and policy == "auto" else policy, settings)
+        pricing = settings.pricing_for(config["kind"] if config else "scripted")
+        out_dir = new_eval_dir()
+        specs = episode_specs(
+            chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
+            limits=Limits(max_steps=max_steps).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,
+            home=out_dir.parents[1], scripts_dir=out_dir / "scripts",
+        )  # fmt: skip
+    except HorizonError as exc:
+        _fail(exc)
+        return
+    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {workers} workers")
+    console.print(f"[dim]results stream to {out_dir / 'results.jsonl'}[/]")
+
+    def line(r: Any) -> None:
+        mark = "[green]resolved[/]" if r.resolved else "[red]not resolved[/]"
+        reward = "-" if r.reward is None else f"{r.reward:.2f}"
+        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s")
+
+    summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line)
+    table = Table()
+    for name in ("task", "attempts", "resolved", "pass@1", f"pass@{attempts}", "mean reward", "cost"):
+        table.add_column(name, no_wrap=True)
+    for name, t in summary["tasks"].items():
+        table.add_row(name, str(t["attempts"]), str(t["resolved"]), f"{t['pass@1']:.2f}", f"{t[f'pass@{attempts}']:.2f}",
+                      f"{t['mean_reward']:.2f}", f"{t['cost']:.4f}")
+    table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
+                  f"{summary['pass@1']:.3f}", f"{summary[f'pass@{attempts}']:.3f}", f"{summary['mean_reward']:.3f}", f"{summary['cost']:.4f}")
+    console.print(table)
+    brief = {key: value for key, value in summary.items() if key != "results"}
+    if json_out is not None:
+        json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(brief, indent=1))
+    if any(r["exit_status"] == "error" for r in summary["results"]):
+        raise typer.Exit(1)
+
+
+@app.command()
 def plugins() -> None:
     """List the installed plugins (entry-point group horizon.plugins)."""
     from core.plugin import discover
@@ -281,6 +395,22 @@ def export_cmd(
         raise typer.Exit(1)
     files = ", ".join(str(f) for f in result.files)
     console.print(f"wrote {result.rows} {fmt} rows from {len(result.exported)} runs to {escape(files)}")
+
+
+threed_app = typer.Typer(no_args_is_help=True, help="3D plugin utilities.")
+app.add_typer(threed_app, name="threed")
+
+
+@threed_app.command("build-addon")
+def threed_build_addon(output: Path = typer.Option(Path("."), "--output", "-o", help="the zip file, or a folder for it")) -> None:
+    """Write the Blender add-on (extension zip, Blender 4.2+) to install with Preferences > Get Extensions > Install from Disk."""
+    from plugins.threed.build_addon import build_addon
+
+    try:
+        path = build_addon(output)
+    except OSError as exc:
+        _fail(UserError(f"cannot write the add-on zip to {output}: {exc.strerror or exc}"))
+    console.print(f"wrote {escape(str(path))}")
 
 
 def main() -> None:
