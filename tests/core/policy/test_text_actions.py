@@ -1,0 +1,42 @@
+"""The plain-text tool-call format for servers without native tool calling."""
+
+import json
+
+from core.policy.text_actions import parse_tool_calls, to_text_wire, tools_prompt
+from plugins.coding.tools import CODING_TOOLS
+
+TOOLS = [t.schema() for t in CODING_TOOLS]
+
+
+def test_blocks_become_calls_in_order_and_bad_ones_are_reported_not_lost():
+    reply = (
+        "Let me look.\n<tool_call>\n{\"name\": \"view_file\", \"arguments\": {\"path\": \"a.py\"}}\n</tool_call>\n"
+        "<tool_call>{\"name\": \"search_code\", \"arguments\": {\"pattern\": \"x\"}}</tool_call>\n"
+        "<tool_call>{not json}</tool_call>\n"
+        "<tool_call>{\"name\": \"finish\", \"arguments\": {\"summary\": \"cut off"
+    )
+    calls = parse_tool_calls(reply, "3")
+    assert [c.name for c in calls] == ["view_file", "search_code", "invalid_tool_call", "invalid_tool_call"]
+    assert json.loads(calls[0].arguments) == {"path": "a.py"}
+    assert calls[2].arguments == "{not json}" and calls[3].arguments.startswith('{"name": "finish"')  # cut at the token limit
+    assert len({c.id for c in calls}) == 4 and calls[0].id == "text_3_0"
+    assert parse_tool_calls("no calls here", "1") == [] and parse_tool_calls(None, "1") == []
+    assert parse_tool_calls("<tool_call>" + "[" * 50_000 + "</tool_call>", "1")[0].name == "invalid_tool_call"
+
+
+def test_the_text_wire_extends_its_prefix_and_keeps_the_models_words():
+    history = [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "<tool_call>\n{\"name\": \"view_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>",
+         "tool_calls": [{"id": "text_0_0", "type": "function", "function": {"name": "view_file", "arguments": "{\"path\": \"a\"}"}}]},
+        {"role": "tool", "tool_call_id": "text_0_0", "name": "view_file", "content": "1\tx = 1"},
+    ]
+    first = to_text_wire(history[:2], TOOLS)
+    second = to_text_wire(history, TOOLS)
+    assert second[: len(first)] == first  # append-only: the prefix cache keeps hitting
+    assert first[0]["content"] == "You fix bugs." + tools_prompt(TOOLS) and '"name": "view_file"' in first[0]["content"]
+    assert second[2] == {"role": "assistant", "content": history[2]["content"]}  # exactly as the model wrote it
+    assert second[3]["role"] == "user" and second[3]["content"].startswith("<tool_response>") and "x = 1" in second[3]["content"]
+    assert all(set(m) == {"role", "content"} for m in second)
+    assert tools_prompt(TOOLS) == tools_prompt([json.loads(json.dumps(t)) for t in TOOLS])  # deterministic
