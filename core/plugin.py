@@ -64,7 +64,12 @@ class Verification(BaseModel):
 
 @runtime_checkable
 class Plugin(Protocol):
-    """A domain: its prompt, its tools, how an episode starts and how it is verified and rewarded."""
+    """A domain: its prompt, its tools, how an episode starts and how it is verified and rewarded.
+
+    Optional: ``teardown(ctx: ToolContext) -> None``, called when a run is closed (after it ends,
+    stops or crashes), to release what the plugin started for the episode (a worker process).
+    It must be safe to call when nothing was started.
+    """
 
     name: str
     description: str

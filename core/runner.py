@@ -315,7 +315,11 @@ class Run:
         )
 
     def close(self) -> None:
-        """Release the store, the checkpoint database and the policy's connections."""
+        """Release the plugin's resources (its optional ``teardown``), the store, the checkpoint
+        database and the policy's connections."""
+        teardown = getattr(self.episode.plugin, "teardown", None)
+        if teardown is not None:
+            teardown(self.episode.ctx)  # e.g. the 3D plugin's Blender worker
         self.store.close()
         self._sqlite.close()
         close_policy = getattr(self.episode.policy, "close", None)
