@@ -44,6 +44,7 @@ class CheckResult:
         tolerance: the allowed difference (USD).
         passed: ``|lhs - rhs| <= tolerance``.
         fact_ids: the facts on each side, for the report's sources.
+        lhs_formula, rhs_formula: each side as a formula over fact ids (``plugins.finance.formula``).
     """
 
     doc_name: str
@@ -55,6 +56,8 @@ class CheckResult:
     tolerance: float
     passed: bool
     fact_ids: list[str] = field(default_factory=list)
+    lhs_formula: str = ""
+    rhs_formula: str = ""
 
 
 @dataclass
@@ -77,6 +80,17 @@ class CheckSummary:
 def _side(spec: list[str], values: dict[str, tuple[float, float, str]]) -> float:
     """Sum the terms of one side of an identity (a leading "-" subtracts; absent terms count 0)."""
     return sum((-1 if t.startswith("-") else 1) * values[t.lstrip("-")][0] for t in spec if t.lstrip("-") in values)
+
+
+def _formula(spec: list[str], values: dict[str, tuple[float, float, str]]) -> str:
+    """One side of an identity as a formula over fact ids (``{a} + {b} - {c}``)."""
+    text = ""
+    for t in spec:
+        if t.lstrip("-") in values:
+            fid = values[t.lstrip("-")][2]
+            text += (" - " if t.startswith("-") else " + ") + "{" + fid + "}"
+    text = text.strip()
+    return text[2:] if text.startswith("+ ") else text or "0"
 
 
 def run_checks(con: duckdb.DuckDBPyConnection, documents: list[str] | None = None) -> CheckSummary:
@@ -103,7 +117,8 @@ def run_checks(con: duckdb.DuckDBPyConnection, documents: list[str] | None = Non
             unit = max(values[t][1] for t in terms if t in values)
             tolerance = max(unit, RELATIVE_TOLERANCE * max(abs(lhs), abs(rhs)))
             results.append(CheckResult(doc, statement, period, name, lhs, rhs, tolerance, abs(lhs - rhs) <= tolerance,
-                                       [values[t][2] for t in terms if t in values]))
+                                       [values[t][2] for t in terms if t in values],
+                                       _formula(lhs_terms, values), _formula(rhs_terms, values)))
     with_facts = {r[0] for r in rows}
     compared = {r.doc_name for r in results}
     if not results:

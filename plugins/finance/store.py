@@ -51,14 +51,19 @@ COLUMNS = {
 }
 
 
-def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, read_only: bool = False, locked: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the filings database at ``path`` (created with its schema unless ``read_only``).
+
+    Args:
+        locked: also forbid file access from SQL (``read_csv``, ``ATTACH``, ``COPY``) and any
+            change of that setting: for queries written by the agent.
 
     Raises:
         duckdb.IOException: the file is locked by another process or unreadable.
     """
     if read_only:
-        return duckdb.connect(str(path), read_only=True)
+        config = {"enable_external_access": False, "lock_configuration": True} if locked else {}
+        return duckdb.connect(str(path), read_only=True, config=config)
     con = duckdb.connect(str(path))
     con.execute(SCHEMA)
     return con

@@ -1,0 +1,67 @@
+"""A recorded derivation: an arithmetic formula over stored facts, evaluated safely.
+
+A formula names facts by id in braces and combines them with ``+ - * /``, parentheses and
+numbers, e.g. ``{NIKE_2021_10K:p59:l7:c0} / (({NIKE_2021_10K:p61:l11:c0} + {NIKE_2021_10K:p61:l11:c1}) / 2)``.
+Each ``{fact_id}`` stands for the fact's value in its unit (USD, not millions). Only those
+operators are evaluated (Python's ``ast``, no names, calls or attributes), so a formula can
+be stored and re-checked later by anyone.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+
+_FACT = re.compile(r"\{([^{}]+)\}")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+class FormulaError(ValueError):
+    """The formula is malformed, names an unknown fact, or divides by zero; the message says which."""
+
+
+def fact_ids(formula: str) -> list[str]:
+    """The fact ids a formula names, in order of first appearance."""
+    return list(dict.fromkeys(m.strip() for m in _FACT.findall(formula)))
+
+
+def evaluate(formula: str, values: dict[str, float]) -> float:
+    """Evaluate ``formula`` with ``values`` (``{fact_id: value}``).
+
+    Raises:
+        FormulaError: unknown fact id, syntax other than numbers, ``+ - * /`` and parentheses,
+            or division by zero.
+    """
+    names: dict[str, str] = {}
+
+    def name_for(match: re.Match[str]) -> str:
+        fid = match[1].strip()
+        if fid not in values:
+            raise FormulaError(f"unknown fact {fid!r}; use fact ids from get_statement or the facts table")
+        return names.setdefault(fid, f"f{len(names)}")
+
+    expression = _FACT.sub(name_for, formula)
+    bound = {v: values[k] for k, v in names.items()}
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as exc:
+        raise FormulaError(f"formula is not valid arithmetic ({exc.msg}): {formula!r}") from None
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in bound:
+            return bound[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return -walk(node.operand) if isinstance(node.op, ast.USub) else walk(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            try:
+                return _OPS[type(node.op)](walk(node.left), walk(node.right))
+            except ZeroDivisionError:
+                raise FormulaError(f"division by zero in {formula!r}") from None
+        raise FormulaError(f"only numbers, {{fact_id}}, + - * / and parentheses are allowed in a formula: {formula!r}")
+
+    return walk(tree)

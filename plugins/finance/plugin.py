@@ -1,0 +1,113 @@
+"""The finance plugin: answer questions about filings from extracted, checked statements, and write reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.plugin import Task, Verification
+from core.tools import Tool, ToolContext
+from plugins.finance.checks import run_checks
+from plugins.finance.episode import EpisodeFiles
+from plugins.finance.ingest import ingest
+from plugins.finance.model import create_views
+from plugins.finance.questions import load_questions
+from plugins.finance.reward import grade
+from plugins.finance.store import connect
+from plugins.finance.task import FinanceTask, TaskSpecError, load_task
+from plugins.finance.tools import FINANCE_TOOLS, finish
+
+SYSTEM_PROMPT = """\
+You are a careful financial analyst. The filings of this task (annual and quarterly reports as
+PDF) have been parsed into a database: every value printed in the income statement, balance
+sheet and cash-flow statement is stored with its document, page, line and column (a fact id
+such as 3M_2018_10K:p60:l24:c0), its amount as printed, scale and period.
+
+How to work:
+1. list_documents shows the filings and where their statements are.
+2. get_statement shows a statement with fact ids; get_metrics shows derived ratios; sql runs
+   read-only queries (tables facts, pages, documents; views income_statement, balance_sheet,
+   cash_flow, metrics). search_filing and read_page find evidence in the text.
+3. answer_question records each answer with its evidence page. A number must come from
+   stored facts: give a formula over {fact_id}s (or one fact id); the tool recomputes it.
+   State unit and scale explicitly (1577 with scale 'millions' is $1,577 million).
+4. When asked for a report, write_report builds it from the stored values.
+5. finish with a short summary.
+
+Pages are 1-based. Amounts in parentheses are negative (cash outflows such as capital
+expenditure are stored negative: answer "capex" as -{fact_id}).
+"""
+
+
+class FinancePlugin:
+    """Plugin ``finance``: filings into DuckDB with provenance; scored answers, checks and reports."""
+
+    name = "finance"
+    description = "Answer questions about company filings and write research reports; every figure traced to a page."
+
+    def system_prompt(self, task: Task) -> str:
+        """The same text for every run (prefix caching)."""
+        return SYSTEM_PROMPT
+
+    def tools(self) -> list[Tool]:
+        """The finance tools, then the report tool and finish."""
+        from plugins.finance.report_tool import write_report  # the report stack (matplotlib) loads lazily
+
+        return [*FINANCE_TOOLS, write_report, finish]
+
+    def setup(self, task: Task, ctx: ToolContext) -> str:
+        """Resolve ``task.json``, ingest the filings into the episode's database and list the questions.
+
+        Returns:
+            Text for the task message: the documents (with per-document errors) and the questions.
+            A task folder without a valid ``task.json`` is reported there, not raised: the tools
+            then answer with the same reason and the reward is 0.
+        """
+        files = EpisodeFiles(ctx)
+        files.root.mkdir(parents=True, exist_ok=True)
+        try:
+            if task.repo is None:
+                raise TaskSpecError("the finance plugin needs --repo: a task folder with a task.json naming the filings")
+            spec = load_task(Path(task.repo).resolve())
+            questions = load_questions(spec.questions_file, spec.question_ids) if spec.questions_file else []
+        except (TaskSpecError, ValueError, OSError) as exc:
+            files.task_error.write_text(str(exc))
+            return f"The task could not be set up: {exc}"
+        names = {p.stem for p in spec.filings}
+        if spec.question_ids is None:
+            questions = [q for q in questions if q.doc_name in names]
+        con = connect(files.db)
+        try:
+            statuses = ingest(con, spec.filings)
+            create_views(con)
+        finally:
+            con.close()
+        files.write_json(files.task, spec.to_json())
+        files.write_json(files.questions, [{"qid": q.qid, "doc_name": q.doc_name, "question": q.text} for q in questions])
+        lines = ["Filings:"]
+        for s in statuses:
+            lines.append(f"- {s.doc_name}: {s.pages} pages, {s.facts} values extracted" if s.status == "ok"
+                         else f"- {s.doc_name}: {s.status.upper()}: {s.error}")
+        if questions:
+            lines.append(f"\nQuestions ({len(questions)}; answer each with answer_question):")
+            lines.extend(f"- {q.qid} [{q.doc_name}]: {q.text}" for q in questions)
+        if spec.report:
+            lines.append("\nWrite a research report with write_report before finishing.")
+        return "\n".join(lines)
+
+    def verify(self, task: Task, ctx: ToolContext) -> Verification:
+        """Score the recorded answers, run the accounting checks, and check the report (see ``plugins.finance.reward``)."""
+        from plugins.finance.report_tool import report_traceability
+
+        files = EpisodeFiles(ctx)
+        if files.task_error.is_file() or not files.task.is_file():
+            reason = files.task_error.read_text() if files.task_error.is_file() else "set-up did not finish"
+            return Verification(reward=0.0, passed=False, summary=f"nothing verified: {reason}")
+        spec = FinanceTask.from_json(files.read_json(files.task, {}))
+        questions = load_questions(spec.questions_file, [q["qid"] for q in files.read_json(files.questions, [])]) if spec.questions_file else []
+        con = connect(files.db, read_only=True)
+        try:
+            checks = run_checks(con, [p.stem for p in spec.filings])
+            report = report_traceability(con, ctx.workspace) if spec.report else None
+        finally:
+            con.close()
+        return grade(questions, files.read_json(files.answers, {}), checks, spec.value_tolerance, report)

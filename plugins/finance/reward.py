@@ -1,0 +1,66 @@
+"""The finance reward: answers scored by value and by evidence page, accounting checks, and the report's traceability.
+
+    answer_value   share of numeric questions whose answer is within the relative tolerance
+                   (same unit family, explicit scale; see ``plugins.finance.questions``)
+    answer_page    share of all questions answered with a gold evidence page
+    checks         share of accounting identities that hold on the task's filings
+                   (``plugins.finance.checks``); 0 when nothing could be compared
+    report         share of a report's figures that trace to a stored value or a recorded
+                   derivation; counted only when the task asks for a report
+
+    reward = weighted mean of the components counted (weights 0.4, 0.2, 0.2, 0.2; components
+    with nothing to score are left out). A run that extracts nothing scores 0 on checks, and
+    a run that answers nothing scores 0 on both answer parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.plugin import RewardComponent, Verification
+from plugins.finance.checks import CheckSummary
+from plugins.finance.questions import Question, score_answer
+
+WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "checks": 0.2, "report": 0.2}
+
+
+def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,
+          report: tuple[float, dict[str, Any]] | None) -> Verification:
+    """Combine the parts into a ``Verification``.
+
+    Args:
+        questions: the task's questions with gold answers.
+        answers: recorded answers by question id.
+        checks: the identities on the task's filings.
+        tolerance: relative tolerance for values.
+        report: ``(share traced, detail)`` when the report is scored, else None.
+    """
+    components: dict[str, RewardComponent] = {}
+    per_question = {q.qid: score_answer(q, answers.get(q.qid), tolerance) for q in questions}
+    numeric = [q for q in questions if q.gold_value is not None]
+    if numeric:
+        right = [q.qid for q in numeric if per_question[q.qid].value_correct]
+        components["answer_value"] = RewardComponent(value=len(right) / len(numeric), weight=WEIGHTS["answer_value"], detail={
+            "correct": right, "numeric_questions": len(numeric), "tolerance": tolerance,
+            "scores": {q.qid: per_question[q.qid].detail for q in numeric}})
+    if questions:
+        right_pages = [q.qid for q in questions if per_question[q.qid].page_correct]
+        components["answer_page"] = RewardComponent(value=len(right_pages) / len(questions), weight=WEIGHTS["answer_page"],
+                                                    detail={"correct": right_pages, "questions": len(questions)})
+    failed = [f"{r.doc_name} {r.period_label}: {r.name} ({r.lhs:,.0f} vs {r.rhs:,.0f})" for r in checks.results if not r.passed]
+    components["checks"] = RewardComponent(value=checks.score, weight=WEIGHTS["checks"], detail={
+        "status": checks.status, "compared": len(checks.results), "failed": failed, "uncompared_documents": checks.uncompared})
+    if report is not None:
+        components["report"] = RewardComponent(value=report[0], weight=WEIGHTS["report"], detail=report[1])
+    total = sum(c.weight for c in components.values())
+    reward = sum(c.value * c.weight for c in components.values()) / total
+    parts = []
+    if numeric:
+        parts.append(f"{len(components['answer_value'].detail['correct'])}/{len(numeric)} values right")
+    if questions:
+        parts.append(f"{len(components['answer_page'].detail['correct'])}/{len(questions)} evidence pages right")
+    parts.append(f"checks {checks.status} ({sum(r.passed for r in checks.results)}/{len(checks.results)})")
+    if report is not None:
+        parts.append(f"report {report[0]:.0%} traced")
+    return Verification(reward=round(reward, 6), passed=all(c.value == 1.0 for c in components.values()),
+                        summary=", ".join(parts), components=components)
