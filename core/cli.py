@@ -370,13 +370,15 @@ def export_cmd(
     keep_flagged: bool = typer.Option(False, "--keep-flagged", help="keep runs that fail a quality gate, with their reasons"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
     tool_class: Optional[str] = typer.Option(None, "--tool-class", help="verl: class_name for the tool config"),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokens: GGUF whose vocabulary and chat template to use"),
 ) -> None:
     """Export runs as RL/SFT training data, after quality gates; prints the gates' counts per reason."""
     from core.export import export_runs, select_runs
 
     try:
         chosen, unreadable = select_runs(run_ids or [], all_runs=all_runs, plugin=plugin)
-        result = export_runs(chosen, fmt, out, keep_flagged=keep_flagged, overwrite=overwrite, tool_class=tool_class)
+        result = export_runs(chosen, fmt, out, keep_flagged=keep_flagged, overwrite=overwrite, tool_class=tool_class,
+                             tokenizer=tokenizer)
     except HorizonError as exc:
         _fail(exc)
         return

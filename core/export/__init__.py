@@ -51,7 +51,7 @@ class ExportResult:
 
 def export_runs(
     run_ids: list[str], fmt: str, out: Path, *, home: Path | None = None, keep_flagged: bool = False,
-    overwrite: bool = False, tool_class: str | None = None,
+    overwrite: bool = False, tool_class: str | None = None, tokenizer: Path | None = None,
 ) -> ExportResult:
     """Export runs from the run store in one format.
 
@@ -64,13 +64,15 @@ def export_runs(
         keep_flagged: export runs that failed a gate too, with their reasons.
         overwrite: replace ``out`` if it exists (default: refuse, so no earlier export is lost).
         tool_class: verl only: the ``class_name`` written into the tool config.
+        tokenizer: tokens only: a GGUF file whose chat template and vocabulary to use (default:
+            the bundled SmolLM2-135M-Instruct).
 
     Returns:
         An ``ExportResult``; nothing is written when no run is left to export.
 
     Raises:
-        UserError: unknown format, ``out`` exists without ``overwrite``, or a run cannot be read
-            (unknown id, being written now, damaged store, plugin not installed).
+        UserError: unknown format, ``out`` exists without ``overwrite``, ``tokenizer`` is no file,
+            or a run cannot be read (unknown id, being written now, damaged store, plugin not installed).
         ModelUnavailable: ``tokens`` without llama-cpp-python or the bundled tokenizer.
     """
     if fmt not in FORMATS:
@@ -79,6 +81,8 @@ def export_runs(
         raise UserError(f"{out} exists; choose another --out or pass --overwrite to replace it")
     if out.is_dir():
         raise UserError(f"{out} is a folder; --out names the file to write")
+    if tokenizer is not None and not tokenizer.is_file():
+        raise UserError(f"--tokenizer {tokenizer} is not a file; give a GGUF model file (its vocabulary and chat template are used)")
     from core.runner import runs_dir
 
     records = [load_run(r, home) for r in run_ids]
@@ -98,12 +102,12 @@ def export_runs(
     flag_text = {r.run_id: [f"{f.reason}: {f.detail}" for f in report.flags[r.run_id]] for r in chosen}
     result.exported = [r.run_id for r in chosen]
     result.files = [out]
-    result.rows = _write(fmt, chosen, out, flag_text, tool_class, result)
+    result.rows = _write(fmt, chosen, out, flag_text, tool_class, tokenizer, result)
     return result
 
 
 def _write(fmt: str, runs: list[RunRecord], out: Path, flags: dict[str, list[str]], tool_class: str | None,
-           result: ExportResult) -> int:
+           tokenizer: Path | None, result: ExportResult) -> int:
     if fmt == "sft-jsonl":
         from core.export.sft import write_sft_jsonl
         return write_sft_jsonl(runs, out, flags)
@@ -123,6 +127,6 @@ def _write(fmt: str, runs: list[RunRecord], out: Path, flags: dict[str, list[str
         return write_skyrl(runs, out)
     if fmt == "tokens":
         from core.export.tokens import write_tokens
-        return write_tokens(runs, out, flags)
+        return write_tokens(runs, out, flags, tokenizer)
     from core.export.grpo import write_grpo
     return write_grpo(runs, out)

@@ -16,8 +16,10 @@ SkyRL's step-wise trajectories):
 Token source. The run store does not keep the engine's token ids yet, so every row here is
 ``token_source: "retokenized"``: the stored text rendered with the chat template of the bundled
 SmolLM2-135M-Instruct GGUF (its ``tokenizer.chat_template``) and tokenised by llama.cpp with that
-GGUF's vocabulary (``Llama(vocab_only=True)``); assistant tool calls are rendered as the JSON the
-embedded policy makes the model write (``core.policy.embedded.to_plain_chat``). ``logprobs`` is
+GGUF's vocabulary (``Llama(vocab_only=True)``), or another GGUF's (``Retokenizer(path)``, ``agent
+export --tokenizer``); assistant tool calls are rendered as the JSON the embedded policy makes the
+model write (``core.policy.embedded.to_plain_chat``; a turn with several calls, one JSON object a
+line; an assistant's text beside its tool calls is not rendered, as in that function). ``logprobs`` is
 null: no engine reported them. Re-tokenised ids can differ from what an engine sampled; rows
 with ``token_source == "engine"`` (once the store keeps engine tokens) are the ones to prefer.
 Every segment (template glue, model text, observation) is tokenised on its own, so the mask's
@@ -28,6 +30,7 @@ turns to fit its context window.
 from __future__ import annotations
 
 import atexit
+import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -114,6 +117,10 @@ class Retokenizer:
                 a mask could not be exact then.
         """
         plain = to_plain_chat(messages, tools)
+        for original, turn in zip(messages, plain):
+            calls = original.get("tool_calls") or []
+            if original["role"] == "assistant" and len(calls) > 1:  # to_plain_chat renders one call: keep them all
+                turn["content"] = "\n".join(_call_json(c) for c in calls)
         out: list[Segment] = []
         before = ""
         step = 0
@@ -136,6 +143,16 @@ class Retokenizer:
                 out.append(Segment(piece, self.encode(piece), False))
             before = rendered
         return out
+
+
+def _call_json(call: dict[str, Any]) -> str:
+    """One tool call as the embedded policy's JSON text, ``{"name": ..., "arguments": {...}}``."""
+    fn = call["function"]
+    try:
+        args: Any = json.loads(fn["arguments"])
+    except json.JSONDecodeError:
+        args = fn["arguments"]
+    return json.dumps({"name": fn["name"], "arguments": args})
 
 
 @cache
@@ -174,9 +191,13 @@ def token_rows(run: RunRecord, tok: Retokenizer, flags: list[str] | None = None)
 
 
 def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None,
-                 tok: Retokenizer | None = None) -> int:
-    """Write token rows of every run as Parquet with ``TOKEN_SCHEMA``; return the number of rows."""
-    tok = tok or default_retokenizer()
+                 tokenizer: Path | None = None) -> int:
+    """Write token rows of every run as Parquet with ``TOKEN_SCHEMA``; return the number of rows.
+
+    Args:
+        tokenizer: a GGUF whose chat template and vocabulary to use (default: the bundled SmolLM2).
+    """
+    tok = Retokenizer(tokenizer) if tokenizer else default_retokenizer()
     rows = [row for r in runs for row in token_rows(r, tok, (flags or {}).get(r.run_id))]
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=TOKEN_SCHEMA), out)
