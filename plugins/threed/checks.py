@@ -123,7 +123,9 @@ def edge_counts(mesh: trimesh.Trimesh) -> tuple[int, int]:
     """(boundary edges used by one face, non-manifold edges used by more than two faces)."""
     if len(mesh.faces) == 0:
         return 0, 0
-    _, counts = np.unique(mesh.edges_sorted, axis=0, return_counts=True)
+    edges = mesh.edges_sorted.astype(np.int64)
+    keys = edges[:, 0] * (int(edges.max()) + 1) + edges[:, 1]  # one integer per edge: a 1-D unique is ~50x faster
+    _, counts = np.unique(keys, return_counts=True)
     return int((counts == 1).sum()), int((counts > 2).sum())
 
 
