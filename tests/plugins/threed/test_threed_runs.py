@@ -128,7 +128,14 @@ def test_scene_without_task_json_is_graded_free_form(tmp_path):
     assert result.reward == 0.5
 
 
+def test_bookshelf_builds_mirrored_sides_and_an_array_of_shelves():
+    result, stored = run_episode(EXAMPLES / "bookshelf", without_renders(load_script(EXAMPLES / "bookshelf.jsonl")))
+    assert result.reward == 1.0, {n: c["detail"].get("message") for n, c in stored["rewards"].items() if c["value"] < 1}
+    assert stored["rewards"]["Shelves/bodies"]["detail"]["bodies"] == 5
+    assert stored["rewards"]["Sides/bodies"]["detail"]["bodies"] == 2
+
+
 def test_examples_are_unchanged_by_runs():
-    for folder in ("low-table", "pen-holder"):
+    for folder in ("low-table", "pen-holder", "bookshelf"):
         names = sorted(p.name for p in (EXAMPLES / folder).iterdir())
         assert "scene.blend" not in names and "task.json" in names
