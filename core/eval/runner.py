@@ -103,7 +103,9 @@ def _final_outcomes(components: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def _passes(test_id: str, after: dict[str, str]) -> bool:
+def test_passes(test_id: str, after: dict[str, str]) -> bool:
+    """Whether ``test_id`` passes in the outcomes ``after``; a module id (a module that failed to
+    import before) passes when its tests ran and none failed."""
     if test_id in after:
         return after[test_id] == "passed"
     inside = [o for t, o in after.items() if t.startswith(test_id + "::")]  # a module id: all of its tests
@@ -153,8 +155,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     if verification is not None:
         result.summary = verification.summary
         after = _final_outcomes(verification.components) or {}
-        result.fail_to_pass_passed = sum(1 for t in spec.fail_to_pass if _passes(t, after))
-        result.pass_to_pass_broken = [t for t in spec.pass_to_pass if not _passes(t, after)]
+        result.fail_to_pass_passed = sum(1 for t in spec.fail_to_pass if test_passes(t, after))
+        result.pass_to_pass_broken = [t for t in spec.pass_to_pass if not test_passes(t, after)]
         result.resolved = (
             verification.passed
             and result.fail_to_pass_passed == len(spec.fail_to_pass)

@@ -1,0 +1,171 @@
+"""agent eval: pass@k, task folders, reference fixes as edits, and the Must-show on real tasks.
+
+The episodes here are real Horizon runs of the coding plugin on task folders of suites/coding
+(real packages' buggy releases), with scripted policies built from each task; the full suite
+runs through the CLI (suites/README.md, output in suites/coding/EVAL.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core import eval as ev
+from core.errors import UserError
+from core.runner import list_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "suites" / "coding"
+#: Small, quick test suites, so the Must-show stays within the test-time budget.
+SUBSET = ["parse-1.20.2-hyphen-field-names", "pathspec-0.12.1-match-file", "xmltodict-0.14.2-whitespace-text"]
+
+
+# --------------------------------------------------------------------------- pass@k
+
+
+def test_pass_at_k_matches_the_binomial_formula():
+    for n, c, k in [(10, 3, 1), (10, 3, 5), (20, 1, 10), (5, 0, 2), (5, 5, 1), (200, 17, 100)]:
+        exact = 1.0 - math.comb(n - c, k) / math.comb(n, k)
+        assert ev.pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+    assert ev.pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert ev.pass_at_k(4, 3, 2) == 1.0  # fewer failures than draws: some draw succeeds
+
+
+@pytest.mark.parametrize("n, c, k", [(0, 0, 1), (3, 4, 1), (3, 1, 4), (3, 1, 0)])
+def test_pass_at_k_rejects_inconsistent_counts(n, c, k):
+    with pytest.raises(ValueError, match="pass@k needs"):
+        ev.pass_at_k(n, c, k)
+
+
+def test_summary_averages_over_tasks():
+    rows = [
+        {"task": "a", "resolved": True, "reward": 1.0, "cost": 0.5},
+        {"task": "a", "resolved": False, "reward": None, "cost": 0.25},
+        {"task": "b", "resolved": False, "reward": 0.5, "cost": 0.0},
+        {"task": "b", "resolved": False, "reward": 0.0, "cost": 0.0},
+    ]
+    s = ev.summarize(rows, k=2)
+    assert s["tasks"]["a"]["pass@1"] == 0.5 and s["tasks"]["a"]["pass@2"] == 1.0
+    assert s["pass@1"] == 0.25 and s["pass@2"] == 0.5
+    assert s["mean_reward"] == pytest.approx((0.5 + 0.25) / 2)
+    assert s["cost"] == 0.75 and s["resolved_tasks"] == 1 and s["episodes"] == 4
+
+
+# --------------------------------------------------------------------------- task folders
+
+
+def test_suite_has_twenty_valid_tasks():
+    tasks = ev.load_suite(SUITE)
+    assert len(tasks) >= 20
+    for task in tasks:
+        assert task.spec.fail_to_pass and task.spec.pass_to_pass, task.name
+        assert task.spec.source.buggy_sdist_sha256 and task.spec.source.fixed_sdist_url.startswith("https://"), task.name
+        for test_file in task.spec.test_files:
+            assert (task.repo / test_file).is_file(), (task.name, test_file)
+
+
+def test_bad_task_folders_get_clear_errors(tmp_path):
+    with pytest.raises(UserError, match="neither task.json nor task.toml"):
+        ev.load_task(tmp_path)
+    (tmp_path / "task.json").write_text("{not json")
+    with pytest.raises(UserError, match="task.json is not a valid task file"):
+        ev.load_task(tmp_path)
+    (tmp_path / "task.json").write_text(json.dumps({"instruction": "x", "source": {"package": "p"}, "fail_to_pass": []}))
+    with pytest.raises(UserError, match="fail_to_pass"):
+        ev.load_task(tmp_path)
+    with pytest.raises(UserError, match="no task named nope"):
+        ev.load_suite(SUITE, ["nope"])
+    with pytest.raises(UserError, match="no suite folder"):
+        ev.load_suite(tmp_path / "missing")
+
+
+def test_task_toml_is_read_too(tmp_path):
+    task = tmp_path / "t"
+    (task / "repo").mkdir(parents=True)
+    (task / "fix.diff").write_text("")
+    (task / "task.toml").write_text(
+        'instruction = "fix it"\nfail_to_pass = ["tests/test_a.py::test_x"]\n[source]\npackage = "p"\n'
+        'buggy_version = "1.0"\nfixed_version = "1.1"\n'
+    )
+    assert ev.load_task(task).spec.source.fixed_version == "1.1"
+
+
+def _apply_edits(repo: Path, edits: list[dict[str, str]]) -> None:
+    for edit in edits:
+        path = repo / edit["path"]
+        if edit["old_text"] == "":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(edit["new_text"])
+            continue
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        assert text.count(edit["old_text"]) == 1, (edit["path"], edit["old_text"][:200])
+        path.write_text(text.replace(edit["old_text"], edit["new_text"]), encoding="utf-8", errors="surrogateescape")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SUITE.iterdir() if (p / "task.json").is_file()))
+def test_reference_edits_equal_git_apply(tmp_path, name):
+    """Each hunk as one unique old_text -> new_text edit gives exactly what git apply gives."""
+    task = ev.load_task(SUITE / name)
+    by_edits, by_git = tmp_path / "edits", tmp_path / "git"
+    shutil.copytree(task.repo, by_edits)
+    shutil.copytree(task.repo, by_git)
+    edits = ev.diff_edits(task.fix_diff.read_text(), task.repo)
+    assert edits
+    _apply_edits(by_edits, edits)
+    subprocess.run(["git", "apply", str(task.fix_diff)], cwd=by_git, check=True, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    changed = {e["path"] for e in edits}
+    for rel in changed:
+        assert (by_edits / rel).read_bytes() == (by_git / rel).read_bytes(), rel
+
+
+def test_diff_edits_grow_context_until_unique(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\ny = 2\nx = 1\ny = 2\nz = 3\n")
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -3,2 +3,2 @@\n x = 1\n-y = 2\n+y = 20\n"
+    (edit,) = ev.diff_edits(diff, tmp_path)
+    # "x = 1\ny = 2\n" occurs twice: one line more on each side makes it unique
+    assert edit["old_text"] == "y = 2\nx = 1\ny = 2\nz = 3\n" and edit["new_text"] == "y = 2\nx = 1\ny = 20\nz = 3\n"
+    with pytest.raises(UserError, match="does not match"):
+        ev.diff_edits("--- a/m.py\n+++ b/m.py\n@@ -1,1 +1,1 @@\n-nothing\n+else\n", tmp_path)
+
+
+# --------------------------------------------------------------------------- Must show
+
+
+def _evaluate(policy: str, tmp_path: Path) -> dict:
+    tasks = ev.load_suite(SUITE, SUBSET)
+    out_dir = ev.new_eval_dir()
+    specs = ev.episode_specs(
+        tasks, plugin="coding", attempts=1, policy=policy, policy_config=None,
+        limits={"max_steps": 30}, pricing={}, isolated=True, home=out_dir.parents[1], scripts_dir=out_dir / "scripts",
+    )  # fmt: skip
+    return ev.run_eval(specs, workers=3, k=1, out_dir=out_dir)
+
+
+def test_reference_policy_resolves_every_task(tmp_path, horizon_home):
+    summary = _evaluate("reference", tmp_path)
+    results = summary["results"]
+    assert [r["task"] for r in results] == sorted(SUBSET)
+    assert all(r["resolved"] and r["reward"] == 1.0 and r["exit_status"] == "submitted" for r in results), results
+    assert summary["pass@1"] == 1.0 and summary["resolved_tasks"] == 3
+    # each episode is a normal run in the run store, and its result was streamed to results.jsonl
+    runs = {r["run_id"]: r for r in list_runs(horizon_home)}
+    assert {r["run_id"] for r in results} <= set(runs)
+    assert all(runs[r["run_id"]]["status"] == "finished" for r in results)
+    lines = (horizon_home / "evals" / summary["eval_id"] / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize("policy", ["finish-only", "edit-tests"])
+def test_gaming_policies_resolve_nothing(tmp_path, policy):
+    summary = _evaluate(policy, tmp_path)
+    assert summary["resolved_tasks"] == 0 and summary["pass@1"] == 0.0, summary["results"]
+    for r in summary["results"]:
+        assert r["exit_status"] == "submitted" and r["run_id"] and not r["resolved"], r
+        assert r["reward"] is not None and r["reward"] < 1.0, r
+        if policy == "finish-only":  # the bug is still there
+            assert r["fail_to_pass_passed"] < r["fail_to_pass_total"], r
