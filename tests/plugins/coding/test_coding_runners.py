@@ -204,15 +204,13 @@ def test_tests_are_reset_before_grading_and_edits_still_score_zero(tmp_path):
     assert (ctx.workspace / "tests" / "conftest.py").is_file()
 
 
-def test_printed_passed_text_and_a_faked_exit_code_do_not_count(tmp_path):
-    # Code under test that makes the interpreter exit 0 at once: the report is never written.
-    exit_early = ("calc/core.py", "def add(a, b):\n    return a - b\n", "import os\n\n\ndef add(a, b):\n    print('test_add PASSED')\n    os._exit(0)\n")
-    _ctx, verification = episode(tmp_path, [exit_early])
-    assert verification.reward == 0.0 and not verification.passed
-    assert verification.summary.startswith("no test ran at the end")
-
-    # Code under test that makes the run exit non-zero after every test passed: the exit code wins.
+def test_a_report_that_contradicts_the_exit_code_is_not_believed(tmp_path):
+    # Code under test makes the run exit non-zero after every test passed (a crash at exit, or a
+    # run that printed or planted its own results): the exit code wins, reward 0.
     crash_at_exit = ("calc/core.py", "return a - b", "return a + b\n\n\nimport atexit, os\natexit.register(lambda: os._exit(3))")
-    _ctx, verification = episode(tmp_path / "second", [crash_at_exit])
+    _ctx, verification = episode(tmp_path, [crash_at_exit])
+    assert verification.components["fail_to_pass"].detail["fixed"] == ["tests/test_core.py::test_add"]  # the report says so
     assert verification.components["exit_code_agrees"].value == 0.0
-    assert verification.reward == 0.0 and "contradicts its report" in verification.summary
+    assert verification.components["exit_code_agrees"].detail == {"exit_code": 3}
+    assert verification.reward == 0.0 and not verification.passed
+    assert "exited with code 3, which contradicts its report" in verification.summary
