@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from plugins.finance.ingest import ingest
+from plugins.finance.model import create_views
 from plugins.finance.store import connect
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,11 +30,12 @@ def finance_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def filings_db(tmp_path_factory, finance_cache) -> Path:
-    """A filings database holding all twelve real filings (read it with ``connect(path, read_only=True)``)."""
+    """A filings database holding all twelve real filings and the modelling views (open it read-only)."""
     need_data()
     path = tmp_path_factory.mktemp("filings") / "filings.duckdb"
     con = connect(path)
     statuses = ingest(con, sorted(FILINGS.glob("*.pdf")), finance_cache)
+    create_views(con)
     con.close()
     assert all(s.status == "ok" for s in statuses), [s for s in statuses if s.status != "ok"]
     return path
