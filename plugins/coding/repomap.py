@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,11 +115,50 @@ def _mentions(text: str, files: list[str], defined: set[str]) -> tuple[set[str],
     return mentioned_files, words & defined
 
 
-def _name_weight(name: str, definers: int, mentioned: set[str]) -> float:
-    weight = MENTION_BOOST if name in mentioned else 1.0
-    if name.startswith("_") or definers > GENERIC_NAME_FILES:
-        weight *= 0.1
-    return weight
+def _base_weight(name: str, definers: int) -> float:
+    return 0.1 if name.startswith("_") or definers > GENERIC_NAME_FILES else 1.0
+
+
+#: The last repository's reference edges, reused while none of its file indexes changed (the
+#: indexes are cached per file, so an unchanged file keeps the same ``FileIndex`` object).
+_last_edges: tuple[tuple[tuple[str, FileIndex], ...], dict[tuple[str, str], dict[str, float]]] | None = None
+
+
+def _reference_edges(indexes: dict[str, FileIndex]) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(using file, defining file): {name: weight before mentions}}`` for a repository."""
+    global _last_edges
+    identity = tuple(indexes.items())
+    cached = _last_edges
+    if cached is not None and len(cached[0]) == len(identity) and all(
+        a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], identity, strict=True)
+    ):
+        return cached[1]
+    definers: dict[str, set[str]] = defaultdict(set)
+    type_names: set[str] = set()
+    for rel, index in indexes.items():
+        for name, entries in index.definitions.items():
+            kinds = {kind for _line, kind, _owner in entries}
+            if kinds & MAP_KINDS:
+                definers[name].add(rel)
+            if kinds & TYPE_KINDS:
+                type_names.add(name)
+    edges: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for rel, index in indexes.items():
+        for name, uses in index.uses.items():
+            targets = definers.get(name)
+            if not targets:
+                continue
+            # Calls, and any use of a type's name, count; a bare ``console`` is most often a
+            # local variable that merely shares a method's name.
+            count = len(uses) if name in type_names else sum(1 for _line, kind in uses if kind == "call")
+            if not count:
+                continue
+            weight = math.sqrt(count) * _base_weight(name, len(targets))
+            for target in targets:
+                if target != rel:  # a file using its own names says nothing about their importance
+                    edges[(rel, target)][name] = weight
+    _last_edges = (identity, dict(edges))
+    return _last_edges[1]
 
 
 def rank_definitions(
@@ -138,35 +177,14 @@ def rank_definitions(
         references get a small rank from their own file's PageRank, so that a file's API still
         appears when nothing calls it.
     """
-    definers: dict[str, set[str]] = defaultdict(set)
-    type_names: set[str] = set()
-    for rel, index in indexes.items():
-        for name, entries in index.definitions.items():
-            kinds = {kind for _line, kind, _owner in entries}
-            if kinds & MAP_KINDS:
-                definers[name].add(rel)
-            if kinds & TYPE_KINDS:
-                type_names.add(name)
+    edge_names: dict[tuple[str, str], dict[str, float]] = {}
+    for edge, names in _reference_edges(indexes).items():
+        if mentioned_names and not mentioned_names.isdisjoint(names):
+            names = {n: w * MENTION_BOOST if n in mentioned_names else w for n, w in names.items()}
+        edge_names[edge] = names
     graph = nx.DiGraph()
     graph.add_nodes_from(indexes)
-    edge_names: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for rel, index in indexes.items():
-        for name, uses in index.uses.items():
-            targets = definers.get(name)
-            if not targets:
-                continue
-            # Calls, and any use of a type's name, count; a bare ``console`` is most often a
-            # local variable that merely shares a method's name.
-            count = len(uses) if name in type_names else sum(1 for _line, kind in uses if kind == "call")
-            if not count:
-                continue
-            weight = math.sqrt(count) * _name_weight(name, len(targets), mentioned_names)
-            for target in targets:
-                if target == rel:
-                    continue  # a file using its own names says nothing about their importance
-                edge_names[(rel, target)][name] += weight
-    for (source, target), names in edge_names.items():
-        graph.add_edge(source, target, weight=sum(names.values()))
+    graph.add_weighted_edges_from((source, target, sum(names.values())) for (source, target), names in edge_names.items())
     personalization = None
     if mentioned_files:
         base = 1.0 / max(1, len(indexes))
