@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from core.config import load_settings
 from core.plugin import Task
 from core.policy import ScriptedPolicy
 from core.policy.scripted import load_script
@@ -54,6 +55,60 @@ def test_low_table_script_builds_the_table_with_reward_1():
     assert all(c["value"] == 1.0 for c in rewards.values())
     assert (stored["workspace"] / "scene.blend").is_file()
     assert not (EXAMPLES / "low-table" / "scene.blend").exists()  # the example folder itself is untouched
+
+
+def worker_processes() -> list[int]:
+    """Blender workers whose parent is this test process."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            ppid = int(next(line for line in status.read_text().splitlines() if line.startswith("PPid:")).split()[1])
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except (OSError, StopIteration, ValueError):
+            continue
+        if ppid == os.getpid() and b"plugins.threed.worker" in cmdline:
+            found.append(int(status.parent.name))
+    return found
+
+
+def test_verification_stops_the_worker():
+    turns = [{"tool": "add_primitive", "arguments": {"name": "Tabletop", "kind": "cube", "size": [1.2, 0.6, 0.04]}},
+             {"tool": "finish", "arguments": {"summary": "only the top"}}]
+    result, _ = run_episode(EXAMPLES / "low-table", turns)
+    assert 0 < result.reward < 1
+    assert worker_processes() == []
+
+
+def test_an_interrupted_run_resumes_from_the_saved_scene(tmp_path):
+    turns = without_renders(load_script(EXAMPLES / "low-table.jsonl"))
+    script = tmp_path / "table.jsonl"
+    script.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    holder: list[Run] = []
+
+    def stop_after_the_legs(kind: str, data: dict[str, Any]) -> None:
+        if kind == "tool" and data["call"] is not None and "Leg.BR" in data["call"].arguments:
+            holder[0].episode.stop_requested = True  # as the first Ctrl-C does
+
+    started = Run.start(
+        Task(plugin="threed", instruction="a low table", repo=EXAMPLES / "low-table"), ScriptedPolicy(turns),
+        policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(max_steps=len(turns) + 2), pricing=Pricing(),
+        on_event=stop_after_the_legs,
+    )
+    holder.append(started)
+    try:
+        first = started.execute()
+    finally:
+        started.close()
+    assert first.status == "interrupted" and first.steps == 7
+    resumed = Run.open(first.run_id, settings=load_settings())  # a new episode object: a fresh worker loads scene.blend
+    try:
+        final = resumed.execute()
+    finally:
+        resumed.close()
+    assert final.status == "finished" and final.reward == 1.0
+    with closing(open_store(first.run_id)) as store:
+        calls = [c["tool"] for s in store.steps() for c in s["tool_calls"]]
+    assert calls.count("add_mesh") == 4  # nothing built before the stop was built again
 
 
 def test_a_leg_10_cm_too_short_scores_lower_and_names_the_check():

@@ -14,29 +14,21 @@ from plugins.threed import tools
 from plugins.threed.client import BlenderWorker
 
 
-def test_worker_starts_lazily_creates_the_scene_and_stops(tmp_path):
+def test_worker_starts_lazily_answers_errors_and_stops(tmp_path):
     worker = BlenderWorker(tmp_path / "scene.blend", tmp_path / "log.txt")
     assert worker.pid is None and not (tmp_path / "scene.blend").exists()
     assert worker.call("inspect_scene", {})["total"] == 0
     assert (tmp_path / "scene.blend").is_file() and worker.pid is not None
     pid = worker.pid
+    with pytest.raises(ToolError, match="unknown operation 'explode'"):
+        worker.call("explode", {})
+    with pytest.raises(ToolError, match="no object named 'Ghost'"):
+        worker.call("delete_object", {"name": "Ghost"})
+    assert worker.pid == pid and worker.restarts == 0  # operation errors keep the worker
     worker.close()
     assert worker.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-
-
-def test_operation_errors_keep_the_worker(tmp_path):
-    worker = BlenderWorker(tmp_path / "scene.blend", tmp_path / "log.txt")
-    try:
-        pid = worker.call("inspect_scene", {}) and worker.pid
-        with pytest.raises(ToolError, match="unknown operation 'explode'"):
-            worker.call("explode", {})
-        with pytest.raises(ToolError, match="no object named 'Ghost'"):
-            worker.call("delete_object", {"name": "Ghost"})
-        assert worker.pid == pid and worker.restarts == 0
-    finally:
-        worker.close()
 
 
 def test_a_killed_idle_worker_is_restarted_with_the_saved_scene(ctx):
