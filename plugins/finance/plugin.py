@@ -49,10 +49,11 @@ class FinancePlugin:
         return SYSTEM_PROMPT
 
     def tools(self) -> list[Tool]:
-        """The finance tools, then the report tool and finish."""
+        """The finance tools, then market data, the report tool and finish."""
+        from plugins.finance.market_tool import market_data
         from plugins.finance.report_tool import write_report  # the report stack (matplotlib) loads lazily
 
-        return [*FINANCE_TOOLS, write_report, finish]
+        return [*FINANCE_TOOLS, market_data, write_report, finish]
 
     def setup(self, task: Task, ctx: ToolContext) -> str:
         """Resolve ``task.json``, ingest the filings into the episode's database and list the questions.

@@ -8,7 +8,11 @@ Format (paths relative to the task folder or to the Horizon repository root; ``*
       "questions": "../shared/data/filings/questions.jsonl",   optional, FinanceBench format
       "question_ids": ["financebench_id_03029"],          optional; default: every question about a filing
       "value_tolerance": 0.01,                            optional relative tolerance for answer values
-      "report": true                                      optional: the run must write a report
+      "report": true,                                     optional: the run must write a report
+      "market": {"snapshots": "market", "offline": true, "max_age_days": 7}
+                                                          optional market-data settings (snapshot folder
+                                                          relative to the task folder, as copied into the
+                                                          workspace; offline: snapshots only)
     }
 
 Gold answers stay outside the workspace (the questions file is read on the host at setup and
@@ -50,20 +54,21 @@ class FinanceTask:
     value_tolerance: float = 0.01
     report: bool = False
     missing: list[str] = field(default_factory=list)
+    market: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (stored in the run's scratch folder so a resumed run reads the same)."""
         return {"filings": [str(p) for p in self.filings], "ticker": self.ticker,
                 "questions_file": str(self.questions_file) if self.questions_file else None,
                 "question_ids": self.question_ids, "value_tolerance": self.value_tolerance, "report": self.report,
-                "missing": self.missing}
+                "missing": self.missing, "market": self.market}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FinanceTask:
         """The inverse of ``to_json``."""
         return cls([Path(p) for p in data["filings"]], data.get("ticker"),
                    Path(data["questions_file"]) if data.get("questions_file") else None, data.get("question_ids"),
-                   data.get("value_tolerance", 0.01), data.get("report", False), data.get("missing", []))
+                   data.get("value_tolerance", 0.01), data.get("report", False), data.get("missing", []), data.get("market", {}))
 
 
 def _resolve(entry: str, bases: list[Path]) -> list[Path]:
@@ -118,4 +123,8 @@ def load_task(folder: Path) -> FinanceTask:
     tolerance = spec.get("value_tolerance", 0.01)
     if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise TaskSpecError(f"{path}: 'value_tolerance' must be a number in [0, 1), e.g. 0.01 for 1%")
-    return FinanceTask(filings, spec.get("ticker"), questions, ids, float(tolerance), bool(spec.get("report", False)), missing)
+    market = spec.get("market", {})
+    if not isinstance(market, dict):
+        raise TaskSpecError(f"{path}: 'market' must be an object such as {{\"snapshots\": \"market\", \"offline\": true}}")
+    return FinanceTask(filings, spec.get("ticker"), questions, ids, float(tolerance), bool(spec.get("report", False)), missing,
+                       market)

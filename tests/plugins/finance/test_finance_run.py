@@ -142,3 +142,23 @@ def test_a_task_folder_without_task_json_scores_zero(use_cache, tmp_path):
         task_message = store.messages()[1].content
     assert "task.json not found" in task_message
     assert calls[0]["is_error"] and "could not be set up" in calls[0]["output"]
+
+
+def test_a_market_data_failure_is_an_observation_and_the_run_goes_on(filings_db, use_cache, tmp_path):
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "task.json").write_text(json.dumps({
+        "ticker": "MMM", "filings": ["../shared/data/filings/3M_2018_10K.pdf"], "questions": "../shared/data/filings/questions.jsonl",
+        "question_ids": ["financebench_id_03029"], "market": {"snapshots": "market", "offline": True}}))
+    turns = [
+        {"tool": "market_data", "arguments": {"kind": "prices", "as_of": "2019-02-07"}},
+        {"tool": "answer_question", "arguments": {"question_id": "financebench_id_03029", "document": "3M_2018_10K", "page": 60,
+                                                  "value": 1577, "unit": "USD", "scale": "millions", "formula": "-{3M_2018_10K:p60:l24:c0}"}},
+        {"tool": "finish", "arguments": {"summary": "answered; no market data offline"}},
+    ]
+    _, result = run_episode(turns, repo=task)
+    with closing(open_store(result.run_id)) as store:
+        calls = [c for s in store.steps() for c in s["tool_calls"]]
+    assert calls[0]["is_error"] and "market data unavailable" in calls[0]["output"] and "no snapshot of MMM prices" in calls[0]["output"]
+    assert not calls[1]["is_error"] and result.exit_status == ExitStatus.SUBMITTED
+    assert result.reward == 1.0  # value, page and checks all right; the failed call cost nothing
