@@ -25,10 +25,11 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from core.errors import HorizonError
 
@@ -66,7 +67,7 @@ def yfinance_fetch(ticker: str, kind: str, params: dict[str, Any]) -> Any:
         return [{"date": idx.date().isoformat(), "open": float(r["Open"]), "high": float(r["High"]), "low": float(r["Low"]),
                  "close": float(r["Close"]), "volume": float(r["Volume"])} for idx, r in frame.iterrows()]
     frame = t.income_stmt if kind == "income_annual" else t.quarterly_income_stmt
-    return {col.date().isoformat(): {str(k): (None if v != v else float(v)) for k, v in frame[col].items()} for col in frame.columns}
+    return {col.date().isoformat(): {str(k): (None if math.isnan(float(v)) else float(v)) for k, v in frame[col].items()} for col in frame.columns}
 
 
 @dataclass
@@ -227,6 +228,7 @@ class MarketData:
             return md + [f"No {ticker} prices in the year to {day} in snapshot {answer.snapshot.name}.", ""]
         closes = [r["close"] for r in answer.data if not math.isnan(r["close"])]
         last = answer.data[-1]
-        return md + [f"{ticker} (Yahoo Finance via yfinance; snapshot `{answer.snapshot.name}`, fetched {answer.fetched_at:%Y-%m-%d}, "
-                     f"{answer.age_days:.0f} days before the report date): last close {last['close']:.2f} on {last['date']}, "
-                     f"52-week range {min(closes):.2f} to {max(closes):.2f}. Nothing after {day} is used.", ""]
+        line = (f"{ticker} (Yahoo Finance via yfinance; snapshot `{answer.snapshot.name}`, fetched {answer.fetched_at:%Y-%m-%d}, "
+                f"{answer.age_days:.0f} days before the report date): last close {last['close']:.2f} on {last['date']}, "
+                f"52-week range {min(closes):.2f} to {max(closes):.2f}. Nothing after {day} is used.")
+        return [*md, line, ""]
