@@ -398,6 +398,17 @@ def _principled(mat: bpy.types.Material) -> bpy.types.ShaderNode:
     return node
 
 
+_AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+z": (0, 0, 1), "-z": (0, 0, -1)}
+
+
+def _faces_facing(obj: bpy.types.Object, axis: str) -> list[int]:
+    """Indices of faces whose world-space normal is within 30 degrees of ``axis`` (e.g. "+z": tops)."""
+    rotation = obj.matrix_world.to_3x3().inverted_safe().transposed()  # normals transform by the inverse transpose
+    want = Vector(_AXES[axis])
+    limit = math.cos(math.radians(30))
+    return [p.index for p in obj.data.polygons if (rotation @ p.normal).normalized().dot(want) >= limit]
+
+
 def set_material(args: dict[str, Any]) -> dict[str, Any]:
     """Assign a Principled BSDF material to an object, or to some of its faces.
 
@@ -435,6 +446,10 @@ def set_material(args: dict[str, Any]) -> dict[str, Any]:
         slot = len(obj.material_slots) - 1
     faces = args.get("faces")
     polygons = obj.data.polygons
+    if args.get("faces_facing"):
+        faces = _faces_facing(obj, args["faces_facing"])
+        if not faces:
+            raise OpError(f"no face of {obj.name!r} faces {args['faces_facing']} (within 30 degrees); inspect_scene shows its rotation")
     if faces:
         bad = [f for f in faces if not 0 <= f < len(polygons)]
         if bad:

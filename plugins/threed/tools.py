@@ -260,11 +260,19 @@ class SetMaterialArgs(Args):
     metallic: float | None = Field(None, ge=0, le=1)
     transmission: float | None = Field(None, ge=0, le=1)
     faces: list[Annotated[int, Field(ge=0)]] | None = Field(None, max_length=1_000_000, description="face indices to assign to; omit for the whole object")
+    faces_facing: Literal["+x", "-x", "+y", "-y", "+z", "-z"] | None = Field(
+        None, description="assign to the faces whose world normal points this way (within 30 degrees), e.g. '+z' for tops")
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> SetMaterialArgs:
+        if self.faces is not None and self.faces_facing is not None:
+            raise ValueError("give faces or faces_facing, not both")
+        return self
 
 
 @tool
 def set_material(args: SetMaterialArgs, ctx: ToolContext) -> ToolResult:
-    """Assign a Principled BSDF material to an object or some of its faces. A new material needs a preset or a base_color; an existing one is reused and updated with any values given.
+    """Assign a Principled BSDF material to an object or some of its faces (by index, or by the direction they face). A new material needs a preset or a base_color; an existing one is reused and updated with any values given.
 
     Args: ``SetMaterialArgs``. Returns ``data`` with ``material``, ``created``, ``faces`` and ``settings``.
     """

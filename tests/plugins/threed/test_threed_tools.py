@@ -174,6 +174,14 @@ def test_materials_presets_colours_faces_and_clear_refusals(ctx):
     mesh, slots = scene_meshes(ctx)["Top"]
     assert slots == ["Oak", "Red"]
     assert mesh.metadata["faces_per_slot"] == [10, 2]  # triangles: 5 quads oak, 1 quad red
+    call(tools.transform, ctx, name="Top", rotation_deg=[180, 0, 0])  # upside down: its -z face now faces up
+    top = call(tools.set_material, ctx, object="Top", material="Steel", preset="steel", faces_facing="+z")
+    assert top.data["faces"] == 1
+    mesh, slots = scene_meshes(ctx)["Top"]
+    up = mesh.face_normals[:, 2] > 0.9
+    steel = slots.index("Steel")
+    assert up.sum() == 2 and set(np.load(ctx.scratch / "m" / "0.npz")["material_index"][up]) == {steel}
+    assert "not both" in fails(tools.set_material, ctx, object="Top", material="Steel", faces=[0], faces_facing="+z")
 
 
 def test_lights_camera_render_and_inspect_pages(ctx):
