@@ -74,6 +74,10 @@ def main(zip_path: str, script: str, task_json: str, out: str) -> None:
         modifiers=[m.type for m in objects["Tabletop"].modifiers] if "Tabletop" in objects else None,
         ops_module=horizon_agent.ops.__name__,
     )
+    # each applied step is its own undo step: one undo removes only the last (the camera)
+    undo = sorted(bpy.ops.ed.undo())
+    after = {o.name for o in bpy.data.objects}
+    result["undo_once"] = {"result": undo, "camera": "Camera" in after, "tabletop": "Tabletop" in after, "key": "Key" in after}
     calls: list = []
     horizon_agent.HORIZON_PT_panel.draw(types.SimpleNamespace(layout=RecordingLayout(calls)), bpy.context)
     result["draw"] = calls
