@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,48 @@ def test_jest_is_used_only_when_configured_and_installed(tmp_path):
     jest.parent.mkdir(parents=True)
     jest.write_text("#!/bin/sh\n")
     assert detect_framework(ctx.workspace) == "jest"
+
+
+def _global_jest() -> Path | None:
+    """Jest installed with ``npm install -g jest@29`` (its ``bin/jest.js``), or None."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, check=False).stdout.strip()
+    candidate = Path(root) / "jest" / "bin" / "jest.js" if root else None
+    return candidate if candidate is not None and candidate.is_file() else None
+
+
+JEST_PROJECT = {
+    "package.json": '{"name": "calc", "version": "1.0.0", "scripts": {"test": "jest"}, "jest": {}}\n',
+    "src/calc.js": "function add(a, b) { return a + b }\nfunction div(a, b) { return a / b }\nmodule.exports = { add, div }\n",
+    "src/calc.test.js": (
+        "const { add, div } = require('./calc')\ndescribe('math', () => {\n"
+        "  test('adds', () => { expect(add(1, 2)).toBe(3) })\n"
+        "  test('divides by zero throws', () => { expect(() => div(1, 0)).toThrow() })\n"
+        "  test.skip('later', () => {})\n})\n"
+    ),
+    "src/broken.test.js": "const x = require('./missing')\ntest('never', () => {})\n",
+}
+
+
+@pytest.mark.skipif(_global_jest() is None, reason="jest is not installed (npm install -g jest@29)")
+def test_jest_runs_for_real_when_installed_in_node_modules(tmp_path):
+    ctx = make(tmp_path, JEST_PROJECT)
+    binary = ctx.workspace / "node_modules" / ".bin" / "jest"
+    binary.parent.mkdir(parents=True)
+    binary.symlink_to(_global_jest())  # as npm links it; node resolves jest's own modules from its real path
+    assert detect_framework(ctx.workspace) == "jest"
+    run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+    assert run.outcomes == {
+        "src/calc.test.js::math adds": "passed",
+        "src/calc.test.js::math divides by zero throws": "failed",
+        "src/calc.test.js::math later": "skipped",
+        "src/broken.test.js": "error",
+    }, run.output
+    assert run.exit_code == 1 and run.report_trusted and run.build_failed
+    assert "did not throw" in run.messages["src/calc.test.js::math divides by zero throws"]
+    assert "Cannot find module './missing'" in run.messages["src/broken.test.js"]
 
 
 def test_jest_json_report_is_read(tmp_path):
