@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.export.gates import Flag, GateReport, apply_gates
-from core.export.source import RunRecord, load_run, select_runs
+from core.export.source import RunRecord, load_run, runs_dir, select_runs
 
 __all__ = ["FORMATS", "ExportResult", "Flag", "GateReport", "RunRecord", "apply_gates", "export_runs", "load_run", "select_runs"]
 
@@ -83,8 +83,6 @@ def export_runs(
         raise UserError(f"{out} is a folder; --out names the file to write")
     if tokenizer is not None and not tokenizer.is_file():
         raise UserError(f"--tokenizer {tokenizer} is not a file; give a GGUF model file (its vocabulary and chat template are used)")
-    from core.runner import runs_dir
-
     records = [load_run(r, home) for r in run_ids]
     report = apply_gates(records, runs_dir(home))
     result = ExportResult(format=fmt, gates=report)
