@@ -4,7 +4,7 @@ SWE-bench grades a model's patch by applying it, then putting the task's own tes
 place, then running the tests (Jimenez et al., 2024, section 2.2). Here, before the agent starts,
 ``save_original_tests`` copies every test file (``testing.test_files``) into the run's scratch
 folder, which the agent's commands cannot write. At the end, ``grading_run`` copies the
-workspace (without ``.git``) into scratch, writes the original test files back into the copy,
+workspace (without ``.git``; files under ``node_modules`` are hard links) into scratch, writes the original test files back into the copy,
 deletes test files the agent added (a new ``conftest.py`` could rewrite outcomes), and runs the
 suite there in a fresh sandbox of the same kind. The workspace itself is not touched, so the
 run's final diff still shows every edit the agent made, test edits included.
@@ -12,6 +12,7 @@ run's final diff still shows every edit the agent made, test edits included.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -57,6 +58,18 @@ def _sandbox_like(sandbox: Sandbox, workspace: Path, scratch: Path) -> Sandbox:
     return type(sandbox)(workspace, scratch, limits=sandbox.limits)  # another Sandbox implementation
 
 
+def _copy_or_link(source: str, target: str) -> None:
+    """Copy a file; hard-link it instead inside ``node_modules`` (installed packages are large, and
+    no test writes into them), falling back to a copy where links are not possible."""
+    if "/node_modules/" in source:
+        try:
+            os.link(source, target, follow_symlinks=False)
+            return
+        except OSError:
+            pass
+    shutil.copy2(source, target, follow_symlinks=False)
+
+
 def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[str, list[str]]:
     """Put the original test files back into ``copy`` and delete test files that were not there.
 
@@ -97,7 +110,7 @@ def grading_run(sandbox: Sandbox, workspace: Path, scratch: Path, original_list:
     """
     folder = new_run_dir(scratch, "grading")
     copy = folder / "workspace"
-    shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"), copy_function=_copy_or_link)
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list)
     grading_scratch = folder / "scratch"
     run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)

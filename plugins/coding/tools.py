@@ -167,7 +167,7 @@ def apply_patch(args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
 class RunTestsArgs(BaseModel):
     tests: list[str] = Field(
         default_factory=list,
-        description="tests to run; empty for the whole suite. pytest: node ids or paths such as 'tests/test_service.py::test_x'; JUnit: 'com.example.FooTest' or 'com.example.FooTest#method'",
+        description="tests to run; empty for the whole suite. pytest: node ids or paths such as 'tests/test_service.py::test_x'; JUnit: 'com.example.FooTest' or 'com.example.FooTest#method'; node/Jest: test file paths; Go: 'example.com/pkg::TestName' or package patterns such as './pkg'",
     )
 
 
