@@ -8,6 +8,7 @@ The project is a copy of an installed package's Python sources (default ``matplo
 1. ``search_code`` (``plugins.coding.search.search_code``, up to 500 matches so that the whole
    tree is scanned) against ``rg -n`` (ripgrep, Debian package ``ripgrep``) on the same
    patterns; both report the same number of matching lines. Target: within 2 times ripgrep.
+   The Python fallback (``HORIZON_SEARCH_BACKEND=python``, used without rg) is shown too.
 2. ``find_symbol``: the first call indexes every source file with tree-sitter (cold); later
    calls use the per-file cache (warm). Target: a warm look-up under 50 ms.
 3. The repository map (``build_repo_map``, 1024 tokens): cold (empty index cache) and warm.
@@ -18,6 +19,7 @@ Times are medians over ``--repeats`` runs, in milliseconds of wall-clock time.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -83,18 +85,21 @@ def main() -> None:
                       f"search_code backend: {'rg' if search.ripgrep() else 'Python'}")
 
         table = Table(title="search_code against ripgrep (ms, median)")
-        for column in ("pattern", "matches", "search_code", "rg", "ratio", "target"):
+        for column in ("pattern", "matches", "search_code", "Python fallback", "rg", "ratio", "target"):
             table.add_column(column, justify="left" if column == "pattern" else "right")
         for pattern in PATTERNS:
             ours, result = median_ms(lambda p=pattern: search.search_code(root, p, None, 500), args.repeats)
             matches = len(result.matches)
+            os.environ[search.SEARCH_BACKEND_ENV] = "python"
+            fallback, _ = median_ms(lambda p=pattern: search.search_code(root, p, None, 500), args.repeats)
+            del os.environ[search.SEARCH_BACKEND_ENV]
             if rg:
                 theirs, count = median_ms(lambda p=pattern: rg_count(rg, root, p), args.repeats)
                 ratio = ours / theirs
-                row = [f"{matches}" + ("" if count == matches or matches == 500 else f" (rg {count})"), f"{ours:.1f}", f"{theirs:.1f}", f"{ratio:.2f}x",
+                row = [f"{matches}" + ("" if count == matches or matches == 500 else f" (rg {count})"), f"{ours:.1f}", f"{fallback:.1f}", f"{theirs:.1f}", f"{ratio:.2f}x",
                        "met" if ratio <= 2 else "missed (< 2x)"]  # fmt: skip
             else:
-                row = [str(matches), f"{ours:.1f}", "-", "-", "rg missing"]
+                row = [str(matches), f"{ours:.1f}", f"{fallback:.1f}", "-", "-", "rg missing"]
             table.add_row(pattern, *row)
         console.print(table)
 
