@@ -213,7 +213,13 @@ def grammar(name: str) -> Grammar | None:
     if spec is None:
         return None
     language = _load_language(spec)
-    return Grammar(name, language, spec) if language is not None else None
+    if language is None:
+        return None
+    try:
+        return Grammar(name, language, spec)
+    except Exception as exc:  # noqa: BLE001 - e.g. a grammar release that renamed a node type our queries use
+        log.warning("the installed %s grammar does not fit Horizon's queries (%s); %s files are treated as text", name, exc, name)
+        return None
 
 
 def language_of(path: str | PurePath) -> str | None:
