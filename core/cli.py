@@ -244,13 +244,13 @@ def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to app
 @app.command()
 def serve(
     model: str = typer.Argument(..., help="Hugging Face id or local folder (vLLM, SGLang), or a .gguf file (llama.cpp)"),
-    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or llama.cpp (default: llama.cpp for .gguf, else vllm)"),
+    engine: str | None = typer.Option(None, "--engine", help="vllm, sglang or llama.cpp (default: llama.cpp for .gguf, else vllm)"),
     fast: bool = typer.Option(False, "--fast", help="speculative decoding (n-gram, or EAGLE-3 with --draft-model) and an FP8/8-bit KV cache"),
     port: int = typer.Option(8000, "--port", help="TCP port"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind"),
-    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="EAGLE/EAGLE-3 draft head for --fast"),
-    spec: Optional[str] = typer.Option(None, "--spec", help="speculative method for --fast: ngram, eagle, eagle3, mtp, suffix"),
-    tool_parser: Optional[str] = typer.Option(None, "--tool-parser", help="override the tool-call parser chosen from the model family"),
+    draft_model: str | None = typer.Option(None, "--draft-model", help="EAGLE/EAGLE-3 draft head for --fast"),
+    spec: str | None = typer.Option(None, "--spec", help="speculative method for --fast: ngram, eagle, eagle3, mtp, suffix"),
+    tool_parser: str | None = typer.Option(None, "--tool-parser", help="override the tool-call parser chosen from the model family"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the engine command and exit"),
     timeout: float = typer.Option(900.0, "--timeout", min=1.0, help="seconds to wait for the server to answer"),
 ) -> None:

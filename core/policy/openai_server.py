@@ -198,6 +198,9 @@ class OpenAIServerPolicy:
     def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
         """One request. Raises ``_Retryable`` for a fault worth retrying, ``ModelUnavailable`` for one that is not."""
         url = self.base_url
+        engine = self._engine()
+        if engine == "llama-cpp-python":  # its request schema refuses "content": null, its templates need a content
+            messages = [{**m, "content": ""} if m.get("content", "") is None else m for m in messages]
         t0 = time.perf_counter()
         try:
             raw = self._client.chat.completions.with_raw_response.create(
@@ -207,7 +210,7 @@ class OpenAIServerPolicy:
                 tool_choice="auto" if tools else openai.NOT_GIVEN,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
-                extra_body=cache_fields(self._engine(), self.cache_salt),
+                extra_body=cache_fields(engine, self.cache_salt),
             )
             body = raw.http_response.content
         except openai.APITimeoutError:
