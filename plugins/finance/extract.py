@@ -80,7 +80,7 @@ class LineItem:
         bbox: ``(x0, top, x1, bottom)`` in PDF points, top measured from the page's top edge.
         label: the label as printed (wrapped labels joined with a space).
         raw_text: the whole line as printed, label and numbers.
-        values: ``[(column index, raw token, amount as printed)]``.
+        values: ``[(column index, raw token, amount as printed, the token's bbox)]``.
     """
 
     page: int
@@ -88,7 +88,7 @@ class LineItem:
     bbox: tuple[float, float, float, float]
     label: str
     raw_text: str
-    values: list[tuple[int, str, float]] = field(default_factory=list)
+    values: list[tuple[int, str, float, tuple[float, float, float, float]]] = field(default_factory=list)
     section: str = ""
 
     @property
@@ -369,9 +369,9 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
         label = " ".join(w.text for w in words)
         all_words = words + [v[3] for v in values]
         bbox = (min(w.x0 for w in all_words), min(w.top for w in all_words), max(w.x1 for w in all_words), max(w.bottom for w in all_words))
-        seen: dict[int, tuple[int, str, float]] = {}
-        for col, raw, amount, _ in values:
-            seen.setdefault(col, (col, raw, amount))
+        seen: dict[int, tuple[int, str, float, tuple[float, float, float, float]]] = {}
+        for col, raw, amount, w in values:
+            seen.setdefault(col, (col, raw, amount, (round(w.x0, 2), round(w.top, 2), round(w.x1, 2), round(w.bottom, 2))))
         items.append(LineItem(page=page_number, line_no=n, bbox=tuple(round(v, 2) for v in bbox), label=label,
                               raw_text=" ".join(w.text for w in row), values=list(seen.values()), section=section))
     return columns, items, rows

@@ -27,7 +27,7 @@ from core.config import horizon_home
 from plugins.finance.extract import FilingError, best_concepts, extract_statements, locate_statements, open_document, page_texts
 from plugins.finance.store import write_document
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 
 @dataclass
@@ -85,12 +85,12 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
         for i, line in enumerate(st.lines):
             unit = line.unit
             scale_word, scale = (st.scale_word, st.scale) if unit != "USD/share" else ("units", 1.0)
-            for col, raw, amount in line.values:
+            for col, raw, amount, cell in line.values:
                 column = st.columns[col]
                 facts.append({
                     "fact_id": f"{name}:p{line.page}:l{line.line_no}:c{col}", "doc_name": name, "sha256": sha256,
                     "statement": st.kind, "title": st.title, "page": line.page, "line_no": line.line_no,
-                    "x0": line.bbox[0], "top": line.bbox[1], "x1": line.bbox[2], "bottom": line.bbox[3],
+                    "x0": cell[0], "top": cell[1], "x1": cell[2], "bottom": cell[3],
                     "label": line.label, "concept": concepts.get(i), "raw_text": line.raw_text, "raw_value": raw,
                     "amount": amount, "scale_word": scale_word, "scale": scale, "value": amount * scale, "unit": unit,
                     "currency": st.currency, "period_label": column.label, "fiscal_year": column.fiscal_year,

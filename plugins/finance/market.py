@@ -223,7 +223,7 @@ class MarketData:
         try:
             answer = self.prices(ticker, day - timedelta(days=365), day + timedelta(days=1), as_of=day, allow_stale=True)
         except MarketDataError as exc:
-            return md + [f"Not available: {exc}.", ""]
+            return [*md, "Not available: " + str(exc).replace(str(self.store.root), f"{self.store.root.name}/") + ".", ""]
         if not answer.data:
             return md + [f"No {ticker} prices in the year to {day} in snapshot {answer.snapshot.name}.", ""]
         closes = [r["close"] for r in answer.data if not math.isnan(r["close"])]

@@ -201,8 +201,13 @@ class FinanceReport:
         self.as_of = as_of
         self.answers = answers or []
 
-    def generate(self, out: str | Path) -> ReportResult:
+    def generate(self, out: str | Path, db_path: str | Path | None = None) -> ReportResult:
         """Ingest the filings (unless ``db`` was given) and write the report into ``out``.
+
+        Args:
+            out: the output folder (created).
+            db_path: where to put the filings database when ingesting (``out/filings.duckdb``
+                by default).
 
         Returns:
             The paths written and the figures printed.
@@ -212,7 +217,7 @@ class FinanceReport:
         """
         out = Path(out)
         (out / "charts").mkdir(parents=True, exist_ok=True)
-        db = self.db or out / "filings.duckdb"
+        db = self.db or Path(db_path or out / "filings.duckdb")
         statuses = None
         if self.db is None:
             con = connect(db)
@@ -231,7 +236,7 @@ class FinanceReport:
         docs = con.execute("SELECT doc_name, pages, status, error, sha256 FROM documents WHERE doc_name IN (SELECT unnest(?)) "
                            "ORDER BY doc_name", [names]).fetchall()
         generated = self.as_of or datetime.now(UTC).strftime("%Y-%m-%d")
-        intro = (f"Generated {generated} from {len(docs)} filing(s) by Horizon's finance plugin. Every number in a table "
+        intro = (f"Report date {generated}; {len(docs)} filing(s), read by Horizon's finance plugin. Every number in a table "
                  "carries a figure reference [F*n*]; the Sources section gives the page, line and column it was read from, "
                  "or the formula that derives it.")
         md = [f"# {self.title}", "", intro, ""]
@@ -358,11 +363,12 @@ class FinanceReport:
         for q in self.questions:
             formula = _resolve_concepts(con, q["document"], q["formula"])
             scale = SCALES[q.get("scale", "units")]
-            percent = q.get("unit") == "percent"
-            cell = figures.add(formula if not percent else f"({formula}) / 100", q.get("unit", "USD"), scale,
-                               decimals=q.get("decimals", 0 if scale > 1 else 2), percent=percent)
-            rows.append([q["question"], q["document"], cell, q.get("scale", "units") if not percent else "percent"])
-        return ["## Questions", ""] + _table(["Question", "Document", "Answer", "Scale"], rows)
+            # a percent formula gives percent points (100 * ...): shown as computed
+            unit = "ratio" if q.get("unit") in ("percent", "ratio") else q.get("unit", "USD")
+            cell = figures.add(formula, unit, scale, decimals=q.get("decimals", 0 if scale > 1 else 2))
+            shown = q.get("unit", "USD") + (f" ({q['scale']})" if q.get("scale", "units") != "units" else "")
+            rows.append([q["question"], q["document"], cell, shown])
+        return ["## Questions", "", *_table(["Question", "Document", "Answer", "Unit"], rows)]
 
     def _answers_section(self, figures: Figures) -> list[str]:
         rows = []
@@ -384,7 +390,9 @@ class FinanceReport:
         facts = {r[0]: r[1:] for r in con.execute(
             "SELECT f.fact_id, f.doc_name, f.page, f.line_no, f.column_index, f.period_label, f.label, f.raw_value, f.x0, f.top, "
             "substr(d.sha256, 1, 12) FROM facts f JOIN documents d USING (doc_name) WHERE fact_id IN (SELECT unnest(?))", [ids]).fetchall()}
-        md = ["## Sources", "", "Stored values (document, page, line and column as printed; bounding box in PDF points from the top left):", ""]
+        note = ("Stored values: document (first 12 hex digits of its SHA-256), page, line and column as printed, and the "
+                "printed number's position (x, y of its top-left corner in PDF points from the page's top-left corner).")
+        md = ["## Sources", "", note, ""]
         md += _table(["Fact", "Document (sha256)", "Page", "Line", "Column", "Label", "As printed"], [
             [f"`{i}`", f"{facts[i][0]} ({facts[i][9]})", str(facts[i][1]), str(facts[i][2]), f"{facts[i][3]} ({facts[i][4]})",
              facts[i][5].replace("|", "/"), f"`{facts[i][6]}` at ({facts[i][7]:.0f}, {facts[i][8]:.0f})"] for i in ids])

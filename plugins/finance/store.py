@@ -6,8 +6,8 @@ Tables (one row per ...)::
                 error (what was wrong and what to do), statements found, seconds to ingest
     pages       page of every readable document: 1-based page number and its text (PDFium)
     facts       value printed in a main statement, with provenance: document and its sha256,
-                statement, page (1-based), line number and bounding box (PDF points, top-left
-                origin), the label and the whole line as printed, the raw token, the amount as
+                statement, page (1-based), line number, the bounding box of the printed number
+                (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
                 in the unit ('USD', 'USD/share', 'shares'), currency, period label, fiscal year,
                 period end, months (NULL for balance-sheet instants), column, and the standard

@@ -62,7 +62,7 @@ def test_hand_checked_values_and_their_pages(db, doc, page, statement, concept, 
     assert (got_amount, got_scale, got_page, got_statement, unit) == (pytest.approx(amount), scale, page, statement, "USD")
     assert value == pytest.approx(amount * scale)
     assert parse_number(raw).amount == pytest.approx(amount)  # the raw token is what was printed
-    assert 0 <= x0 < x1 <= 800 and 0 <= top < bottom <= 800
+    assert 200 < x0 < x1 <= 800 and 0 <= top < bottom <= 800  # the number, in a value column
 
 
 def test_every_filing_has_its_three_statements_on_the_right_pages(db):
@@ -120,3 +120,16 @@ def test_words_and_unbalanced_parentheses_are_not_numbers():
                                            ("(Millions, except per share amounts)", 1e6), ("Net sales 2018", 1.0)])
 def test_scale_captions(caption, scale):
     assert detect_scale(caption)[1] == scale
+
+
+@pytest.mark.parametrize("fact_id", ["3M_2018_10K:p60:l24:c0", "NETFLIX_2017_10K:p45:l24:c0", "GENERALMILLS_2020_10K:p50:l11:c1"])
+def test_the_stored_bounding_box_is_the_printed_number(db, fact_id):
+    import pdfplumber
+
+    from tests.plugins.finance.conftest import FILINGS
+
+    doc, page, raw, x0, top, x1, bottom = db.execute(
+        "SELECT doc_name, page, raw_value, x0, top, x1, bottom FROM facts WHERE fact_id = ?", [fact_id]).fetchone()
+    with pdfplumber.open(FILINGS / f"{doc}.pdf") as pdf:
+        cell = pdf.pages[page - 1].dedupe_chars(extra_attrs=()).within_bbox((x0 - 0.5, top - 0.5, x1 + 0.5, bottom + 0.5))
+        assert cell.extract_text().replace(" ", "") == raw.replace(" ", "")
