@@ -182,3 +182,18 @@ def test_bad_requests_are_clear_errors_and_lose_nothing(episodes, exported, tmp_
     with pytest.raises(UserError, match="no run 'nope'"):
         export_runs(["nope"], "openai", tmp_path / "y.jsonl", home=episodes.home)
     assert not (tmp_path / "y.jsonl").exists()
+
+
+def test_keep_flagged_exports_flagged_runs_with_their_reasons(episodes, tmp_path):
+    ids = [episodes.ids[n] for n in ("py_fix", "py_test_edit", "infra_mid")]
+    result = export_runs(ids, "sft-jsonl", tmp_path / "all.jsonl", home=episodes.home, keep_flagged=True)
+    rows = {r["run_id"]: r for r in read_jsonl(result.files[0])}
+    assert set(rows) == set(ids) and result.left_out == {}
+    assert rows[episodes.ids["py_fix"]]["quality_flags"] == []
+    assert rows[episodes.ids["py_test_edit"]]["quality_flags"][0].startswith("reward_hacking: ")
+    crashed = rows[episodes.ids["infra_mid"]]
+    assert crashed["quality_flags"][0].startswith("infrastructure_failure: run crashed")
+    assert crashed["reward"] is None and crashed["correct"] is None  # never verified: not applicable, not 0
+    # a run that crashed before its first model turn has nothing to train on, flagged or not
+    setup = export_runs([episodes.ids["infra_setup"]], "sft-jsonl", tmp_path / "none.jsonl", home=episodes.home, keep_flagged=True)
+    assert setup.exported == [] and "no model turn" in setup.left_out[episodes.ids["infra_setup"]]
