@@ -150,6 +150,9 @@ def _set_world_color(world: bpy.types.World, color: tuple[float, float, float], 
 def _prepare_session() -> None:
     # no scene.blend1 backup next to every save: the run's git snapshots already keep history
     bpy.context.preferences.filepaths.save_version = 0
+    # a .blend from the user's folder may carry Python (text blocks set to register, drivers):
+    # never run it; this worker is not sandboxed
+    bpy.context.preferences.filepaths.use_scripts_auto_execute = False
 
 
 def open_scene(args: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +160,7 @@ def open_scene(args: dict[str, Any]) -> dict[str, Any]:
     path = args["path"]
     if not os.path.isfile(path):
         raise OpError(f"scene file {path} does not exist")
-    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
     _prepare_session()
     return {"objects": len(bpy.data.objects)}
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -72,3 +74,22 @@ def test_a_render_past_its_time_limit_is_stopped_and_the_run_can_go_on(ctx):
     assert not tools.add_primitive({"name": "After", "kind": "cube", "size": [1, 1, 1]}, ctx).is_error
     names = [o["name"] for o in tools.inspect_scene({}, ctx).data["objects"]]
     assert names == ["After", "Ball", "Camera"]
+
+
+def test_python_inside_a_user_blend_file_does_not_run(tmp_path):
+    marker = tmp_path / "ran.txt"
+    make = (
+        "import bpy\n"
+        "bpy.ops.wm.read_factory_settings(use_empty=True)\n"
+        "t = bpy.data.texts.new('autorun.py')\n"
+        f"t.write(\"open({str(marker)!r}, 'w').write('ran')\\n\")\n"
+        "t.use_module = True  # 'Register': Blender runs it on load when scripts may auto-run\n"
+        f"bpy.ops.wm.save_as_mainfile(filepath={str(tmp_path / 'scene.blend')!r})\n"
+    )
+    subprocess.run([sys.executable, "-c", make], check=True, capture_output=True, cwd=tmp_path)
+    worker = BlenderWorker(tmp_path / "scene.blend", tmp_path / "log.txt")
+    try:
+        assert worker.call("inspect_scene", {}, save=False)["total"] == 0
+    finally:
+        worker.close()
+    assert not marker.exists()
