@@ -268,8 +268,23 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
                 except ValueError:
                     end = None
             cols.append(Column(center=(x0 + w.x1) / 2, fiscal_year=year, period_end=end))
+        _dates_from_row_above(rows[r - 1] if r else [], cols)
         return r, cols
     return -1, []
+
+
+def _dates_from_row_above(row: list[_Word], columns: list[Column]) -> None:
+    """Give each column the "Month dd," printed above its year ("January 28, January 29," over "2023 2022")."""
+    for i in range(len(row) - 1):
+        month, day = row[i].text.lower().rstrip("."), row[i + 1].text
+        if month in MONTHS and _is_day(day):
+            center = (row[i].x0 + row[i + 1].x1) / 2
+            col = min(columns, key=lambda c: abs(c.center - center))
+            if col.period_end is None and abs(col.center - center) < 60:
+                try:
+                    col.period_end = date(col.fiscal_year, MONTHS[month], int(day.rstrip(",")))
+                except ValueError:
+                    pass
 
 
 def _is_day(text: str) -> bool:

@@ -1,0 +1,121 @@
+"""Filing ingestion speed against bare pdfplumber, and query time of the statement views.
+
+    .venv/bin/python bench/finance.py [--docs NAME ...] [--all] [--repeat 20]
+
+1. Whole documents: Horizon's ingestion (PDFium text of every page, pdfplumber words and tables
+   on the statement pages only, DuckDB writes), uncached, against bare pdfplumber
+   ``extract_text`` + ``extract_tables`` on every page of the same files. Pages per second
+   counts every page of the document for both. Target: ingestion no slower than 1.5x bare.
+2. Statement pages only: ingestion's pdfplumber pass (de-duplication, words, the line parser,
+   tables: ``extract_statements``) against bare text + tables on the same pages.
+3. Re-ingestion from the parse cache (same bytes, another run).
+4. Query time of the views ``income_statement``, ``balance_sheet``, ``cash_flow`` and
+   ``metrics`` over the ingested documents (median of ``--repeat`` runs).
+
+Reads ../shared/data/filings/ next to the repository. By default three filings (85 + 73 + 9
+pages) keep the bare-pdfplumber pass to about a minute on 2 cores; ``--all`` takes all twelve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pdfplumber
+from rich.console import Console
+from rich.table import Table
+
+from plugins.finance.extract import extract_statements, locate_statements, open_document, page_texts
+from plugins.finance.ingest import ingest
+from plugins.finance.model import create_views
+from plugins.finance.store import connect
+
+FILINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "filings"
+DEFAULT = ["AMAZON_2017_10K", "NETFLIX_2017_10K", "ULTABEAUTY_2023Q4_EARNINGS"]
+
+
+def bare_pdfplumber(path: Path, pages: list[int] | None = None) -> tuple[int, float]:
+    """Text and tables of every page (or of ``pages``, 1-based) with plain pdfplumber; (pages, seconds)."""
+    start = time.perf_counter()
+    with pdfplumber.open(path) as pdf:
+        chosen = [pdf.pages[i - 1] for i in pages] if pages else pdf.pages
+        for page in chosen:
+            page.extract_text()
+            page.extract_tables()
+        count = len(chosen)
+    return count, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", nargs="*", default=DEFAULT, help="filing names (without .pdf)")
+    parser.add_argument("--all", action="store_true", help="all twelve filings")
+    parser.add_argument("--repeat", type=int, default=20, help="runs per view query")
+    args = parser.parse_args()
+    if not FILINGS.is_dir():
+        sys.exit(f"{FILINGS} not found: the benchmark reads the shared filings next to the repository")
+    paths = sorted(FILINGS.glob("*.pdf")) if args.all else [FILINGS / f"{d}.pdf" for d in args.docs]
+    console = Console(width=170)
+    rows = []
+    totals = {"pages": 0, "ingest": 0.0, "bare": 0.0, "st_pages": 0, "st_ingest": 0.0, "st_bare": 0.0, "cached": 0.0}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.duckdb"
+        con = connect(db)
+        for path in paths:
+            start = time.perf_counter()
+            status = ingest(con, [path], Path(tmp) / "cache")[0]
+            ingest_s = time.perf_counter() - start
+            start = time.perf_counter()
+            ingest(con, [path], Path(tmp) / "cache")
+            cached_s = time.perf_counter() - start
+            texts = page_texts(open_document(path))
+            located = locate_statements(texts)
+            statement_pages = sorted({p for ps in located.values() for p in ps})
+            pages, bare_s = bare_pdfplumber(path)
+            _, st_bare_s = bare_pdfplumber(path, statement_pages)
+            start = time.perf_counter()  # ingestion's pdfplumber pass alone, on the same pages
+            extract_statements(path, located, texts)
+            st_ingest_s = time.perf_counter() - start
+            rows.append((path.stem, pages, status.facts, pages / ingest_s, pages / bare_s, ingest_s / bare_s,
+                         len(statement_pages), st_ingest_s / st_bare_s, cached_s))
+            for key, value in (("pages", pages), ("ingest", ingest_s), ("bare", bare_s), ("st_pages", len(statement_pages)),
+                               ("st_ingest", st_ingest_s), ("st_bare", st_bare_s), ("cached", cached_s)):
+                totals[key] += value
+        create_views(con)
+        queries = {}
+        for view in ("income_statement", "balance_sheet", "cash_flow", "metrics"):
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                n = len(con.execute(f"SELECT * FROM {view}").fetchall())
+                times.append(time.perf_counter() - start)
+            queries[view] = (n, statistics.median(times) * 1000)
+        con.close()
+    table = Table(title="Ingestion vs bare pdfplumber (text + tables)")
+    for column in ("document", "pages", "facts", "ingest pages/s", "bare pages/s", "time ratio", "statement pages",
+                   "ratio on statement pages", "cached re-ingest (s)"):
+        table.add_column(column, justify="right")
+    for name, pages, facts, ips, bps, ratio, spages, sratio, cached in rows:
+        table.add_row(name, str(pages), str(facts), f"{ips:.1f}", f"{bps:.2f}", f"{ratio:.3f}x", str(spages), f"{sratio:.2f}x", f"{cached:.2f}")
+    table.add_row("all", str(totals["pages"]), "", f"{totals['pages'] / totals['ingest']:.1f}", f"{totals['pages'] / totals['bare']:.2f}",
+                  f"{totals['ingest'] / totals['bare']:.3f}x", str(totals["st_pages"]), f"{totals['st_ingest'] / totals['st_bare']:.2f}x",
+                  f"{totals['cached']:.2f}")
+    console.print(table)
+    verdict = "met" if totals["ingest"] / totals["bare"] < 1.5 else "missed"
+    console.print(f"target: ingestion time under 1.5x bare pdfplumber on the same files: {verdict}")
+    qtable = Table(title=f"Statement views over {len(paths)} filings (median of {args.repeat})")
+    for column in ("view", "rows", "ms"):
+        qtable.add_column(column, justify="right")
+    for view, (n, ms) in queries.items():
+        qtable.add_row(view, str(n), f"{ms:.2f}")
+    console.print(qtable)
+
+
+if __name__ == "__main__":
+    main()

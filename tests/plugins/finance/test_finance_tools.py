@@ -1,0 +1,68 @@
+"""The finance tools called directly on a copy of the session's filings database."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from core.tools import ToolContext
+from plugins.finance import tools
+from plugins.finance.episode import EpisodeFiles
+
+
+@pytest.fixture
+def ctx(filings_db, tmp_path):
+    """A tool context whose scratch holds the twelve filings and one question."""
+    context = ToolContext(workspace=tmp_path / "ws", sandbox=None, scratch=tmp_path / "scratch")
+    context.workspace.mkdir()
+    files = EpisodeFiles(context)
+    files.root.mkdir(parents=True)
+    shutil.copy(filings_db, files.db)
+    files.write_json(files.task, {"filings": [], "ticker": None})
+    files.write_json(files.questions, [{"qid": "q1", "doc_name": "3M_2018_10K", "question": "FY2018 capex?"}])
+    return context
+
+
+def test_sql_limits_rows_and_time(ctx, monkeypatch):
+    result = tools.sql({"query": "SELECT fact_id FROM facts ORDER BY fact_id", "max_rows": 3}, ctx)
+    assert not result.is_error and result.data["rows"] == 3 and result.data["truncated"]
+    monkeypatch.setattr(tools, "SQL_TIME_LIMIT_S", 0.3)
+    slow = tools.sql({"query": "SELECT count(*) FROM range(100000000000) a"}, ctx)
+    assert slow.is_error and "was stopped" in slow.output
+
+
+def test_statement_search_and_pages(ctx):
+    statement = tools.get_statement({"document": "3M_2018_10K", "statement": "cash_flow"}, ctx)
+    assert "p60:l24  Purchases of property, plant and equipment (PP&E) [capital_expenditure]  c0=(1,577)" in statement.output
+    assert statement.data["periods"] == ["FY2018", "FY2017", "FY2016"]
+    found = tools.search_filing({"query": "Yardbird acquired", "document": "BESTBUY_2023_10K"}, ctx)
+    assert ["BESTBUY_2023_10K", 51] in found.data["pages"]
+    page = tools.read_page({"document": "NIKE_2021_10K", "page": 61, "max_chars": 200}, ctx)
+    assert page.output.startswith("NIKE_2021_10K p.61:") and "more characters" in page.output
+    past = tools.read_page({"document": "NIKE_2021_10K", "page": 999}, ctx)
+    assert past.is_error and "pages 1-109" in past.output
+
+
+def test_answers_are_checked_and_recorded(ctx):
+    unknown = tools.answer_question({"question_id": "q9", "document": "3M_2018_10K", "page": 60, "text": "x"}, ctx)
+    assert unknown.is_error and "questions: q1" in unknown.output
+    bad_fact = tools.answer_question({"question_id": "q1", "document": "3M_2018_10K", "page": 60, "value": 1, "unit": "USD",
+                                      "formula": "{3M_2018_10K:p60:l99:c0}"}, ctx)
+    assert bad_fact.is_error and "unknown fact ids" in bad_fact.output
+    sneaky = tools.answer_question({"question_id": "q1", "document": "3M_2018_10K", "page": 60, "value": 1, "unit": "USD",
+                                    "formula": "__import__('os').system('true')"}, ctx)
+    assert sneaky.is_error and "only numbers" in sneaky.output
+    ok = tools.answer_question({"question_id": "q1", "document": "3M_2018_10K", "page": 60, "value": 1.577, "unit": "USD",
+                                "scale": "billions", "formula": "-{3M_2018_10K:p60:l24:c0}"}, ctx)
+    assert not ok.is_error and ok.data["computed"] == 1_577_000_000
+    saved = json.loads(EpisodeFiles(ctx).answers.read_text())
+    assert saved["q1"]["fact_ids"] == ["3M_2018_10K:p60:l24:c0"] and saved["q1"]["page"] == 60
+
+
+def test_metrics_and_documents(ctx):
+    metrics = tools.get_metrics({"document": "GENERALMILLS_2020_10K"}, ctx)
+    assert "current_ratio" in metrics.output and metrics.data["years"] == 3
+    listing = tools.list_documents({}, ctx)
+    assert listing.data["documents"] == 12 and "3M_2018_10K: 160 pages; income_statement p.56" in listing.output
