@@ -47,6 +47,7 @@ class EpisodeSpec(BaseModel):
         limits, pricing: ``core.state.Limits`` / ``Pricing`` as dicts.
         isolated: run commands in the bwrap sandbox.
         home: Horizon's home folder (runs are stored under it).
+        label: the policy's name as the user gave it (``reference``, ``openai``, ...), kept in the result.
     """
 
     task: str
@@ -61,13 +62,14 @@ class EpisodeSpec(BaseModel):
     pricing: dict[str, Any]
     isolated: bool = True
     home: str
+    label: str = ""
 
 
 class EpisodeResult(BaseModel):
     """How one episode went.
 
     Attributes:
-        task, attempt: which episode.
+        task, attempt, label: which episode, and the policy's name.
         run_id: its run (``agent show RUN_ID``); empty when it could not start.
         exit_status: the episode's exit status (``error`` when it could not start).
         reward: the plugin's verified reward in [0, 1], or None when it was not verified.
@@ -81,6 +83,7 @@ class EpisodeResult(BaseModel):
 
     task: str
     attempt: int
+    label: str = ""
     run_id: str = ""
     exit_status: str = ""
     reward: float | None = None
@@ -124,7 +127,7 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     from core.state import Limits, Pricing
 
     started = time.monotonic()
-    result = EpisodeResult(task=spec.task, attempt=spec.attempt, fail_to_pass_total=len(spec.fail_to_pass))
+    result = EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, fail_to_pass_total=len(spec.fail_to_pass))
     seen: dict[str, Any] = {}
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
@@ -206,7 +209,7 @@ def episode_specs(
                 task=task.name, task_folder=str(task.folder), attempt=attempt, plugin=plugin,
                 instruction=task.spec.instruction, fail_to_pass=task.spec.fail_to_pass,
                 pass_to_pass=task.spec.pass_to_pass, policy=config, limits=task_limits, pricing=pricing,
-                isolated=isolated, home=str(home),
+                isolated=isolated, home=str(home), label=policy,
             ))  # fmt: skip
     return specs
 
@@ -260,7 +263,7 @@ def run_eval(
                     try:
                         record(future.result())
                     except Exception as exc:  # noqa: BLE001 - the worker process died (killed, out of memory)
-                        record(EpisodeResult(task=spec.task, attempt=spec.attempt, exit_status="error",
+                        record(EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, exit_status="error",
                                              summary=f"worker failed: {type(exc).__name__}: {exc}"))
     results.sort(key=lambda r: (r.task, r.attempt))
     summary = summarize([r.model_dump() for r in results], k)
