@@ -335,13 +335,14 @@ def eval_cmd(
 
     summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line)
     table = Table()
-    for name in ("task", "attempts", "resolved", "pass@1", f"pass@{attempts}", "mean reward", "cost"):
+    ks = ["pass@1"] + ([f"pass@{attempts}"] if attempts > 1 else [])
+    for name in ("task", "attempts", "resolved", *ks, "mean reward", "cost"):
         table.add_column(name, no_wrap=True)
     for name, t in summary["tasks"].items():
-        table.add_row(name, str(t["attempts"]), str(t["resolved"]), f"{t['pass@1']:.2f}", f"{t[f'pass@{attempts}']:.2f}",
+        table.add_row(name, str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
                       f"{t['mean_reward']:.2f}", f"{t['cost']:.4f}")
     table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
-                  f"{summary['pass@1']:.3f}", f"{summary[f'pass@{attempts}']:.3f}", f"{summary['mean_reward']:.3f}", f"{summary['cost']:.4f}")
+                  *(f"{summary[key]:.3f}" for key in ks), f"{summary['mean_reward']:.3f}", f"{summary['cost']:.4f}")
     console.print(table)
     brief = {key: value for key, value in summary.items() if key != "results"}
     if json_out is not None:
