@@ -14,7 +14,9 @@ import json
 
 import pytest
 
+from core.policy import OpenAIServerPolicy
 from tests.core.policy.episode import run_episode
+from tests.core.policy.fault_server import FaultServer
 
 STEPS = 30
 
@@ -87,9 +89,14 @@ def test_cached_prompt_share_is_high_when_estimated(episode):
     assert cached / prompt > 0.9
 
 
-def test_no_cache_salt_for_a_server_that_does_not_take_one(tmp_path):
-    """A server whose /v1/models does not say vLLM gets the standard ``user`` field only."""
-    _, server, _ = run_episode(tmp_path, 8, owned_by=None)
+@pytest.mark.parametrize("owned_by, salted", [(None, False), ("llamacpp", False), ("vllm", True)])
+def test_cache_salt_only_for_a_server_that_takes_one(owned_by, salted):
+    """The engine is read once from /v1/models; only vLLM gets ``cache_salt``, every server ``user``."""
+    with FaultServer(owned_by=owned_by) as server:
+        policy = OpenAIServerPolicy(server.url, "m")
+        for _ in range(2):
+            policy.complete([{"role": "user", "content": "hi"}], [])
     bodies = [body for _, body in server.requests]
-    assert all("cache_salt" not in b for b in bodies)
-    assert len({b["user"] for b in bodies}) == 1
+    assert all(("cache_salt" in b) == salted for b in bodies)
+    assert len({b["user"] for b in bodies}) == 1 and len({b.get("cache_salt") for b in bodies}) == 1
+    assert all(b.get("cache_prompt") is (True if owned_by == "llamacpp" else None) for b in bodies)
