@@ -163,3 +163,32 @@ def test_reference_resolves_every_task_and_gaming_policies_none(horizon_home):
     runs = {r["run_id"]: r for r in list_runs(horizon_home)}
     assert all(runs[r["run_id"]]["status"] == "finished" for r in summary["results"])
     assert len((out_dir / "results.jsonl").read_text().splitlines()) == 9
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_eval_command_prints_table_and_json(horizon_home):
+    from typer.testing import CliRunner
+
+    from core.cli import app
+
+    result = CliRunner().invoke(app, [
+        "eval", "coding", str(SUITE), "--policy", "finish-only", "--task", SUBSET[0], "--workers", "1", "--attempts", "2",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert SUBSET[0] in result.output and "pass@2" in result.output
+    brief = json.loads(result.output[result.output.index("\n{") :])
+    assert brief["episodes"] == 2 and brief["resolved_tasks"] == 0 and brief["tasks"][SUBSET[0]]["pass@2"] == 0.0
+    assert len(list_runs(horizon_home)) == 2
+
+
+def test_eval_command_bad_input_is_one_clean_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from core.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "coding", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "no suite folder" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(app, ["eval", "coding", str(SUITE), "--task", "no-such-task"])
+    assert result.exit_code == 2 and "no task named no-such-task" in result.output
