@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_reference_edits_equal_git_apply(tmp_path, name):
     edits = ev.diff_edits(task.fix_diff.read_text(), task.repo)
     assert edits
     _apply_edits(by_edits, edits)
-    subprocess.run(["git", "apply", str(task.fix_diff)], cwd=by_git, check=True, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    subprocess.run(["git", "apply", str(task.fix_diff)], cwd=by_git, check=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
     changed = {e["path"] for e in edits}
     for rel in changed:
         assert (by_edits / rel).read_bytes() == (by_git / rel).read_bytes(), rel
