@@ -200,3 +200,13 @@ def test_llama_cpp_server_serves_a_real_coding_episode(horizon_home, python_repo
     assert calls[1]["usage"].cached_prompt_tokens > 100  # estimated: the second prompt extends the first
     assert run_row["prompt_tokens"] == sum(c["usage"].prompt_tokens for c in calls)
     assert [m.role for m in messages[:3]] == ["system", "user", "assistant"] and len(messages) >= 5
+
+
+def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path):
+    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
+    with pytest.raises(UserError, match="no GGUF file at"):
+        start_server(serve_options(model=str(tmp_path / "missing.gguf"), port=free_port()), log=tmp_path / "a.log")
+    broken = tmp_path / "broken.gguf"
+    broken.write_text("not a model")
+    with pytest.raises(UserError, match=r"exited with status \d+ before it answered; the end of its log"):
+        start_server(serve_options(model=str(broken), port=free_port()), log=tmp_path / "b.log", timeout_s=120)
