@@ -190,17 +190,16 @@ class Grammar:
 
 
 def _load_language(spec: _Spec):
+    """The grammar from its own PyPI package (``tree-sitter-python`` ...), or None when missing.
+
+    Not tree-sitter-language-pack: its 1.x releases download grammars on first use, and Horizon
+    must never fetch anything at run time.
+    """
     from tree_sitter import Language
 
     try:
         module = importlib.import_module(spec.package)
         return Language(getattr(module, spec.function)())
-    except ImportError:
-        pass
-    try:  # fallback; 1.x releases fetch grammars over the network and fail offline
-        import tree_sitter_language_pack as pack
-
-        return pack.get_language(spec.pack_name)
     except Exception as exc:  # noqa: BLE001 - any failure means "no grammar here"
         log.info("no tree-sitter grammar for %s (pip install %s): %s", spec.pack_name, spec.package.replace("_", "-"), exc)
         return None

@@ -48,7 +48,7 @@ def test_builtin_coding_plugin_is_discovered_like_any_other():
     plugin = load_plugin("coding")
     assert isinstance(plugin, Plugin)
     assert [t.name for t in plugin.tools()] == [
-        "search_code", "find_symbol", "view_file", "edit_file", "run_tests", "static_check", "shell", "finish"]
+        "search_code", "find_symbol", "repo_map", "view_file", "edit_file", "apply_patch", "run_tests", "static_check", "shell", "finish"]
 
 
 def test_third_party_plugin_loads_without_touching_horizon(third_party):
