@@ -57,8 +57,10 @@ class Usage(BaseModel):
 
     Attributes:
         prompt_tokens: input tokens, cached ones included.
-        cached_prompt_tokens: input tokens served from the engine's prefix cache, where the
-            server reports it (``usage.prompt_tokens_details.cached_tokens``), else 0.
+        cached_prompt_tokens: input tokens served from the engine's prefix cache: what the
+            server reports (``usage.prompt_tokens_details.cached_tokens``), else the OpenAI
+            policy's estimate from the prefix shared with the run's previous call
+            (``core.policy.prefix.estimate_cached_tokens``); 0 for the embedded model and scripts.
         completion_tokens: output tokens.
     """
 
@@ -80,7 +82,11 @@ class Usage(BaseModel):
 
 
 class Pricing(BaseModel):
-    """Price per million tokens, in the user's currency (default 0: a local model costs nothing)."""
+    """Price per million tokens, in the user's currency (default 0: a local model costs nothing).
+
+    ``Settings`` holds the configured table (default cached 1.3, uncached 13.0, output 68.0) and
+    gives it to model-server runs only (``Settings.pricing_for``).
+    """
 
     input_per_mtok: float = 0.0
     cached_input_per_mtok: float = 0.0

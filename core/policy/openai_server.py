@@ -147,9 +147,9 @@ class OpenAIServerPolicy:
         """Return the server's next assistant turn, retrying transient faults; see ``Policy.complete``.
 
         Raises:
-            ModelUnavailable: the retry budget is spent (the message gives the last fault, the
-                attempts and the seconds), or the server rejected the request with a 4xx that
-                is not retried.
+            EndpointFailed: the retry budget is spent (the message gives the last fault, the
+                attempts and the seconds), or the account is over its quota.
+            ModelUnavailable: the server rejected the request with a 4xx that is not retried.
         """
         messages = utf8_safe(messages)  # a lone surrogate in the history would fail every request
         budget = self.retry
