@@ -175,7 +175,14 @@ class FilePatch:
     hunks: list[Hunk] = field(default_factory=list)
 
 
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _lines(text: str) -> list[str]:
+    """Split at ``\n`` only, keeping it: a form feed or ``\r`` inside a line stays in the line
+    (``str.splitlines`` would split there too)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def parse_unified_diff(text: str) -> list[FilePatch]:
@@ -190,7 +197,31 @@ def parse_unified_diff(text: str) -> list[FilePatch]:
     hunk: Hunk | None = None
     old_path = ""
     last_kind = " "
-    for line in text.splitlines(keepends=True):
+    old_left = new_left = 0  # lines of the current hunk still to read, per side
+    for line in _lines(text):
+        if hunk is not None and (old_left > 0 or new_left > 0):
+            kind, body = line[:1], line[1:]
+            if kind == "\\":  # "\ No newline at end of file": the line before has no newline
+                _drop_newline(hunk, last_kind)
+                continue
+            if kind in (" ", "\n"):
+                body = body or "\n"
+                hunk.old_lines.append(body)
+                hunk.new_lines.append(body)
+                old_left, new_left = old_left - 1, new_left - 1
+            elif kind == "-":
+                hunk.old_lines.append(body)
+                old_left -= 1
+            elif kind == "+":
+                hunk.new_lines.append(body)
+                new_left -= 1
+            else:
+                raise UserError(f"malformed diff line in a hunk: {line[:80]!r}")
+            last_kind = " " if kind == "\n" else kind
+            continue
+        if line.startswith("\\") and hunk is not None:
+            _drop_newline(hunk, last_kind)
+            continue
         if line.startswith(("diff --git ", "index ", "new file mode", "similarity")):
             continue
         if line.startswith(("deleted file mode", "rename ")):
@@ -211,26 +242,17 @@ def parse_unified_diff(text: str) -> list[FilePatch]:
             if current is None:
                 raise UserError("the diff has a hunk before any file header")
             hunk = Hunk(old_start=int(match.group(1)))
+            old_left = int(match.group(2)) if match.group(2) is not None else 1
+            new_left = int(match.group(3)) if match.group(3) is not None else 1
             current.hunks.append(hunk)
-            continue
-        if hunk is None:
-            continue
-        if line.startswith("\\"):  # "\ No newline at end of file": the line before has no newline
-            sides = {" ": (hunk.old_lines, hunk.new_lines), "-": (hunk.old_lines,), "+": (hunk.new_lines,)}.get(last_kind, ())
-            for side in sides:
-                if side and side[-1].endswith("\n"):
-                    side[-1] = side[-1][:-1]
-            continue
-        last_kind = line[:1]
-        body = line[1:]
-        if last_kind in (" ", ""):
-            hunk.old_lines.append(body or "\n")
-            hunk.new_lines.append(body or "\n")
-        elif last_kind == "-":
-            hunk.old_lines.append(body)
-        elif last_kind == "+":
-            hunk.new_lines.append(body)
     return files
+
+
+def _drop_newline(hunk: Hunk, last_kind: str) -> None:
+    sides = {" ": (hunk.old_lines, hunk.new_lines), "-": (hunk.old_lines,), "+": (hunk.new_lines,)}.get(last_kind, ())
+    for side in sides:
+        if side and side[-1].endswith("\n"):
+            side[-1] = side[-1][:-1]
 
 
 def diff_edits(diff_text: str, repo: Path) -> list[dict[str, str]]:
@@ -259,7 +281,7 @@ def diff_edits(diff_text: str, repo: Path) -> list[dict[str, str]]:
         target = repo / patch.path
         if not target.is_file():
             raise UserError(f"the diff changes {patch.path}, which {repo} does not have")
-        lines = target.read_text(encoding="utf-8", errors="surrogateescape").splitlines(keepends=True)
+        lines = _lines(target.read_bytes().decode("utf-8", errors="surrogateescape"))  # no newline translation
         offset = 0
         for hunk in patch.hunks:
             start = hunk.old_start - 1 + offset

@@ -193,3 +193,12 @@ def test_eval_command_bad_input_is_one_clean_line(tmp_path):
     assert result.exit_code == 2 and "no suite folder" in result.output and "Traceback" not in result.output
     result = CliRunner().invoke(app, ["eval", "coding", str(SUITE), "--task", "no-such-task"])
     assert result.exit_code == 2 and "no task named no-such-task" in result.output
+
+
+def test_diff_lines_that_look_like_headers_stay_in_their_hunk(tmp_path):
+    """A removed line starting with "-- " (an SQL comment) reads "--- …" in the diff, and a form
+    feed is no line break: the hunk's line counts decide, not the line's look."""
+    (tmp_path / "q.sql").write_bytes(b"select 1;\n-- old comment\n\x0cpage\n")
+    diff = "--- a/q.sql\n+++ b/q.sql\n@@ -1,3 +1,3 @@\n select 1;\n--- old comment\n++++ new comment\n \x0cpage\n"
+    (edit,) = ev.diff_edits(diff, tmp_path)
+    assert edit == {"path": "q.sql", "old_text": "select 1;\n-- old comment\n\x0cpage\n", "new_text": "select 1;\n+++ new comment\n\x0cpage\n"}
