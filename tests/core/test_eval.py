@@ -193,6 +193,8 @@ def test_eval_command_bad_input_is_one_clean_line(tmp_path):
     assert result.exit_code == 2 and "no suite folder" in result.output and "Traceback" not in result.output
     result = CliRunner().invoke(app, ["eval", "coding", str(SUITE), "--task", "no-such-task"])
     assert result.exit_code == 2 and "no task named no-such-task" in result.output
+    result = CliRunner().invoke(app, ["eval", "coding", str(SUITE), "--policy", "openai"])
+    assert result.exit_code == 2 and "--base-url and --model" in result.output
 
 
 def test_diff_lines_that_look_like_headers_stay_in_their_hunk(tmp_path):
