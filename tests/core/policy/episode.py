@@ -3,7 +3,7 @@
 Shared by ``tests/core/test_prefix_stability.py`` and ``bench/prefix_cache.py``. The server
 (``FaultServer``, real HTTP on loopback) answers request N (N = assistant messages in it) with
 the N-th turn of ``coding_turns(steps)``: real tool calls on ``examples/python-user-service``
-(search, symbols, views, a shell command, a malformed call, a text reply without a tool call, the
+(search, symbols, views, shell commands, an observation long enough to be cut, a malformed call, a text reply without a tool call, the
 fix, two test runs, ``finish`` last). The replies vary in shape the way real servers' do (text
 next to a tool call, server-made call ids, arguments without spaces, non-ASCII text), so a
 test can check that each assistant turn is sent back exactly as the server returned it.
@@ -59,6 +59,7 @@ def coding_turns(steps: int) -> list[dict[str, Any]]:
     special = [
         {"tool": "run_tests", "arguments": {}},
         {"tool": "shell", "arguments": {"command": "ls -la users && git status --short"}},
+        {"tool": "shell", "arguments": {"command": "cat users/*.py tests/*.py"}},  # over 8,000 characters: cut, full text saved
         {"tool": "view_fil", "arguments": {"path": "users/service.py"}},  # unknown tool: an error observation
         {"content": "Let me think about where nickname can be None."},  # no tool call: a nudge follows
         {"tool": "edit_file", "raw_arguments": '{"path": "users/service.py", "old_text": '},  # cut-off JSON
