@@ -183,6 +183,9 @@ class FinanceReport:
         db: an existing filings database to use instead of ingesting into the output folder.
         dcf: the DCF assumptions (``DCFAssumptions()`` when None).
         market: an optional ``plugins.finance.market.MarketData`` whose snapshots add a market section.
+
+    Raises:
+        ValueError: no filings.
         as_of: the report date (``YYYY-MM-DD``; today when None); market data after it is not used.
         answers: answers recorded by an agent run (``answer_question`` records: question, document,
             page, formula over fact ids, unit, scale, text), shown with their derivations.
@@ -192,6 +195,8 @@ class FinanceReport:
                  title: str | None = None, db: Path | None = None, dcf: DCFAssumptions | None = None,
                  market: Any = None, as_of: str | None = None, answers: list[dict[str, Any]] | None = None) -> None:
         self.filings = [Path(p) for p in filings]
+        if not self.filings:
+            raise ValueError("FinanceReport needs at least one filing (a PDF path)")
         self.ticker = ticker
         self.questions = questions or []
         self.title = title or f"Research report: {ticker or self.filings[0].stem}"

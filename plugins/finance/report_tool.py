@@ -7,6 +7,7 @@ The report goes to ``report/`` in the workspace (``report.md``, ``report.html``,
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,6 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]
 
     Cells of the Sources tables (page, line, column numbers) and period headers are not figures.
     """
-    import re
-
     displays = {f"F{f['ref']}": f["display"] for f in manifest}
     bad = []
     in_sources = False

@@ -94,3 +94,18 @@ def test_bold_text_drawn_twice_reads_once(tmp_path):
     copy = shutil.copy(raw, tmp_path / "x.pdf")
     with pytest.raises(Exception, match="pages 1-1, not 5"):
         deduped_page_text(copy, 5)
+
+
+def test_linear_dedupe_matches_pdfplumber_on_doubled_pdfs():
+    import pdfplumber
+
+    from plugins.finance.extract import dedupe_chars
+
+    need_data()
+    for name in ("issue-842-example.pdf", "issue-71-duplicate-chars.pdf"):
+        with pdfplumber.open(PDFS / name) as pdf:
+            page = pdf.pages[0]
+            ours = sorted(c["text"] for c in dedupe_chars(page.chars))
+            theirs = sorted(c["text"] for c in page.dedupe_chars(extra_attrs=()).chars)
+            # the same characters survive (each copy within 1 pt of the one pdfplumber keeps)
+            assert ours == theirs and len(ours) < len(page.chars)
