@@ -331,12 +331,19 @@ def set_world(args: SetWorldArgs, ctx: ToolContext) -> ToolResult:
 
 
 class RenderPreviewArgs(Args):
-    path: str = Field("renders/preview.png", pattern=r"\.png$", description="PNG path relative to the workspace")
+    path: str = Field("renders/preview.png", description="PNG path relative to the workspace, ending in .png")
     engine: Literal["cycles", "eevee"] = Field("cycles", description="cycles (CPU) or eevee")
     width: int = Field(320, ge=16, le=1280)
     height: int = Field(240, ge=16, le=1280)
     samples: int = Field(16, ge=1, le=1024)
     time_limit_s: float = Field(60.0, gt=0, le=600, description="seconds before the render is stopped")
+
+    @model_validator(mode="after")
+    def _png(self) -> RenderPreviewArgs:
+        # checked here, not as a schema pattern: llama.cpp's grammar builder takes only ^...$ patterns
+        if not self.path.lower().endswith(".png"):
+            raise ValueError(f"path must end in .png, got {self.path!r}")
+        return self
 
 
 @tool

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from core.plugin import Plugin, Task, load_plugin
 from plugins.threed import ThreeDPlugin
 from plugins.threed.tools import PYTHON_ENV
@@ -31,3 +33,15 @@ def test_system_prompt_is_the_same_for_every_task():
     a = plugin.system_prompt(Task(plugin="threed", instruction="a table"))
     b = plugin.system_prompt(Task(plugin="threed", instruction="a chair"))
     assert a == b and "metres" in a
+
+
+def test_every_tool_schema_compiles_to_a_llama_cpp_grammar(monkeypatch):
+    # the embedded policy constrains replies with a grammar built from these schemas; one schema
+    # the converter rejects leaves the small model unconstrained (it then rarely emits a tool call)
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    from core.policy.embedded import tool_call_schema
+
+    monkeypatch.setenv(PYTHON_ENV, "1")
+    for tool in ThreeDPlugin().tools():
+        LlamaGrammar.from_string(json_schema_to_gbnf(json.dumps(tool_call_schema([tool.schema()]))), verbose=False)

@@ -84,6 +84,7 @@ def test_argument_errors_are_observations(ctx):
     assert "already exists" in fails(tools.add_primitive, ctx, name="A", kind="cube", size=[1, 1, 1])
     assert "no object named 'Nope'" in fails(tools.transform, ctx, name="Nope", location=[0, 0, 0])
     assert "at least one of" in fails(tools.transform, ctx, name="A")
+    assert "must end in .png" in fails(tools.render_preview, ctx, path="renders/p.jpg")
 
 
 def test_add_mesh_builds_a_closed_tapered_leg_and_rejects_bad_faces(ctx):
