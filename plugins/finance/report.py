@@ -155,7 +155,9 @@ def _resolve_concepts(con: duckdb.DuckDBPyConnection, doc: str, formula: str, pe
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    """A Markdown table; columns whose cells are all numbers (or n/a) are right-aligned."""
+    numeric = [i > 0 and all(re.fullmatch(r"-?[\d,.]+%?( \[F\d+\])?|n/a", r[i]) for r in rows) for i in range(len(header))]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out + [""]
 
@@ -355,7 +357,8 @@ class FinanceReport:
         ax.set_xticks([i + width * (len(usable) - 1) / 2 for i in range(len(periods))], periods)
         ax.set_ylabel("$ millions")
         ax.set_title(f"{doc}: stored values by fiscal year")
-        ax.legend(fontsize=8)
+        ax.margins(y=0.18)  # room for the legend above the tallest bar
+        ax.legend(fontsize=8, loc="upper left", ncol=len(usable))
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         path = out / "charts" / f"{doc}.png"
@@ -412,6 +415,6 @@ def render_html(markdown_text: str, title: str) -> str:
     body = MarkdownIt("commonmark").enable("table").render(markdown_text)
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
              "table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}"
-             "td:not(:first-child){text-align:right}th{background:#f3f3f3}img{max-width:100%}code{font-size:12px}")
+             "th{background:#f3f3f3}img{max-width:100%}code{font-size:12px}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>{body}</body></html>\n")
