@@ -31,7 +31,7 @@ KEY_LINES = {
 # (concept, statements it may appear in, label pattern) in priority order.
 _RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("revenue", (INCOME,), r"^(total (net )?revenues?|total net sales|net revenues?|revenues?|net sales|total revenues? and other income|revenue)$"),
-    ("cost_of_revenue", (INCOME,), r"^(total cost of (revenues?|sales)|cost of (revenues?|sales|goods sold)|cost of sales.*|cost of revenues?.*)$"),
+    ("cost_of_revenue", (INCOME,), r"^(total cost of (revenues?|sales)|merchandise costs|cost of (revenues?|sales|goods sold)|cost of sales.*|cost of revenues?.*)$"),
     ("gross_profit", (INCOME,), r"^(gross (profit|margin))$"),
     ("operating_income", (INCOME,), r"^(operating (income|profit)( \(loss\))?|income( \(loss\))? from operations|operating income \(loss\))$"),
     ("net_income", (INCOME,), r"^(net (income|earnings)( \(loss\))?|net (loss|\(loss\)) income|net (income|earnings) attributable to (?!non-?controlling|redeemable)[\w. ,&']+)$"),
@@ -49,8 +49,8 @@ _RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("total_equity", (BALANCE,), r"^(total (stockholders|shareholders|shareowners)['’]? equity|total equity|total [\w. &]+ (stockholders|shareholders)['’]? equity)$"),
     ("operating_cash_flow", (CASH_FLOW,), r"^(cash provided \(used\) by operations|net cash from operations|total cash (provided by|used in|provided by \(used in\)) operating activities|net cash (provided by|from|used by|provided by \(used in\)|\(used in\) provided by|provided by operating activities|used in) operating activities|cash (provided by|from) operations|net cash provided by (\(used in\) )?operating activities|net cash provided by operating activities|net cash from operating activities|cash provided by operating activities|net cash provided by \(used in\) operating activities)$"),
     ("capital_expenditure", (CASH_FLOW,), r"^(purchases? of property(,)? (plant )?and equipment.*|capital expenditures.*|additions to property(,)? (plant )?and equipment.*|payments for acquisition of property, plant and equipment|purchases? of property and equipment.*|purchases of land, buildings,? and equipment|payments for property and equipment)$"),
-    ("investing_cash_flow", (CASH_FLOW,), r"^(net|total) cash (provided by |from |used in |\(used in\) |provided by \(used in\) |used for |used by |\(used in\) provided by |provided \(used\) by )*investing( activities)?$"),
-    ("financing_cash_flow", (CASH_FLOW,), r"^(net|total) cash (provided by |from |used in |\(used in\) |provided by \(used in\) |used for |used by |\(used in\) provided by |provided \(used\) by )*financing( activities)?$"),
+    ("investing_cash_flow", (CASH_FLOW,), r"^(net |total )?cash (provided by |from |used in |\(used in\) |provided by \(used in\) |used for |used by |\(used in\) provided by |provided \(used\) by |\(used\) provided by )*investing( activities)?$"),
+    ("financing_cash_flow", (CASH_FLOW,), r"^(net |total )?cash (provided by |from |used in |\(used in\) |provided by \(used in\) |used for |used by |\(used in\) provided by |provided \(used\) by |\(used\) provided by )*financing( activities)?$"),
     ("net_change_in_cash", (CASH_FLOW,), r"^(net (increase|decrease|change|\(decrease\) increase|increase \(decrease\)|decrease \(increase\))( \(decrease\)| \(increase\))? in cash.*)$"),
     ("fx_effect_on_cash", (CASH_FLOW,), r"^(effect of .*exchange rate.* on cash.*|foreign currency effect on cash.*|effect of exchange rate.*)$"),
     ("depreciation_amortization", (CASH_FLOW,), r"^(depreciation and amortization.*|depreciation, amortization and other|depreciation)$"),

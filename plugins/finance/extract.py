@@ -385,7 +385,9 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     left_edge = min(c.center for c in columns) - reach
     items: list[LineItem] = []
     pending: list[_Word] = []  # a label line with no numbers, kept in case it wraps
-    section = ""  # the last caption line ("Earnings per share:"), for the unit of what follows
+    section = ""  # the last caption ("Earnings per share:"), for the unit of what follows
+    caption: list[_Word] = []
+    in_caption = False
     for n, row in enumerate(rows[header + 1:], header + 2):
         values, label_words = [], []
         for w in row:
@@ -401,10 +403,13 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
                 continue
             label_words.append(w)
         if not values:
+            if label_words:  # a caption may wrap over several label-only lines
+                caption = caption + label_words if in_caption else label_words
+                section = " ".join(w.text for w in caption)
+                in_caption = True
             pending = label_words
-            if label_words:
-                section = " ".join(w.text for w in label_words)
             continue
+        in_caption = False
         words = label_words
         if not label_words and pending:  # numbers on their own line finish the label above
             words = pending

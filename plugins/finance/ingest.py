@@ -27,7 +27,7 @@ from core.config import horizon_home
 from plugins.finance.extract import FilingError, best_concepts, extract_statements, locate_statements, open_document, page_texts
 from plugins.finance.store import write_document
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "6"
 
 
 @dataclass

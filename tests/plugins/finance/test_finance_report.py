@@ -60,3 +60,10 @@ def test_a_question_about_a_concept_that_was_not_extracted_says_which(filings_db
     bad = [{"question": "?", "document": "3M_2018_10K", "formula": "{revenue@FY2030}", "unit": "USD"}]
     with pytest.raises(FormulaError, match="3M_2018_10K has no stored revenue for FY2030"):
         FinanceReport(filings=[FILINGS / "3M_2018_10K.pdf"], questions=bad, db=filings_db).generate(tmp_path / "out")
+
+
+def test_no_report_scores_zero(db, tmp_path):
+    from plugins.finance.report_tool import report_traceability
+
+    share, detail = report_traceability(db, tmp_path)
+    assert share == 0.0 and "no report was written" in detail["why"]
