@@ -122,6 +122,7 @@ def run(
     script: Optional[Path] = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
+    tool_format: Optional[str] = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls before the run stops"),
     max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
     max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
@@ -138,7 +139,7 @@ def run(
     try:
         if not task.strip():
             raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
-        settings = load_settings(base_url=base_url, model=model)
+        settings = load_settings(base_url=base_url, model=model, tool_format=tool_format)
         if base_url and policy == "auto":
             policy = "openai"
         spec = policy_spec(policy, settings, script)
@@ -146,7 +147,7 @@ def run(
         the_policy = make_policy(spec, settings)
         started = Run.start(
             Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
-            pricing=settings.pricing, isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
+            pricing=settings.pricing_for(spec["kind"]), isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
         )
         console.print(f"[bold]{plugin}[/]: {escape(task)}  [dim]({the_policy.name}, repo {repo.resolve()})[/]")
         console.print(f"[dim]run {started.run_id}  workspace {started.episode.ctx.workspace}[/]")

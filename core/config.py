@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -53,6 +53,8 @@ class Settings(BaseSettings):
         fallback_base_url, fallback_model, fallback_api_key: a second OpenAI-compatible
             endpoint (router setting), used when the primary fails past its retry budget or
             answers that its account is over quota; the model defaults to ``model``.
+        tool_format: ``native`` (the server's tool calling) or ``text`` (``<tool_call>`` blocks
+            in the reply, for servers without tool calling; ``core.policy.text_actions``).
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
         retry_max_attempts, retry_max_total_s: a model server's faults are retried with
             backoff until either budget is spent; then the run stops, resumably.
@@ -72,6 +74,7 @@ class Settings(BaseSettings):
     fallback_base_url: str | None = None
     fallback_model: str | None = None
     fallback_api_key: str | None = None
+    tool_format: Literal["native", "text"] = "native"
     keep_checkpoints: int = Field(20, ge=1)
     retry_max_attempts: int = Field(6, ge=1)
     retry_max_total_s: float = Field(120.0, gt=0)

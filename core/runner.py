@@ -36,6 +36,7 @@ from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_
 from core.plugin import Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
 from core.policy.retry import RetryConfig
+from core.policy.router import with_fallback
 from core.text import utf8_safe
 from core.sandbox import open_sandbox
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
@@ -92,7 +93,9 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> di
     if kind == "openai":
         if not settings.base_url or not settings.model:
             raise ConfigError("a model server needs both --base-url and --model (or HORIZON_BASE_URL and HORIZON_MODEL)")
-        return {"kind": "openai", "base_url": settings.base_url, "model": settings.model}
+        # The cache salt is recorded so that a resumed run keeps hitting its own prefix cache.
+        return {"kind": "openai", "base_url": settings.base_url, "model": settings.model,
+                "tool_format": settings.tool_format, "cache_salt": secrets.token_urlsafe(32)}
     if kind == "scripted":
         if script is None:
             raise ConfigError("--policy scripted needs --script FILE (JSON Lines of tool calls)")
@@ -106,11 +109,13 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
     """Build the policy described by ``policy_spec``; its server and model are the recorded ones
     (a resumed run talks to the same model), the key and sampling settings come from ``settings``."""
     if spec["kind"] == "openai":
-        return OpenAIServerPolicy(
+        server = OpenAIServerPolicy(
             spec["base_url"], spec["model"], api_key=settings.api_key,
             retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
+            cache_salt=spec.get("cache_salt"), tool_format=spec.get("tool_format", "native"),
         )
+        return with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
         return ScriptedPolicy.from_file(Path(spec["script"]))
     return EmbeddedPolicy()

@@ -51,6 +51,7 @@ from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
 from core.policy.prefix import cache_fields, engine_from_models, estimate_cached_tokens, serialise_prompt
 from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
+from core.policy.text_actions import parse_tool_calls, to_text_wire
 from core.state import Message, ToolCall, Usage
 from core.text import utf8_safe
 
@@ -94,8 +95,14 @@ class OpenAIServerPolicy:
         rng: the random source of the backoff jitter (tests pass a seeded one).
         engine: the serving engine (``vllm``, ``sglang``, ``llama.cpp``, ``llama-cpp-python``,
             ``openai``, ``unknown``) for the cache fields; None: ask ``GET /v1/models`` once.
-        cache_salt: the run's cache secret; default a fresh random one per policy (a policy
-            serves one run; a resumed run gets a new one, and its cache is likely cold anyway).
+        cache_salt: the run's cache secret; default a fresh random one per policy (the runner
+            records one per run, so a resumed run keeps its cache).
+        tool_format: ``native`` (the server's tool calling: ``tools`` and ``tool_calls``) or
+            ``text`` (tools described in the system message, calls written as ``<tool_call>``
+            blocks; for servers without tool calling, see ``core.policy.text_actions``).
+
+    Raises:
+        ValueError: an unknown ``tool_format``.
     """
 
     def __init__(
@@ -112,7 +119,11 @@ class OpenAIServerPolicy:
         rng: random.Random | None = None,
         engine: str | None = None,
         cache_salt: str | None = None,
+        tool_format: str = "native",
     ) -> None:
+        if tool_format not in ("native", "text"):
+            raise ValueError(f"tool_format must be 'native' or 'text', not {tool_format!r}")
+        self.tool_format = tool_format
         self.base_url = base_url
         self.model = model
         self.name = f"openai:{model}@{base_url}"
@@ -152,6 +163,18 @@ class OpenAIServerPolicy:
             ModelUnavailable: the server rejected the request with a 4xx that is not retried.
         """
         messages = utf8_safe(messages)  # a lone surrogate in the history would fail every request
+        if self.tool_format == "text":
+            return self._complete_as_text(messages, tools)
+        return self._complete(messages, tools)
+
+    def _complete_as_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
+        """Send the history rewritten for a server without tool calling; read the calls from the text."""
+        response = self._complete(to_text_wire(messages, tools), [])
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        calls = parse_tool_calls(response.message.content, str(turn))
+        return response.model_copy(update={"message": response.message.model_copy(update={"tool_calls": calls})})
+
+    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
         budget = self.retry
         start = time.monotonic()
         attempt = 0

@@ -40,3 +40,37 @@ def test_the_text_wire_extends_its_prefix_and_keeps_the_models_words():
     assert second[3]["role"] == "user" and second[3]["content"].startswith("<tool_response>") and "x = 1" in second[3]["content"]
     assert all(set(m) == {"role", "content"} for m in second)
     assert tools_prompt(TOOLS) == tools_prompt([json.loads(json.dumps(t)) for t in TOOLS])  # deterministic
+
+
+def test_a_server_without_tool_calling_drives_a_real_episode_through_text_blocks(python_repo):
+    """The whole fix, through the OpenAI policy in text mode, against a server that never sees ``tools``."""
+    from core.plugin import Task
+    from core.policy import OpenAIServerPolicy
+    from core.runner import Run
+    from core.state import ExitStatus, Limits, Pricing
+    from tests.core.policy.fault_server import FaultServer, completion
+
+    calls = [
+        {"name": "view_file", "arguments": {"path": "users/service.py", "end_line": 3}},
+        {"name": "edit_file", "arguments": {"path": "users/service.py", "old_text": "        nickname = user.nickname.strip()",
+                                            "new_text": '        nickname = (user.nickname or "").strip()'}},
+        {"name": "finish", "arguments": {"summary": "guarded the missing nickname"}},
+    ]
+
+    def reply(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        block = json.dumps(calls[turn])
+        return completion(content=f"Step {turn}.\n<tool_call>\n{block}\n</tool_call>", finish_reason="stop")
+
+    with FaultServer(reply) as server:
+        policy = OpenAIServerPolicy(server.url, "plain-model", tool_format="text", engine="unknown")
+        run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=python_repo), policy,
+                        policy_config={"kind": "test"}, limits=Limits(max_steps=5), pricing=Pricing())
+        result = run.execute()
+        run.close()
+        bodies = [b for _, b in server.requests if b]
+    assert (result.exit_status, result.reward) == (ExitStatus.SUBMITTED, 1.0)
+    assert all("tools" not in b and all(m["role"] != "tool" for m in b["messages"]) for b in bodies)
+    assert "<tool_call>" in bodies[0]["messages"][0]["content"]  # the tools are in the system message
+    assert bodies[1]["messages"][2]["content"].startswith("Step 0.\n<tool_call>")  # sent back as written
+    assert bodies[2]["messages"][: len(bodies[1]["messages"])] == bodies[1]["messages"]  # the prefix only grows
