@@ -41,6 +41,7 @@ class DocumentStatus:
         pages: pages in the PDF (0 when it could not be opened).
         facts: values stored.
         from_cache: the parse came from the cache.
+        note: pages that could not be read (no text layer), empty when none.
     """
 
     doc_name: str
@@ -49,6 +50,7 @@ class DocumentStatus:
     pages: int
     facts: int
     from_cache: bool
+    note: str = ""
 
 
 def default_cache_dir() -> Path:
@@ -143,6 +145,10 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
             tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds}))
             os.replace(tmp, cached)
         document.update(pages=pages, statements=",".join(kinds), status="ok" if kinds else "no_statements")
+        blank = [r["page"] for r in rows["pages"] if not r["text"].strip()]
+        if blank:
+            listed = ", ".join(map(str, blank[:20])) + (" ..." if len(blank) > 20 else "")
+            document["note"] = f"{len(blank)} page(s) have no text layer (scanned?) and were not read: {listed}; OCR them to include them"
         if not kinds:
             document["error"] = (f"{path.name}: no income statement, balance sheet or cash-flow statement was recognised; "
                                  "its pages are searchable with search_filing")
@@ -153,7 +159,7 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
     document["ingest_s"] = round(time.perf_counter() - started, 3)
     write_document(con, document, rows)
     return DocumentStatus(name, document["status"], document["error"], document["pages"], len(rows.get("facts", [])),
-                          document["from_cache"])
+                          document["from_cache"], document.get("note", ""))
 
 
 def ingest(con: duckdb.DuckDBPyConnection, paths: list[Path], cache_dir: Path | None = None) -> list[DocumentStatus]:

@@ -86,8 +86,8 @@ class FinancePlugin:
         files.write_json(files.questions, [{"qid": q.qid, "doc_name": q.doc_name, "question": q.text} for q in questions])
         lines = ["Filings:"]
         for s in statuses:
-            lines.append(f"- {s.doc_name}: {s.pages} pages, {s.facts} values extracted" if s.status == "ok"
-                         else f"- {s.doc_name}: {s.status.upper()}: {s.error}")
+            lines.append((f"- {s.doc_name}: {s.pages} pages, {s.facts} values extracted" if s.status == "ok"
+                          else f"- {s.doc_name}: {s.status.upper()}: {s.error}") + (f" ({s.note})" if s.note else ""))
         if questions:
             lines.append(f"\nQuestions ({len(questions)}; answer each with answer_question):")
             lines.extend(f"- {q.qid} [{q.doc_name}]: {q.text}" for q in questions)

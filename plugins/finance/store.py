@@ -3,7 +3,8 @@
 Tables (one row per ...)::
 
     documents   document: name, path, sha256, pages, status ('ok' | 'error' | 'no_statements'),
-                error (what was wrong and what to do), statements found, seconds to ingest
+                error (what was wrong and what to do), statements found, seconds to ingest,
+                note (pages without a text layer, which were not read)
     pages       page of every readable document: 1-based page number and its text (PDFium)
     facts       value printed in a main statement, with provenance: document and its sha256,
                 statement, page (1-based), line number, the bounding box of the printed number
@@ -29,7 +30,7 @@ import pyarrow as pa
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     doc_name VARCHAR PRIMARY KEY, path VARCHAR, sha256 VARCHAR, pages INTEGER, status VARCHAR,
-    error VARCHAR, statements VARCHAR, ingest_s DOUBLE, from_cache BOOLEAN);
+    error VARCHAR, statements VARCHAR, ingest_s DOUBLE, from_cache BOOLEAN, note VARCHAR);
 CREATE TABLE IF NOT EXISTS pages (doc_name VARCHAR, page INTEGER, text VARCHAR);
 CREATE TABLE IF NOT EXISTS facts (
     fact_id VARCHAR PRIMARY KEY, doc_name VARCHAR, sha256 VARCHAR, statement VARCHAR, title VARCHAR,
@@ -83,9 +84,9 @@ def write_document(con: duckdb.DuckDBPyConnection, document: dict[str, Any], row
         for table in ("documents", "pages", "facts", "cells"):
             con.execute(f"DELETE FROM {table} WHERE doc_name = ?", [name])
         con.execute(
-            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [name, document["path"], document["sha256"], document["pages"], document["status"], document["error"],
-             document["statements"], document["ingest_s"], document["from_cache"]],
+             document["statements"], document["ingest_s"], document["from_cache"], document.get("note", "")],
         )
         for table, columns in COLUMNS.items():
             data = rows.get(table) or []

@@ -51,16 +51,16 @@ def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
     """
     files = EpisodeFiles(ctx)
     with files.read_only() as con:
-        docs = con.execute("SELECT doc_name, pages, status, error FROM documents ORDER BY doc_name").fetchall()
+        docs = con.execute("SELECT doc_name, pages, status, error, note FROM documents ORDER BY doc_name").fetchall()
         where = dict(con.execute(
             "SELECT doc_name, string_agg(statement || ' p.' || page, ', ' ORDER BY page) FROM "
             "(SELECT DISTINCT doc_name, statement, min(page) AS page FROM facts GROUP BY ALL) GROUP BY doc_name").fetchall())
     lines = []
-    for name, pages, status, error in docs:
+    for name, pages, status, error, note in docs:
         if status == "ok":
-            lines.append(f"{name}: {pages} pages; {where.get(name, '')}")
+            lines.append(f"{name}: {pages} pages; {where.get(name, '')}" + (f"; NOTE: {note}" if note else ""))
         else:
-            lines.append(f"{name}: {status.upper()}: {error}")
+            lines.append(f"{name}: {status.upper()}: {error}" + (f"; NOTE: {note}" if note else ""))
     return ToolResult(output="\n".join(lines) or "no documents", data={"documents": len(docs)})
 
 

@@ -8,6 +8,7 @@ page 2 and ends on page 3 under a "(continued)" title.
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 import pytest
 
 from plugins.finance.checks import run_checks
@@ -68,4 +69,24 @@ def test_a_statement_over_two_pages_is_joined(two_page_statement, tmp_path):
     assert con.execute("SELECT amount FROM facts WHERE label = 'Accrued liabilities' AND column_index = 0").fetchone()[0] == -5
     summary = run_checks(con)
     assert summary.status == "passed" and len(summary.results) == 4  # two identities x two years, each spanning both pages
+    con.close()
+
+
+
+def test_a_scanned_page_inside_a_filing_is_named_and_the_rest_is_read(tmp_path):
+    path = tmp_path / "MIXED_2024_10K.pdf"
+    with matplotlib.rc_context({"pdf.fonttype": 42}), PdfPages(path) as pdf:
+        fig = plt.figure(figsize=(8.5, 11))
+        ax = fig.add_axes((0, 0, 1, 1))
+        ax.axis("off")
+        ax.imshow(np.random.default_rng(1).random((60, 45)), rasterized=True)  # a page that is only an image
+        pdf.savefig(fig)
+        plt.close(fig)
+        _page(pdf, "CONSOLIDATED BALANCE SHEETS", FIRST)
+        _page(pdf, "CONSOLIDATED BALANCE SHEETS (continued)", SECOND)
+    con = connect(tmp_path / "f.duckdb")
+    status = ingest(con, [path], tmp_path / "cache")[0]
+    assert status.status == "ok" and status.facts > 20
+    assert status.note == "1 page(s) have no text layer (scanned?) and were not read: 1; OCR them to include them"
+    assert con.execute("SELECT note FROM documents").fetchone()[0] == status.note
     con.close()
