@@ -141,13 +141,30 @@ def add_primitive(args: AddPrimitiveArgs, ctx: ToolContext) -> ToolResult:
     return _result(f"added {args.kind} {data['added']['name']!r}", data)
 
 
+MAX_MESH_VERTICES = 100_000
+MAX_MESH_FACES = 200_000
+
+
+def _at_most(items: list | None, limit: int, what: str) -> None:
+    # size limits are checked here, not as schema maxItems: llama.cpp turns maxItems into one
+    # grammar rule per item, and a 100,000-item limit made a 15 MB grammar for the embedded model
+    if items is not None and len(items) > limit:
+        raise ValueError(f"at most {limit:,} {what} per call, got {len(items):,}")
+
+
 class AddMeshArgs(Args):
     name: Name
-    vertices: list[Vec3] = Field(min_length=3, max_length=100_000, description="[[x, y, z], ...] in metres, relative to location")
-    faces: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=1000)]] = Field(
-        min_length=1, max_length=200_000, description="faces as lists of 0-based vertex indices, counter-clockwise seen from outside")
+    vertices: list[Vec3] = Field(min_length=3, description=f"[[x, y, z], ...] in metres, relative to location (at most {MAX_MESH_VERTICES:,})")
+    faces: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3)]] = Field(
+        min_length=1, description=f"faces as lists of 0-based vertex indices, counter-clockwise seen from outside (at most {MAX_MESH_FACES:,})")
     location: Vec3 = [0.0, 0.0, 0.0]
     rotation_deg: Vec3 = [0.0, 0.0, 0.0]
+
+    @model_validator(mode="after")
+    def _sizes(self) -> AddMeshArgs:
+        _at_most(self.vertices, MAX_MESH_VERTICES, "vertices")
+        _at_most(self.faces, MAX_MESH_FACES, "faces")
+        return self
 
 
 @tool
@@ -259,7 +276,7 @@ class SetMaterialArgs(Args):
     roughness: float | None = Field(None, ge=0, le=1)
     metallic: float | None = Field(None, ge=0, le=1)
     transmission: float | None = Field(None, ge=0, le=1)
-    faces: list[Annotated[int, Field(ge=0)]] | None = Field(None, max_length=1_000_000, description="face indices to assign to; omit for the whole object")
+    faces: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="face indices to assign to; omit for the whole object")
     faces_facing: Literal["+x", "-x", "+y", "-y", "+z", "-z"] | None = Field(
         None, description="assign to the faces whose world normal points this way (within 30 degrees), e.g. '+z' for tops")
 
@@ -267,6 +284,7 @@ class SetMaterialArgs(Args):
     def _one_selection(self) -> SetMaterialArgs:
         if self.faces is not None and self.faces_facing is not None:
             raise ValueError("give faces or faces_facing, not both")
+        _at_most(self.faces, 1_000_000, "face indices")
         return self
 
 
@@ -397,8 +415,13 @@ def export_scene(args: ExportSceneArgs, ctx: ToolContext) -> ToolResult:
 
 
 class RunPythonArgs(Args):
-    code: str = Field(min_length=1, max_length=100_000, description="Python using bpy; the scene is loaded before and saved after")
+    code: str = Field(min_length=1, description="Python using bpy; the scene is loaded before and saved after (at most 100,000 characters)")
     timeout_s: float = Field(60.0, gt=0, le=600)
+
+    @model_validator(mode="after")
+    def _size(self) -> RunPythonArgs:
+        _at_most(self.code, 100_000, "characters of code")
+        return self
 
 
 @tool

@@ -95,6 +95,8 @@ def test_add_mesh_builds_a_closed_tapered_leg_and_rejects_bad_faces(ctx):
     assert checks.closed_solid([leg]).passed
     assert leg.bounds[0] == pytest.approx([0.475, 0.175, 0.0])  # world coordinates
     assert "only 8 vertices" in fails(tools.add_mesh, ctx, name="Bad", vertices=LEG["vertices"], faces=[[0, 1, 8]])
+    too_many = fails(tools.add_mesh, ctx, name="Big", vertices=[[0, 0, 0]] * 100_001, faces=[[0, 1, 2]])
+    assert "at most 100,000 vertices per call" in too_many
     assert "repeats a vertex" in fails(tools.add_mesh, ctx, name="Bad", vertices=LEG["vertices"], faces=[[0, 1, 1]])
     open_top = call(tools.add_mesh, ctx, name="Open", vertices=LEG["vertices"], faces=LEG["faces"][:-1])
     assert open_top.data["non_manifold_edges"] == 4 and "not a closed solid" in open_top.output
