@@ -31,11 +31,14 @@ class Task(BaseModel):
         plugin: the plugin's name.
         instruction: the request in the user's words ("fix NPE in user module").
         repo: the folder the episode works on (copied into the workspace), if the domain has one.
+        metadata: plugin-specific facts about the task, kept with the run (JSON values), e.g. the
+            coding plugin's ``fail_to_pass`` and ``pass_to_pass`` test ids from a task suite.
     """
 
     plugin: str
     instruction: str
     repo: Path | None = None
+    metadata: dict[str, Any] = {}
 
 
 class RewardComponent(BaseModel):

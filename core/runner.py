@@ -180,7 +180,7 @@ class Run:
         (partial / "scratch").mkdir(parents=True)
         config = {
             "policy": policy_config, "limits": limits.model_dump(), "pricing": pricing.model_dump(), "isolated": isolated,
-            "keep_checkpoints": keep_checkpoints,
+            "keep_checkpoints": keep_checkpoints, "task_metadata": task.metadata,
         }
         try:
             if task.repo is not None:
@@ -234,8 +234,9 @@ class Run:
         """
         store = _open_store(run_id, home, read_only=False)
         row = store.run()
-        task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None)
         config = row["config"]
+        task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None,
+                    metadata=config.get("task_metadata", {}))
         if policy_overrides:
             config["policy"].update(policy_overrides)
             store.update_run(config=json.dumps(config))

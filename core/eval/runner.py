@@ -137,7 +137,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     try:
         policy = make_policy(spec.policy, load_settings())
         run = Run.start(
-            Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.task_folder) / "repo"),
+            Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.task_folder) / "repo",
+                 metadata={"fail_to_pass": spec.fail_to_pass, "pass_to_pass": spec.pass_to_pass}),
             policy, policy_config=spec.policy, limits=Limits(**spec.limits), pricing=Pricing(**spec.pricing),
             isolated=spec.isolated, home=Path(spec.home), on_event=on_event,
         )  # fmt: skip

@@ -109,7 +109,9 @@ class CodingPlugin:
             final, reset = grading_run(ctx.sandbox, ctx.workspace, ctx.scratch, baseline["original_tests"])
         else:  # a baseline saved before test files were kept: grade in place
             final, reset = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch), None
+        declared = task.metadata
         return grade(
             baseline["outcomes"], final.outcomes, edited,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=reset,
+            fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
         )  # fmt: skip

@@ -57,6 +57,8 @@ def grade(
     report_trusted: bool = True,
     exit_code: int | None = None,
     reset: dict[str, list[str]] | None = None,
+    fail_to_pass: list[str] | None = None,
+    pass_to_pass: list[str] | None = None,
 ) -> Verification:
     """Grade an episode from per-test outcomes.
 
@@ -69,6 +71,9 @@ def grade(
         exit_code: the final test command's exit code, for the record.
         reset: what was reset before the final run (``{"restored": [...], "removed": [...]}``),
             for the record.
+        fail_to_pass, pass_to_pass: the task's declared test ids (a task suite's, SWE-bench
+            style); when given they are the targets and the tests that must keep passing,
+            instead of "every test failing / passing at the start".
 
     Returns:
         The verification, with components ``fail_to_pass`` (the share, weight 1),
@@ -85,8 +90,12 @@ def grade(
     if not before:  # the suite did not build at the start: every test it has now is a target
         targets = sorted(after)
     kept = sorted(t for t, o in before.items() if o == "passed")
+    if fail_to_pass is not None:  # declared by the task: unrelated tests failing at the start do not count
+        targets = sorted(fail_to_pass)
+    if pass_to_pass is not None:
+        kept = sorted(pass_to_pass)
     fixed = [t for t in targets if _passes(t, after)]
-    broken = [t for t in kept if after.get(t) != "passed"]
+    broken = [t for t in kept if not _passes(t, after)]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     untouched = 0.0 if edited_tests else 1.0

@@ -27,3 +27,15 @@ def test_nothing_ran_at_the_end_is_never_a_success():
 
 def test_edited_files_compare_digests():
     assert edited_test_files({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b", "c"]
+
+
+def test_declared_fail_to_pass_and_pass_to_pass_replace_the_baseline_guess():
+    before = {"t::target": "failed", "t::flaky_unrelated": "failed", "t::kept": "passed", "t::other": "passed"}
+    after = {"t::target": "passed", "t::flaky_unrelated": "failed", "t::kept": "passed", "t::other": "failed"}
+    guessed = grade(before, after, [])
+    assert guessed.reward == 0.0  # every test failing at the start counted, every passing one kept
+    declared = grade(before, after, [], fail_to_pass=["t::target"], pass_to_pass=["t::kept"])
+    assert (declared.reward, declared.passed) == (1.0, True)
+    assert declared.components["fail_to_pass"].detail["targets"] == ["t::target"]
+    broken = grade(before, {**after, "t::kept": "failed"}, [], fail_to_pass=["t::target"], pass_to_pass=["t::kept"])
+    assert broken.reward == 0.0 and "t::kept" in broken.summary
