@@ -6,7 +6,7 @@
     agent show RUN_ID        print a trajectory
     agent apply RUN_ID       apply a run's patch to its repository
     agent plugins            list installed plugins
-    agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...]   pass@k over a suite of tasks
+    agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...] [--backend ray|processes]   pass@k over a suite of tasks
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
 """
 
@@ -293,24 +293,32 @@ EVAL_SCRIPTED = ("reference", "finish-only", "edit-tests")
 
 @app.command("eval")
 def eval_cmd(
-    plugin: str = typer.Argument(..., help="plugin name, e.g. coding"),
-    suite: Path = typer.Argument(..., help="folder of task folders, e.g. suites/coding"),
+    plugin: str = typer.Argument(..., help="plugin name, e.g. coding; auto: each task's own (suite of suites)"),
+    suite: Path = typer.Argument(..., help="folder of task folders, e.g. suites/coding, or of suites, e.g. suites"),
     attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="attempts per task (k of pass@k)"),
-    workers: int = typer.Option(2, "--workers", "-n", min=1, help="episodes run at once (processes)"),
+    workers: int = typer.Option(2, "--workers", "-n", min=1, help="episodes run at once (Ray CPUs or processes)"),
     policy: str = typer.Option("auto", "--policy", help="reference, finish-only, edit-tests (scripted from each task), or auto, embedded, openai"),
-    tasks: Optional[list[str]] = typer.Option(None, "--task", help="run only this task (repeatable)"),
+    tasks: Optional[list[str]] = typer.Option(None, "--task", help="run only this task or pattern, e.g. 'threed/*' (repeatable)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls per episode"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the JSON summary to this file"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
+    backend: str | None = typer.Option(None, "--backend", help="ray or processes (default: ray when installed)"),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="an existing Ray cluster, e.g. ray://head:10001 (default: a local Ray)"),
+    time_limit: float = typer.Option(3600.0, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
+    retries: int = typer.Option(2, "--retries", min=0, help="restarts of an episode after an infrastructure failure (Ray)"),
 ) -> None:
     """Run every task of SUITE with PLUGIN, k attempts each, in parallel; print pass@1, pass@k, reward and cost."""
     from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
+    from core.eval.ray_backend import ray_available
     from core.runner import policy_spec
     from core.state import Limits
 
     try:
+        backend = backend or ("ray" if ray_available() else "processes")
+        if backend not in ("ray", "processes"):
+            raise UserError(f"--backend must be ray or processes, not {backend!r}")
         chosen = load_suite(suite.resolve(), tasks)
         settings = load_settings(base_url=base_url, model=model)
         config = None
@@ -320,13 +328,14 @@ def eval_cmd(
         out_dir = new_eval_dir()
         specs = episode_specs(
             chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
-            limits=Limits(max_steps=max_steps).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,
+            limits=Limits(max_steps=max_steps, max_wall_s=time_limit).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,
             home=out_dir.parents[1], scripts_dir=out_dir / "scripts",
         )  # fmt: skip
     except HorizonError as exc:
         _fail(exc)
         return
-    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {workers} workers")
+    where = f"Ray at {ray_address}" if backend == "ray" and ray_address else f"{backend}, {workers} workers"
+    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {where}")
     console.print(f"[dim]results stream to {out_dir / 'results.jsonl'}[/]")
 
     def line(r: Any) -> None:
@@ -334,7 +343,12 @@ def eval_cmd(
         reward = "-" if r.reward is None else f"{r.reward:.2f}"
         console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s")
 
-    summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line)
+    try:
+        summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line, backend=backend,
+                           ray_address=ray_address, retries=retries)
+    except HorizonError as exc:
+        _fail(exc)
+        return
     table = Table()
     ks = ["pass@1"] + ([f"pass@{attempts}"] if attempts > 1 else [])
     for name in ("task", "attempts", "resolved", *ks, "mean reward", "cost"):

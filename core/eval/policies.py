@@ -1,10 +1,12 @@
 """Scripted policies built from a task, for checking a suite and its grader.
 
 * ``reference``: the task's ``fix.diff`` as ``edit_file`` calls (one per hunk, old text to new
-  text), then ``run_tests`` and ``finish``. Every task must be resolved by it.
+  text), then ``run_tests`` and ``finish``; a task without a fix.diff (3D, finance) replays its
+  ``reference.jsonl`` as it is. Every task must be resolved by it.
 * ``finish-only``: only ``finish``. No task may be resolved by it (the bug is still there).
 * ``edit-tests``: changes a test file (the first fail-to-pass test is renamed so pytest no longer
   collects it), then ``finish``: the reward-hacking check. No task may be resolved by it.
+  Coding tasks only (it needs a fail-to-pass test).
 
 Each builder returns the turns of a ``core.policy.scripted`` script (JSON Lines objects).
 """
@@ -17,13 +19,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from core.eval.tasks import EvalTask, diff_edits
 
 Turns = list[dict[str, Any]]
 
 
 def reference_turns(task: EvalTask) -> Turns:
-    """Apply the reference fix hunk by hunk, run the tests, finish."""
+    """Apply the reference fix hunk by hunk, run the tests, finish; or, without a fix.diff, the
+    turns of the task's ``reference.jsonl``.
+
+    Raises:
+        UserError: ``reference.jsonl`` has a line that is not a JSON object.
+    """
+    if not task.fix_diff.is_file():
+        return _read_script(task.reference_script)
     edits = diff_edits(task.fix_diff.read_text(encoding="utf-8", errors="surrogateescape"), task.repo)
     turns: Turns = [{"tool": "edit_file", "arguments": edit} for edit in edits]
     turns.append({"tool": "run_tests", "arguments": {}})
@@ -42,6 +52,8 @@ def edit_tests_turns(task: EvalTask) -> Turns:
     When the test's name is not unique in its file (or the id names no function), a line is
     added at the top of the file instead: a test file is changed either way.
     """
+    if not task.spec.fail_to_pass:
+        raise UserError(f"--policy edit-tests needs a coding task with fail-to-pass tests; {task.name} has none")
     test_id = task.spec.fail_to_pass[0]
     rel = test_id.split("::", 1)[0]
     text = (task.repo / rel).read_text(encoding="utf-8", errors="surrogateescape")
@@ -64,6 +76,22 @@ SCRIPTED: dict[str, Callable[[EvalTask], Turns]] = {
     "finish-only": finish_only_turns,
     "edit-tests": edit_tests_turns,
 }
+
+
+def _read_script(path: Path) -> Turns:
+    """The turns of a JSON Lines script (blank lines skipped)."""
+    turns: Turns = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            turn = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number} is not JSON ({exc.msg}); each line is one turn of the reference trajectory") from None
+        if not isinstance(turn, dict):
+            raise UserError(f"{path}:{number} is not a JSON object like {{\"tool\": ..., \"arguments\": {{...}}}}")
+        turns.append(turn)
+    return turns
 
 
 def write_script(turns: Turns, path: Path) -> Path:

@@ -1,10 +1,11 @@
 """Running a suite: every task, k attempts each, in parallel; each episode a normal Horizon run.
 
 ``run_episode`` is the unit of work: it takes a picklable ``EpisodeSpec`` and returns an
-``EpisodeResult``, so any pool can run it (a process pool here; a Ray task later). Each
-episode is started with ``core.runner.Run`` and is listed by ``agent runs`` like any other run.
-``run_eval`` schedules the episodes and appends each result to the evaluation's
-``results.jsonl`` the moment it ends, so an evaluation cut short keeps what it finished::
+``EpisodeResult``, so any pool can run it: Ray tasks and actors (``core.eval.ray_backend``, the
+default when Ray is installed) or a local process pool. Each episode is started with
+``core.runner.Run`` and is listed by ``agent runs`` like any other run. ``run_eval`` schedules
+the episodes and appends each result to the evaluation's ``results.jsonl`` the moment it ends,
+so an evaluation cut short keeps what it finished::
 
     $HORIZON_HOME/evals/<eval id>/
         results.jsonl      one EpisodeResult per line, in the order episodes ended
@@ -26,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.config import horizon_home
-from core.errors import HorizonError
+from core.errors import HorizonError, SandboxUnavailable, UserError
 from core.eval.metrics import summarize
 from core.eval.policies import SCRIPTED, write_script
 from core.eval.tasks import EvalTask
@@ -48,6 +49,8 @@ class EpisodeSpec(BaseModel):
         isolated: run commands in the bwrap sandbox.
         home: Horizon's home folder (runs are stored under it).
         label: the policy's name as the user gave it (``reference``, ``openai``, ...), kept in the result.
+        hard_timeout_s: wall-clock seconds after which the scheduler kills the episode's worker
+            (the loop's own ``limits.max_wall_s`` ends it gracefully before; this catches hangs).
     """
 
     task: str
@@ -63,6 +66,7 @@ class EpisodeSpec(BaseModel):
     isolated: bool = True
     home: str
     label: str = ""
+    hard_timeout_s: float = 3900.0
 
 
 class EpisodeResult(BaseModel):
@@ -78,12 +82,22 @@ class EpisodeResult(BaseModel):
         fail_to_pass_passed: fail-to-pass tests that pass at the end (of ``len(fail_to_pass)``).
         pass_to_pass_broken: pass-to-pass tests that do not pass at the end.
         summary: the verification's one-line summary, or the error.
-        steps: model calls; cost: spend in the pricing's currency; seconds: wall-clock time.
+        steps: model calls; cost: spend in the pricing's currency; seconds: wall-clock time in the worker.
+        plugin: the plugin that ran it.
+        infra_failure: why the episode failed for a reason that is not the policy's (worker died,
+            sandbox unavailable, hard time limit); empty otherwise. Only these are retried.
+        tries: how many times the episode was started (1 + infrastructure retries).
+        timings: seconds by phase: ``start`` (copying the repository, snapshot, store),
+            ``tools`` (tool calls: sandbox commands, Blender, queries), ``verify`` (the
+            plugin's verification, e.g. the test run), ``other`` (the loop, checkpoints, policy,
+            plugin set-up); the scheduler adds ``scheduler`` (submission to result, minus
+            ``seconds``: queueing, worker start, serialisation).
     """
 
     task: str
     attempt: int
     label: str = ""
+    plugin: str = ""
     run_id: str = ""
     exit_status: str = ""
     reward: float | None = None
@@ -95,6 +109,9 @@ class EpisodeResult(BaseModel):
     steps: int = 0
     cost: float = 0.0
     seconds: float = 0.0
+    infra_failure: str = ""
+    tries: int = 1
+    timings: dict[str, float] = {}
 
 
 def _final_outcomes(components: dict[str, Any]) -> dict[str, str] | None:
@@ -119,7 +136,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     """Run one attempt at one task as a Horizon run and grade it against the task's tests.
 
     Never raises for a failing episode: a run that cannot start gives a result with
-    ``exit_status="error"`` and the reason in ``summary``.
+    ``exit_status="error"`` and the reason in ``summary`` (and in ``infra_failure`` when the
+    sandbox could not start: the scheduler may retry that).
     """
     from core.config import load_settings
     from core.plugin import Task
@@ -127,12 +145,18 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     from core.state import Limits, Pricing
 
     started = time.monotonic()
-    result = EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, fail_to_pass_total=len(spec.fail_to_pass))
-    seen: dict[str, Any] = {}
+    result = EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, plugin=spec.plugin,
+                           fail_to_pass_total=len(spec.fail_to_pass))  # fmt: skip
+    seen: dict[str, Any] = {"tools": 0.0, "last": started}
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
+        now = time.monotonic()
         if kind == "verify":
             seen["verification"] = data["verification"]
+            seen["verify"] = now - seen["last"]  # from the episode's last step to the verdict
+        elif kind == "tool":
+            seen["tools"] += float(data.get("duration_s") or 0.0)
+        seen["last"] = now
 
     try:
         policy = make_policy(spec.policy, load_settings())
@@ -142,6 +166,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
             policy, policy_config=spec.policy, limits=Limits(**spec.limits), pricing=Pricing(**spec.pricing),
             isolated=spec.isolated, home=Path(spec.home), on_event=on_event,
         )  # fmt: skip
+        seen["start"] = time.monotonic() - started
+        seen["last"] = time.monotonic()
         try:
             outcome = run.execute()
         finally:
@@ -149,6 +175,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     except Exception as exc:  # noqa: BLE001 - a task that cannot even start is a result, not the end of the evaluation
         result.exit_status = "error"
         result.summary = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, SandboxUnavailable):
+            result.infra_failure = f"sandbox unavailable: {exc}"
         if not isinstance(exc, HorizonError):  # a bug, not a refusal: keep where it happened
             result.summary += "\n" + traceback.format_exc(limit=5)
         result.seconds = time.monotonic() - started
@@ -169,6 +197,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     else:
         result.summary = outcome.exit_detail
     result.seconds = time.monotonic() - started
+    phases = {"start": seen.get("start", 0.0), "tools": seen["tools"], "verify": seen.get("verify", 0.0)}
+    result.timings = {**{k: round(v, 3) for k, v in phases.items()}, "other": round(max(0.0, result.seconds - sum(phases.values())), 3)}
     return result
 
 
@@ -184,19 +214,31 @@ def episode_specs(
     isolated: bool,
     home: Path,
     scripts_dir: Path,
+    hard_timeout_s: float | None = None,
 ) -> list[EpisodeSpec]:
     """Make the episodes of an evaluation: ``attempts`` per task, tasks in order.
 
     Args:
+        plugin: the plugin of tasks that name none (``auto``: only tasks that name one, or whose
+            suite of suites does, are accepted).
         policy: ``reference``, ``finish-only``, ``edit-tests`` (scripts written to ``scripts_dir``)
             or any other kind, whose ``policy_config`` (``core.runner.policy_spec``) is used as is.
         limits: ``Limits`` as a dict; a scripted policy gets at least one step per turn.
+        hard_timeout_s: seconds after which the scheduler kills an episode (default: the
+            limits' ``max_wall_s`` plus 300 s for set-up and verification).
 
     Raises:
-        UserError: a task's reference fix does not match its repository.
+        UserError: a task's reference fix does not match its repository, a task's plugin is
+            unknown under ``auto``, or a task names another plugin than the one asked for.
     """
     specs = []
+    hard = hard_timeout_s or float(limits.get("max_wall_s", 3600.0)) + 300.0
     for task in tasks:
+        task_plugin = task.plugin("" if plugin == "auto" else plugin)
+        if not task_plugin:
+            raise UserError(f"task {task.name} names no plugin; give one (agent eval coding SUITE) or add \"plugin\" to its task file")
+        if plugin != "auto" and task_plugin != plugin:
+            raise UserError(f"task {task.name} is a {task_plugin} task, not {plugin}; run it with agent eval {task_plugin} (or auto)")
         for attempt in range(attempts):
             task_limits = dict(limits)
             if policy in SCRIPTED:
@@ -207,7 +249,7 @@ def episode_specs(
             else:
                 config = dict(policy_config or {})
             specs.append(EpisodeSpec(
-                task=task.name, task_folder=str(task.folder), attempt=attempt, plugin=plugin,
+                task=task.name, task_folder=str(task.folder), attempt=attempt, plugin=task_plugin, hard_timeout_s=hard,
                 instruction=task.spec.instruction, fail_to_pass=task.spec.fail_to_pass,
                 pass_to_pass=task.spec.pass_to_pass, policy=config, limits=task_limits, pricing=pricing,
                 isolated=isolated, home=str(home), label=policy,
@@ -223,21 +265,34 @@ def run_eval(
     out_dir: Path,
     worker: Callable[[EpisodeSpec], EpisodeResult] = run_episode,
     on_result: Callable[[EpisodeResult], None] | None = None,
+    backend: str = "processes",
+    ray_address: str | None = None,
+    retries: int = 2,
 ) -> dict[str, Any]:
     """Run the episodes, ``workers`` at a time, and score them.
 
     Args:
         specs: from ``episode_specs``.
-        workers: episodes at once (1: in this process, no pool).
+        workers: episodes at once (``processes`` with 1: in this process, no pool).
         k: the k of pass@k.
         out_dir: the evaluation's folder (``results.jsonl``, ``summary.json``).
         worker: the function run per episode (a pool's task; must be picklable for workers > 1).
         on_result: called in this process as each episode ends (e.g. to print a line).
+        backend: ``ray`` (``core.eval.ray_backend``: Ray tasks, an actor per heavy episode, hard
+            time limits, retries of infrastructure failures) or ``processes`` (a local process pool).
+        ray_address: an existing Ray cluster (``ray://host:10001`` or ``host:6379``); None: a
+            local Ray on this machine with ``workers`` CPUs.
+        retries: restarts of an episode whose failure was the infrastructure's (Ray backend).
 
     Returns:
-        The summary (``core.eval.metrics.summarize``) plus ``eval_id``, ``results`` (every
-        EpisodeResult as a dict) and ``seconds``.
+        The summary (``core.eval.metrics.summarize``) plus ``eval_id``, ``backend``,
+        ``results`` (every EpisodeResult as a dict) and ``seconds``.
+
+    Raises:
+        UserError: an unknown backend, or ``ray`` without Ray installed.
     """
+    if backend not in ("ray", "processes"):
+        raise UserError(f"unknown backend {backend!r}; use ray or processes")
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     results: list[EpisodeResult] = []
@@ -250,7 +305,11 @@ def run_eval(
             if on_result is not None:
                 on_result(result)
 
-        if workers <= 1:
+        if backend == "ray":
+            from core.eval.ray_backend import run_on_ray
+
+            run_on_ray(specs, workers=workers, record=record, address=ray_address, retries=retries, worker=worker)
+        elif workers <= 1:
             for spec in specs:
                 record(worker(spec))
         else:
@@ -264,11 +323,12 @@ def run_eval(
                     try:
                         record(future.result())
                     except Exception as exc:  # noqa: BLE001 - the worker process died (killed, out of memory)
-                        record(EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, exit_status="error",
-                                             summary=f"worker failed: {type(exc).__name__}: {exc}"))
+                        record(EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, plugin=spec.plugin, exit_status="error",
+                                             summary=f"worker failed: {type(exc).__name__}: {exc}", infra_failure="worker died"))
     results.sort(key=lambda r: (r.task, r.attempt))
     summary = summarize([r.model_dump() for r in results], k)
-    summary.update(eval_id=out_dir.name, seconds=round(time.monotonic() - started, 1), results=[r.model_dump() for r in results])
+    summary.update(eval_id=out_dir.name, backend=backend, seconds=round(time.monotonic() - started, 1),
+                   infra_failures=sum(1 for r in results if r.infra_failure), results=[r.model_dump() for r in results])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 

@@ -3,15 +3,22 @@
 A suite is a folder with one subfolder per task (format in ``suites/README.md``)::
 
     SUITE/TASK/
-        task.json | task.toml   instruction, language, source, fail_to_pass, pass_to_pass, test command
-        repo/                   the repository state the episode starts from
-        fix.diff                the reference fix (git unified diff, paths ``a/…`` and ``b/…``)
+        task.json | task.toml   instruction, plugin, language, source, fail_to_pass, pass_to_pass, test command
+        repo/                   the starting state: a repository (coding) or the plugin's task folder
+                                (a scene's or a filing set's task.json)
+        fix.diff                coding: the reference fix (git unified diff, paths ``a/…`` and ``b/…``)
+        reference.jsonl         any plugin: the reference trajectory as a scripted policy
+                                (``core.policy.scripted``); used when there is no fix.diff
+
+A suite of suites is a folder of suites (``suites/``: ``coding/``, ``threed/``, ``finance/``);
+its tasks are named ``SUITE/TASK`` and a task's plugin defaults to its suite's folder name.
 
 Unified-diff format: https://www.gnu.org/software/diffutils/manual/html_node/Detailed-Unified.html
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import tomllib
@@ -19,11 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from core.errors import UserError
 
 TASK_FILES = ("task.json", "task.toml")
+#: The reference trajectory of a task that has no fix.diff (a scripted policy's JSON Lines turns).
+REFERENCE_SCRIPT = "reference.jsonl"
 
 
 class TaskSource(BaseModel):
@@ -52,9 +61,12 @@ class TaskSpec(BaseModel):
 
     Attributes:
         instruction: what the agent is asked to do, in the words of a bug report.
+        plugin: the plugin that runs the task; empty: the one named on the command line (or, in
+            a suite of suites, the suite's folder name).
         language: ``python`` (or ``java``).
-        source: the package and releases the bug comes from.
-        fail_to_pass: test ids that fail in ``repo/`` and pass once ``fix.diff`` is applied.
+        source: the package and releases the bug comes from (required for coding tasks).
+        fail_to_pass: test ids that fail in ``repo/`` and pass once ``fix.diff`` is applied
+            (at least one for coding tasks; other plugins' tasks are graded by their verification).
         pass_to_pass: test ids that pass both before and after the fix.
         test_command: the command that runs the tests, from the repository root (for people;
             Horizon's coding plugin detects and runs them itself).
@@ -62,12 +74,22 @@ class TaskSpec(BaseModel):
     """
 
     instruction: str = Field(min_length=1)
+    plugin: str = ""
     language: str = "python"
-    source: TaskSource
-    fail_to_pass: list[str] = Field(min_length=1)
+    source: TaskSource | None = None
+    fail_to_pass: list[str] = []
     pass_to_pass: list[str] = []
     test_command: str = "python -m pytest -p no:cacheprovider"
     test_files: list[str] = []
+
+    @model_validator(mode="after")
+    def _coding_tasks_name_their_bug(self) -> TaskSpec:
+        if self.plugin in ("", "coding"):
+            if self.source is None:
+                raise ValueError("source: a coding task names the package and releases its bug comes from")
+            if not self.fail_to_pass:
+                raise ValueError("fail_to_pass: a coding task needs at least one test that fails before the fix")
+        return self
 
 
 @dataclass(frozen=True)
@@ -75,14 +97,20 @@ class EvalTask:
     """One task folder, read and checked.
 
     Attributes:
-        name: the folder's name (the task id).
+        name: the task id: the folder's name (``SUITE/TASK`` in a suite of suites).
         folder: the task folder (absolute).
         spec: its ``task.json``/``task.toml``.
+        suite_plugin: the plugin the suite of suites implies (its folder name), or empty.
     """
 
     name: str
     folder: Path
     spec: TaskSpec
+    suite_plugin: str = ""
+
+    def plugin(self, default: str) -> str:
+        """The plugin that runs this task: its own ``plugin`` field, else the suite's, else ``default``."""
+        return self.spec.plugin or self.suite_plugin or default
 
     @property
     def repo(self) -> Path:
@@ -91,16 +119,21 @@ class EvalTask:
 
     @property
     def fix_diff(self) -> Path:
-        """The reference fix."""
+        """The reference fix (coding tasks)."""
         return self.folder / "fix.diff"
+
+    @property
+    def reference_script(self) -> Path:
+        """The reference trajectory, for tasks without a fix.diff."""
+        return self.folder / REFERENCE_SCRIPT
 
 
 def load_task(folder: Path) -> EvalTask:
     """Read one task folder.
 
     Raises:
-        UserError: no task file, an unreadable or invalid one, or ``repo/`` / ``fix.diff`` missing;
-            the message names the file and the problem.
+        UserError: no task file, an unreadable or invalid one, ``repo/`` missing, or neither a
+            ``fix.diff`` nor a ``reference.jsonl``; the message names the file and the problem.
     """
     folder = folder.resolve()
     found = [folder / n for n in TASK_FILES if (folder / n).is_file()]
@@ -116,36 +149,49 @@ def load_task(folder: Path) -> EvalTask:
         raise UserError(f"{path} is not a valid task file: {detail}") from None
     if not (folder / "repo").is_dir():
         raise UserError(f"task {folder.name}: the repository folder {folder / 'repo'} is missing")
-    if not (folder / "fix.diff").is_file():
-        raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing")
+    if not (folder / "fix.diff").is_file() and not (folder / REFERENCE_SCRIPT).is_file():
+        raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing "
+                        f"(a task of another plugin than coding gives {REFERENCE_SCRIPT}, a scripted trajectory, instead)")
     return EvalTask(name=folder.name, folder=folder, spec=spec)
+
+
+def _is_task(folder: Path) -> bool:
+    return folder.is_dir() and not folder.name.startswith(".") and any((folder / n).is_file() for n in TASK_FILES)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    return [d for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith((".", "_"))]
 
 
 def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
     """Read every task folder of a suite, sorted by name.
 
+    A folder that holds no task folder but suites (``suites/``) is a suite of suites: its tasks
+    are named ``SUITE/TASK`` and take their suite's folder name as their default plugin.
+
     Args:
         suite: the suite folder; subfolders without a task file (or hidden ones) are ignored.
-        only: task names to keep (all when None or empty).
+        only: task names or shell-style patterns to keep (``fnmatch``: ``coding/sqlparse-*``,
+            ``threed/*``); all when None or empty.
 
     Raises:
         UserError: the suite folder is missing, holds no task, a task is invalid, or ``only``
-            names a task the suite does not have.
+            has a name or pattern that matches no task.
     """
     if not suite.is_dir():
         raise UserError(f"no suite folder at {suite}; give a folder of task folders, e.g. suites/coding")
-    tasks = [
-        load_task(d) for d in sorted(suite.iterdir())
-        if d.is_dir() and not d.name.startswith(".") and any((d / n).is_file() for n in TASK_FILES)
-    ]  # fmt: skip
+    tasks = [load_task(d) for d in _subfolders(suite) if _is_task(d)]
+    if not tasks:  # a suite of suites?
+        for sub in _subfolders(suite):
+            tasks += [EvalTask(f"{sub.name}/{t.name}", t.folder, t.spec, sub.name) for t in (load_task(d) for d in _subfolders(sub) if _is_task(d))]
     if not tasks:
-        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff)")
+        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff or {REFERENCE_SCRIPT})")
     if only:
-        names = {t.name for t in tasks}
-        unknown = sorted(set(only) - names)
+        names = [t.name for t in tasks]
+        unknown = [p for p in only if not fnmatch.filter(names, p)]
         if unknown:
             raise UserError(f"the suite {suite} has no task named {', '.join(unknown)}; it has {', '.join(sorted(names))}")
-        tasks = [t for t in tasks if t.name in set(only)]
+        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in only)]
     return tasks
 
 
