@@ -211,6 +211,8 @@ class Episode:
             self.store.append_model_turn(
                 index, step, message, usage,
                 model=response.model, latency_s=response.latency_s, finish_reason=response.finish_reason,
+                prompt_token_ids=response.prompt_token_ids, completion_token_ids=response.completion_token_ids,
+                completion_logprobs=response.completion_logprobs,
             )
             self.append(message)
         total = state.usage + usage

@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS messages (
     arguments VARCHAR, is_error BOOLEAN, data JSON, duration_s DOUBLE,
     created_at TIMESTAMPTZ DEFAULT current_timestamp
 );
+-- the engine's own tokens of a model call, where it returns them (RL training data)
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS prompt_token_ids JSON;
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS completion_token_ids JSON;
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS completion_logprobs JSON;
 CREATE OR REPLACE VIEW model_calls AS
     SELECT step, model, prompt_tokens, cached_prompt_tokens, completion_tokens, latency_s, finish_reason, created_at
     FROM messages WHERE role = 'assistant';
@@ -152,12 +156,18 @@ class RunStore:
                 self._insert(seq, 0, message)
 
     def append_model_turn(
-        self, seq: int, step: int, message: Message, usage: Usage, *, model: str, latency_s: float, finish_reason: str | None
+        self, seq: int, step: int, message: Message, usage: Usage, *, model: str, latency_s: float, finish_reason: str | None,
+        prompt_token_ids: list[int] | None = None, completion_token_ids: list[int] | None = None,
+        completion_logprobs: list[float] | None = None,
     ) -> None:
-        """Append an assistant message with its model call's tokens and latency (one row)."""
+        """Append an assistant message with its model call's token counts, latency and, where the
+        engine returned them, its prompt and completion token ids and completion logprobs (one row)."""
+        tokens = {"prompt_token_ids": prompt_token_ids, "completion_token_ids": completion_token_ids,
+                  "completion_logprobs": completion_logprobs}
         self._insert(
             seq, step, message, model=model, prompt_tokens=usage.prompt_tokens, cached_prompt_tokens=usage.cached_prompt_tokens,
             completion_tokens=usage.completion_tokens, latency_s=latency_s, finish_reason=finish_reason,
+            **{k: json.dumps(v) for k, v in tokens.items() if v is not None},
         )
 
     def append_observation(
@@ -180,6 +190,19 @@ class RunStore:
         row = self.con.execute("SELECT data FROM tool_calls WHERE tool_call_id = ?", [tool_call_id]).fetchone()
         data = json.loads(row[0]) if row and row[0] else {}
         return bool(data.get("done")), bool(data.get("malformed"))
+
+    def model_call_tokens(self) -> list[dict[str, Any]]:
+        """Per model call, in step order: ``step``, ``prompt_token_ids``, ``completion_token_ids``,
+        ``completion_logprobs`` (each None where the engine returned none)."""
+        rows = self.con.execute(
+            "SELECT step, prompt_token_ids, completion_token_ids, completion_logprobs FROM messages "
+            "WHERE role = 'assistant' ORDER BY step"
+        ).fetchall()
+        return [
+            {"step": step, "prompt_token_ids": json.loads(p) if p else None, "completion_token_ids": json.loads(c) if c else None,
+             "completion_logprobs": json.loads(lp) if lp else None}
+            for step, p, c, lp in rows
+        ]
 
     def tool_call_records(self) -> list[dict[str, Any]]:
         """Every stored tool call in order: ``tool_call_id``, ``tool``, ``arguments``, ``is_error``, ``data``."""

@@ -46,6 +46,8 @@ class RunRecord:
         start_tree: git tree hash of the starting files (the workspace snapshot), or "" if unknown.
         patched_files: paths the final patch changes, adds or deletes.
         read_only_tools: names of the plugin's tools that never change the workspace.
+        engine_tokens: per model call, the engine's ``prompt_token_ids``, ``completion_token_ids``
+            and ``completion_logprobs`` (``RunStore.model_call_tokens``; None where not returned).
     """
 
     run_id: str
@@ -58,6 +60,7 @@ class RunRecord:
     start_tree: str = ""
     patched_files: list[str] = field(default_factory=list)
     read_only_tools: frozenset[str] = frozenset()
+    engine_tokens: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def plugin(self) -> str:
@@ -206,6 +209,10 @@ def load_run(run_id: str, home: Path | None = None) -> RunRecord:
         rewards = store.rewards()
         cols = ["seq", "tool_call_id", "step", "tool", "arguments", "output", "is_error", "data", "duration_s"]
         calls = [dict(zip(cols, r)) for r in store.con.execute(f"SELECT {', '.join(cols)} FROM tool_calls ORDER BY seq").fetchall()]
+        try:
+            engine_tokens = store.model_call_tokens()
+        except duckdb.Error:  # a store from before token capture, opened read-only: no such columns
+            engine_tokens = []
     for call in calls:
         call["data"] = json.loads(call["data"]) if call["data"] else {}
     folder = runs_dir(home) / run_id
@@ -213,7 +220,7 @@ def load_run(run_id: str, home: Path | None = None) -> RunRecord:
     return RunRecord(
         run_id=run_id, folder=folder, row=row, messages=messages, tool_calls=calls, rewards=rewards,
         tools=[json.loads(s) for s in schemas], start_tree=start_tree(folder),
-        patched_files=patched_files(folder / "patch.diff"), read_only_tools=read_only,
+        patched_files=patched_files(folder / "patch.diff"), read_only_tools=read_only, engine_tokens=engine_tokens,
     )
 
 

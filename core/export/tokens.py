@@ -13,8 +13,9 @@ SkyRL's step-wise trajectories):
   header), ``response_ids`` what the model generated, every mask value 1; ``reward`` is the
   episode's reward on the last step and 0.0 on the others.
 
-Token source. The run store does not keep the engine's token ids yet, so every row here is
-``token_source: "retokenized"``: the stored text rendered with the chat template of the bundled
+Token source. Where every model call of a run stored the engine's own token ids (vLLM with
+``return_token_ids``), the rows are ``token_source: "engine"`` (``engine_token_rows``). Otherwise
+they are ``token_source: "retokenized"``: the stored text rendered with the chat template of the bundled
 SmolLM2-135M-Instruct GGUF (its ``tokenizer.chat_template``) and tokenised by llama.cpp with that
 GGUF's vocabulary (``Llama(vocab_only=True)``), or another GGUF's (``Retokenizer(path)``, ``agent
 export --tokenizer``); assistant tool calls are rendered as the JSON the embedded policy makes the
@@ -190,6 +191,53 @@ def token_rows(run: RunRecord, tok: Retokenizer, flags: list[str] | None = None)
     return rows
 
 
+def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[dict[str, Any]] | None:
+    """Rows from the engine's own tokens (``token_source: "engine"``), or None when a model call lacks them.
+
+    ``step`` rows are each call's prompt ids and sampled ids as the engine reported them, with
+    its logprobs. The ``trajectory`` row splices them: the first prompt, then each completion
+    (mask 1) and the tokens the next prompt adds after it (template glue and observations, mask
+    0); it is left out, with the flag ``engine_prefix_break``, where a prompt does not start with
+    the previous prompt and completion (a compaction, or a template that re-renders turns).
+    """
+    calls = run.engine_tokens
+    if not calls or any(c["prompt_token_ids"] is None or c["completion_token_ids"] is None for c in calls):
+        return None
+    flags = list(flags or [])
+    model = str(run.row.get("policy") or "")
+    rows = []
+    for k, call in enumerate(calls):
+        ids, logprobs = call["completion_token_ids"], call["completion_logprobs"]
+        last = k == len(calls) - 1
+        rows.append({
+            "run_id": run.run_id, "kind": "step", "step": call["step"], "prompt_ids": call["prompt_token_ids"],
+            "response_ids": ids, "loss_mask": [1] * len(ids), "logprobs": logprobs if logprobs and len(logprobs) == len(ids) else None,
+            "reward": run.reward if last else (None if run.reward is None else 0.0), "reward_index": len(ids) - 1,
+            "token_source": "engine", "tokenizer": model, "quality_flags": flags,
+        })
+    prompt = calls[0]["prompt_token_ids"]
+    response: list[int] = []
+    mask: list[int] = []
+    logprobs_all: list[float] | None = []
+    for k, call in enumerate(calls):
+        ids, logprobs = call["completion_token_ids"], call["completion_logprobs"]
+        response += ids
+        mask += [1] * len(ids)
+        logprobs_all = logprobs_all + logprobs if logprobs_all is not None and logprobs and len(logprobs) == len(ids) else None
+        if k + 1 < len(calls):
+            so_far, following = prompt + response, calls[k + 1]["prompt_token_ids"]
+            if following[: len(so_far)] != so_far:
+                return [{**r, "quality_flags": [*flags, "engine_prefix_break"]} for r in rows]
+            glue = following[len(so_far):]
+            response += glue
+            mask += [0] * len(glue)
+            logprobs_all = None if logprobs_all is None else logprobs_all + [0.0] * len(glue)
+    last_model_token = max(i for i, m in enumerate(mask) if m) if any(mask) else 0
+    return [{"run_id": run.run_id, "kind": "trajectory", "step": None, "prompt_ids": prompt, "response_ids": response,
+             "loss_mask": mask, "logprobs": logprobs_all, "reward": run.reward, "reward_index": last_model_token,
+             "token_source": "engine", "tokenizer": model, "quality_flags": flags}, *rows]
+
+
 def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None,
                  tokenizer: Path | None = None) -> int:
     """Write token rows of every run as Parquet with ``TOKEN_SCHEMA``; return the number of rows.
@@ -197,8 +245,16 @@ def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] |
     Args:
         tokenizer: a GGUF whose chat template and vocabulary to use (default: the bundled SmolLM2).
     """
-    tok = Retokenizer(tokenizer) if tokenizer else default_retokenizer()
-    rows = [row for r in runs for row in token_rows(r, tok, (flags or {}).get(r.run_id))]
+    rows = []
+    tok = None
+    for run in runs:
+        run_flags = (flags or {}).get(run.run_id)
+        engine = engine_token_rows(run, run_flags)
+        if engine is not None:  # the engine's own tokens: no re-tokenisation drift
+            rows += engine
+            continue
+        tok = tok or (Retokenizer(tokenizer) if tokenizer else default_retokenizer())
+        rows += token_rows(run, tok, run_flags)
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=TOKEN_SCHEMA), out)
     return len(rows)

@@ -22,7 +22,11 @@ class PolicyResponse(BaseModel):
         cached_reported: True when the server itself reported the cached prompt tokens; False
             when ``usage.cached_prompt_tokens`` is 0 or Horizon's estimate.
         prompt_token_ids: the prompt's token ids, when the server returns them (vLLM with
-            ``return_token_ids``); used for an exact cached-prefix count.
+            ``return_token_ids``); used for an exact cached-prefix count, and stored.
+        completion_token_ids: the sampled token ids, as the engine generated them (vLLM's
+            ``choices[0].token_ids``); stored for token-level RL export.
+        completion_logprobs: the sampled tokens' log probabilities (natural log), from
+            ``choices[0].logprobs.content[i].logprob``; stored.
     """
 
     message: Message
@@ -32,6 +36,8 @@ class PolicyResponse(BaseModel):
     finish_reason: str | None = None
     cached_reported: bool = False
     prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    completion_logprobs: list[float] | None = None
 
 
 @runtime_checkable

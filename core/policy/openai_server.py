@@ -233,7 +233,8 @@ class OpenAIServerPolicy:
                 tool_choice="auto" if tools else openai.NOT_GIVEN,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
-                extra_body=cache_fields(engine, self.cache_salt),
+                logprobs=True if engine in TOKEN_ENGINES else openai.NOT_GIVEN,
+                extra_body={**cache_fields(engine, self.cache_salt), **token_fields(engine)},
             )
             body = raw.http_response.content
         except openai.APITimeoutError:
@@ -268,16 +269,50 @@ class OpenAIServerPolicy:
             ) from None
         message, finish_reason = _choice(data, url)
         usage, reported = _usage(data.get("usage"))
-        ids = data.get("prompt_token_ids")
+        completion_ids, logprobs = _completion_tokens(data)
         return PolicyResponse(
             message=message,
             usage=usage,
             cached_reported=reported,
-            prompt_token_ids=ids if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
+            prompt_token_ids=_int_list(data.get("prompt_token_ids")),
+            completion_token_ids=completion_ids,
+            completion_logprobs=logprobs,
             latency_s=time.perf_counter() - t0,
             model=data["model"] if isinstance(data.get("model"), str) and data["model"] else self.model,
             finish_reason=finish_reason,
         )
+
+
+# Engines that return the tokens they sampled, for RL training data: vLLM gives prompt and
+# completion ids with ``return_token_ids`` (vLLM >= 0.10.2) and logprobs; SGLang gives logprobs.
+# llama.cpp's servers and the embedded model give neither ids nor aligned logprobs here, so their
+# runs are text-only (export re-tokenises them and says so).
+TOKEN_ENGINES = ("vllm", "sglang")
+
+
+def token_fields(engine: str) -> dict[str, Any]:
+    """Extra body fields asking ``engine`` for its token ids (none for engines that lack them)."""
+    return {"return_token_ids": True} if engine == "vllm" else {}
+
+
+def _int_list(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        return value
+    return None
+
+
+def _completion_tokens(data: Any) -> tuple[list[int] | None, list[float] | None]:
+    """``choices[0].token_ids`` and the logprobs of ``choices[0].logprobs.content``, where well-formed."""
+    choice = (data.get("choices") or [{}])[0] if isinstance(data, dict) else {}
+    choice = choice if isinstance(choice, dict) else {}
+    ids = _int_list(choice.get("token_ids"))
+    content = choice.get("logprobs").get("content") if isinstance(choice.get("logprobs"), dict) else None
+    logprobs = None
+    if isinstance(content, list) and content:
+        values = [item.get("logprob") if isinstance(item, dict) else None for item in content]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            logprobs = [float(v) for v in values]
+    return ids, logprobs
 
 
 def _short(text: str | bytes | None, limit: int = 200) -> str:
