@@ -71,3 +71,7 @@ class ThreeDPlugin:
         finally:
             close_worker(ctx)
         return grade(spec, exported, ctx.workspace)
+
+    def teardown(self, ctx: ToolContext) -> None:
+        """Stop the episode's Blender worker when the run closes (ended, stopped or crashed)."""
+        close_worker(ctx)
