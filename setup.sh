@@ -25,6 +25,11 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Jest, for JavaScript repositories that use it (the test of the jest runner needs it too); optional.
+if command -v npm >/dev/null && [ ! -f "$(npm root -g)/jest/bin/jest.js" ]; then
+  npm install -g --silent jest@29 >/dev/null 2>&1 || echo "setup: could not install jest (npm install -g jest@29); jest repositories will not run" >&2
+fi
+
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: Horizon needs Python 3.11 or newer" >&2; exit 1; }
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
