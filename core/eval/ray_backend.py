@@ -24,6 +24,7 @@ shared file system), since a task folder is passed by path.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -57,6 +58,19 @@ def _env_for_workers() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("HORIZON_")}
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast when nothing listens at a ``host:port`` / ``ray://host:port`` address (``ray.init``
+    itself retries for minutes). ``auto`` and addresses without a port are left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UserError(f"cannot reach Ray at {address}: {exc.strerror or exc}; start the cluster (ray start --head) "
+                        "or leave out --ray-address for a local Ray") from None
+
+
 def start_ray(workers: int, address: str | None = None) -> bool:
     """Connect to Ray: a local instance with ``workers`` CPUs, or the cluster at ``address``.
 
@@ -73,6 +87,8 @@ def start_ray(workers: int, address: str | None = None) -> bool:
     if ray.is_initialized():
         return False
     options: dict[str, Any] = {"runtime_env": {"env_vars": _env_for_workers()}, "log_to_driver": False, "logging_level": "WARNING"}
+    if address:
+        _check_reachable(address)
     try:
         if address:
             ray.init(address=address, **options)

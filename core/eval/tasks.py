@@ -82,13 +82,17 @@ class TaskSpec(BaseModel):
     test_command: str = "python -m pytest -p no:cacheprovider"
     test_files: list[str] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _coding_tasks_have_failing_tests(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("plugin", "") in ("", "coding") and not raw.get("fail_to_pass"):
+            raise ValueError("fail_to_pass: a coding task needs at least one test that fails before the fix")
+        return raw
+
     @model_validator(mode="after")
     def _coding_tasks_name_their_bug(self) -> TaskSpec:
-        if self.plugin in ("", "coding"):
-            if self.source is None:
-                raise ValueError("source: a coding task names the package and releases its bug comes from")
-            if not self.fail_to_pass:
-                raise ValueError("fail_to_pass: a coding task needs at least one test that fails before the fix")
+        if self.plugin in ("", "coding") and self.source is None:
+            raise ValueError("source: a coding task names the package and releases its bug comes from")
         return self
 
 
