@@ -14,9 +14,9 @@ is stopped. Reported:
 * episodes per minute (episodes / wall-clock time from the first submission to the last
   result) and the scaling efficiency: (rate with w workers / rate with 1) / w;
 * where an episode's time goes, mean seconds per episode from the episodes' own timings
-  (``EpisodeResult.timings``): sandbox (tool calls and the verification's test run, both in
-  the sandbox), framework (copying the repository, snapshot, run store, loop, checkpoints,
-  plugin set-up) and Ray (submission to result minus the episode's own time: queueing, worker
+  (``EpisodeResult.timings``): sandbox (the coding plugin's set-up, which runs the tests once
+  for the baseline, the tool calls, and the verification's test run, all in the sandbox),
+  framework (copying the repository, snapshot, run store, loop, checkpoints) and Ray (submission to result minus the episode's own time: queueing, worker
   start-up, serialisation);
 * the machine's 1-minute load average before and after each row (``os.getloadavg``): the CPUs
   are shared, and a load above the core count slows every row.
@@ -80,7 +80,7 @@ def measure(workers: int, episodes: int, tasks: list[str], policy: str, home: Pa
     return {
         "ray_start_s": ray_start, "wall_s": wall, "per_min": len(results) / wall * 60,
         "resolved": sum(r["resolved"] for r in results), "errors": sum(r["exit_status"] == "error" for r in results),
-        "episode": statistics.fmean(r["seconds"] for r in results), "sandbox": mean("tools", "verify"),
+        "episode": statistics.fmean(r["seconds"] for r in results), "sandbox": mean("setup", "tools", "verify"),
         "framework": mean("start", "other"), "ray": mean("scheduler"),
         "load_before": load_before, "load_after": os.getloadavg()[0],
     }  # fmt: skip

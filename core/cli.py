@@ -341,7 +341,9 @@ def eval_cmd(
     def line(r: Any) -> None:
         mark = "[green]resolved[/]" if r.resolved else "[red]not resolved[/]"
         reward = "-" if r.reward is None else f"{r.reward:.2f}"
-        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s")
+        retried = f"  tries {r.tries}" if r.tries > 1 else ""
+        infra = f"  [yellow]infrastructure: {escape(r.infra_failure)}[/]" if r.infra_failure else ""
+        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s{retried}{infra}")
 
     try:
         summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line, backend=backend,

@@ -88,10 +88,12 @@ class EpisodeResult(BaseModel):
             sandbox unavailable, hard time limit); empty otherwise. Only these are retried.
         tries: how many times the episode was started (1 + infrastructure retries).
         timings: seconds by phase: ``start`` (copying the repository, snapshot, store),
-            ``tools`` (tool calls: sandbox commands, Blender, queries), ``verify`` (the
-            plugin's verification, e.g. the test run), ``other`` (the loop, checkpoints, policy,
-            plugin set-up); the scheduler adds ``scheduler`` (submission to result, minus
-            ``seconds``: queueing, worker start, serialisation).
+            ``setup`` (the plugin's set-up up to the first model call: the coding plugin's
+            baseline test run, the finance plugin's ingestion, Blender's start), ``tools``
+            (tool calls: sandbox commands, Blender, queries), ``verify`` (the plugin's
+            verification, e.g. the test run), ``other`` (the loop, checkpoints, store writes,
+            policy); the scheduler adds ``scheduler`` (submission to result, minus ``seconds``:
+            queueing, worker start, serialisation).
     """
 
     task: str
@@ -151,6 +153,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         now = time.monotonic()
+        if "setup" not in seen and "start" in seen:  # the first event follows the plugin's set-up
+            seen["setup"] = now - seen["last"]
         if kind == "verify":
             seen["verification"] = data["verification"]
             seen["verify"] = now - seen["last"]  # from the episode's last step to the verdict
@@ -197,7 +201,7 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     else:
         result.summary = outcome.exit_detail
     result.seconds = time.monotonic() - started
-    phases = {"start": seen.get("start", 0.0), "tools": seen["tools"], "verify": seen.get("verify", 0.0)}
+    phases = {"start": seen.get("start", 0.0), "setup": seen.get("setup", 0.0), "tools": seen["tools"], "verify": seen.get("verify", 0.0)}
     result.timings = {**{k: round(v, 3) for k, v in phases.items()}, "other": round(max(0.0, result.seconds - sum(phases.values())), 3)}
     return result
 

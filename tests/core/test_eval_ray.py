@@ -75,7 +75,7 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
         assert runs[r["run_id"]]["status"] == "finished" and runs[r["run_id"]]["plugin"] == r["plugin"]
         with closing(open_store(r["run_id"], horizon_home)) as store:
             assert store.run()["reward"] == 1.0 and store.tool_call_records()
-        assert set(r["timings"]) == {"start", "tools", "verify", "other", "scheduler"} and r["timings"]["tools"] > 0, r
+        assert set(r["timings"]) == {"start", "setup", "tools", "verify", "other", "scheduler"} and r["timings"]["tools"] > 0, r
     assert len(runs) == len(SUBSET)  # the killed and the hung attempts never made a run
     assert by_task[DIES_ONCE]["tries"] == 2 and marker.exists()
     assert all(by_task[n]["tries"] == 1 for n in SUBSET if n != DIES_ONCE)
