@@ -96,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="horizon-bench-rollouts-"))
     os.environ["HORIZON_HOME"] = str(home)  # before Ray starts: its workers inherit it
-    console = Console()
+    console = Console(width=max(Console().width, 150))  # the table is 11 columns wide
     console.print(f"{args.episodes} episodes of {', '.join(args.task or DEFAULT_TASKS)} per row, policy {args.policy}, "
                   f"{os.cpu_count()} CPUs; runs under {home}")
     rows = []

@@ -1,9 +1,12 @@
 """Evaluating a plugin on a suite of tasks: ``agent eval PLUGIN SUITE``.
 
-    tasks.py     task folders (task.json/task.toml, repo/, fix.diff) and diff hunks as edits
-    policies.py  scripted policies built from a task: reference, finish-only, edit-tests
-    runner.py    one episode per (task, attempt) as a Horizon run, in a process pool
-    metrics.py   pass@k (Chen et al., 2021) and the summary
+    tasks.py        task folders (task.json/task.toml, repo/, fix.diff or reference.jsonl), suites
+                    of suites, and diff hunks as edits
+    policies.py     scripted policies built from a task: reference, finish-only, edit-tests
+    runner.py       one episode per (task, attempt) as a Horizon run; run_eval schedules them
+    ray_backend.py  the episodes on Ray: tasks, an actor per heavy (3D) episode, hard time limits,
+                    retries of infrastructure failures only
+    metrics.py      pass@k (Chen et al., 2021) and the summary
 """
 
 from core.eval.metrics import pass_at_k, summarize
