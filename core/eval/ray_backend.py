@@ -18,7 +18,10 @@ Scheduling (one driver loop, ``run_on_ray``):
 Ray's API: https://docs.ray.io/en/latest/ray-core/api/core.html (``ray.init``, ``ray.wait``,
 ``ray.cancel(force=True)`` ends a task's worker process, ``ray.kill`` an actor). On a cluster,
 every node needs Horizon installed at the same path and the suite folders readable there (a
-shared file system), since a task folder is passed by path.
+shared file system), since a task folder is passed by path; ``HORIZON_*`` variables are passed
+to the workers. Checked by hand against ``ray start --head --port 6399`` on this machine
+(``RAY_AUTH_MODE=disabled`` for the head and the driver; with Ray 2.60's default token
+authentication the driver needs ``RAY_AUTH_TOKEN``).
 """
 
 from __future__ import annotations
@@ -95,7 +98,9 @@ def start_ray(workers: int, address: str | None = None) -> bool:
         else:
             ray.init(num_cpus=workers, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise UserError(f"cannot start or reach Ray{' at ' + address if address else ''}: {exc}") from None
+        hint = ("; a cluster with token authentication (Ray's default from 2.61; `ray start` on one machine from 2.59) "
+                "needs its token here: RAY_AUTH_TOKEN=$(ray get-auth-token)") if address else ""
+        raise UserError(f"cannot start or reach Ray{' at ' + address if address else ''}: {exc}{hint}") from None
     return True
 
 
