@@ -96,7 +96,8 @@ def start_ray(workers: int, address: str | None = None) -> bool:
         if address:
             ray.init(address=address, **options)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, **options)
+            # "local": always a new Ray of our own, never a cluster that `ray start` left on this machine
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         hint = ("; a cluster with token authentication (Ray's default from 2.61; `ray start` on one machine from 2.59) "
                 "needs its token here: RAY_AUTH_TOKEN=$(ray get-auth-token)") if address else ""

@@ -2,9 +2,10 @@
 
 One local Ray with 2 CPUs runs 2 coding tasks, 1 3D scene (in an actor: its Blender worker)
 and 1 finance task with their reference trajectories. The episode function is the real
-``run_episode`` behind a wrapper that injects two faults: the worker process of one coding
-episode exits on its first try (an infrastructure failure: retried), and one extra episode
-hangs past its hard time limit (killed, recorded, not retried).
+``run_episode`` behind a wrapper that injects three faults: the worker process of one coding
+episode exits on its first try and another's sandbox is reported unavailable on its first try
+(infrastructure failures: retried), and one extra episode hangs past its hard time limit
+(killed, recorded, not retried).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from core import eval as ev
-from core.eval.runner import EpisodeSpec, run_episode
+from core.eval.runner import EpisodeResult, EpisodeSpec, run_episode
 from core.runner import list_runs, open_store
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.40')")
@@ -29,6 +30,7 @@ FILINGS = ROOT / ".." / "shared" / "data" / "filings"
 SUBSET = ["coding/parse-1.20.2-hyphen-field-names", "coding/xmltodict-0.14.2-whitespace-text", "threed/low-table",
           "finance/financebench-bestbuy"]
 DIES_ONCE = "coding/xmltodict-0.14.2-whitespace-text"
+NO_SANDBOX_ONCE = "coding/parse-1.20.2-hyphen-field-names"
 
 
 @pytest.fixture
@@ -46,12 +48,16 @@ def subset_specs(horizon_home, tmp_path):
 def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failures_only(subset_specs, horizon_home, tmp_path):
     specs, out_dir = subset_specs
     hang = specs[0].model_copy(update={"task": "coding/hangs", "hard_timeout_s": 4.0})
-    marker = tmp_path / "worker-died-once"
+    marker, no_sandbox = tmp_path / "worker-died-once", tmp_path / "sandbox-failed-once"
 
     def faulty(spec: EpisodeSpec):  # pickled by value into the Ray workers
         if spec.task == DIES_ONCE and not marker.exists():
             marker.write_text(str(os.getpid()))
             os._exit(1)  # the worker process dies: Ray reports it, the scheduler retries
+        if spec.task == NO_SANDBOX_ONCE and not no_sandbox.exists():  # what run_episode returns for SandboxUnavailable
+            no_sandbox.write_text("x")
+            return EpisodeResult(task=spec.task, attempt=spec.attempt, exit_status="error", summary="SandboxUnavailable: bwrap failed",
+                                 infra_failure="sandbox unavailable: bwrap failed")
         if spec.task == "coding/hangs":
             time.sleep(600)
         return run_episode(spec)
@@ -77,8 +83,8 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
             assert store.run()["reward"] == 1.0 and store.tool_call_records()
         assert set(r["timings"]) == {"start", "setup", "tools", "verify", "other", "scheduler"} and r["timings"]["tools"] > 0, r
     assert len(runs) == len(SUBSET)  # the killed and the hung attempts never made a run
-    assert by_task[DIES_ONCE]["tries"] == 2 and marker.exists()
-    assert all(by_task[n]["tries"] == 1 for n in SUBSET if n != DIES_ONCE)
+    assert by_task[DIES_ONCE]["tries"] == 2 and by_task[NO_SANDBOX_ONCE]["tries"] == 2 and marker.exists() and no_sandbox.exists()
+    assert all(by_task[n]["tries"] == 1 for n in SUBSET if n not in (DIES_ONCE, NO_SANDBOX_ONCE))
 
     # the hang: killed at its hard limit, recorded as an infrastructure failure, not retried
     hung = by_task["coding/hangs"]
@@ -93,10 +99,15 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
 
 
 def test_unknown_backend_and_unreachable_cluster_are_clear_errors(horizon_home, tmp_path):
+    from typer.testing import CliRunner
+
+    from core.cli import app
     from core.errors import UserError
 
     with pytest.raises(UserError, match="unknown backend 'dask'"):
         ev.run_eval([], workers=1, k=1, out_dir=tmp_path / "e1", backend="dask")
+    result = CliRunner().invoke(app, ["eval", "auto", str(SUITES), "--task", "threed/*", "--backend", "dask"])
+    assert result.exit_code == 2 and "--backend must be ray or processes" in result.output and "Traceback" not in result.output
     from core.eval.ray_backend import start_ray
 
     with pytest.raises(UserError, match="cannot reach Ray at 127.0.0.1:1"):
