@@ -66,6 +66,12 @@ class StepPrinter:
         elif kind == "verify":
             v = data["verification"]
             console.print(f"[bold]verify[/]  {escape(v.summary)}")
+        elif kind == "setup":
+            lines = (data["text"] or "").strip().splitlines()
+            for line in lines[:12]:
+                console.print(f"[dim]setup      {escape(line)}[/]")
+            if len(lines) > 12:
+                console.print(f"[dim]setup      … {len(lines) - 12} more lines (agent show RUN_ID)[/]")
         elif kind == "compaction":
             console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":

@@ -24,7 +24,8 @@ import hashlib
 import re
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
@@ -32,19 +33,22 @@ from core import compaction
 from core.errors import ToolError
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
-from core.text import utf8_safe
-from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall, Usage
 from core.safe_io import make_dirs, write_new
+from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall
 from core.store import RunStore
 from core.stuck import StuckDetector, action_key
+from core.text import utf8_safe
 from core.tools import ToolContext, ToolResult
 from core.workspace import CallJournal
 
-class StopRequested(Exception):  # noqa: N818 - a signal, not an error
+
+class StopRequested(Exception):
     """Raised at a node boundary after the user asked the run to stop (first Ctrl-C)."""
 
 
 NO_TOOL_CALL = "Your reply contained no tool call. Act by calling exactly one of the tools; call finish when done."
+CUT_OFF = ("Your reply was cut off at the completion-token limit before it held a complete tool call. Make smaller "
+           "calls: edit a few lines at a time with edit_file, or split a long patch.")
 EventSink = Callable[[str, dict[str, Any]], None]
 
 
@@ -261,10 +265,12 @@ class Episode:
         if not state.pending:
             malformed = 1
             if self._stored_followup(index, None) is None:
-                nudge = Message(role="user", content=NO_TOOL_CALL + self.budget_note(state))
+                cut = self.store.model_call_finish_reason(state.step) == "length"
+                nudge = Message(role="user", content=(CUT_OFF if cut else NO_TOOL_CALL) + self.budget_note(state))
                 self.store.append_message(index, state.step, nudge)
                 self.append(nudge)
-            self.on_event("tool", {"step": state.step, "call": None, "output": NO_TOOL_CALL, "is_error": True, "duration_s": 0.0})
+            self.on_event("tool", {"step": state.step, "call": None, "output": self.history[index].content, "is_error": True,
+                                   "duration_s": 0.0})
             index += 1
         for call in state.pending:
             stored = self._stored_followup(index, call.id)

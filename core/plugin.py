@@ -69,9 +69,14 @@ class Verification(BaseModel):
 class Plugin(Protocol):
     """A domain: its prompt, its tools, how an episode starts and how it is verified and rewarded.
 
-    Optional: ``teardown(ctx: ToolContext) -> None``, called when a run is closed (after it ends,
-    stops or crashes), to release what the plugin started for the episode (a worker process).
-    It must be safe to call when nothing was started.
+    Optional hooks:
+
+    - ``validate(task: Task) -> None``: called before a run is created; raises ``UserError``
+      naming the user's file when the task cannot work (a task file that does not parse, inputs
+      that do not exist), so nothing is started for a task that would only fail.
+    - ``teardown(ctx: ToolContext) -> None``: called when a run is closed (after it ends, stops
+      or crashes), to release what the plugin started for the episode (a worker process). It
+      must be safe to call when nothing was started.
     """
 
     name: str

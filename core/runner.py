@@ -12,18 +12,19 @@ A run lives in ``$HORIZON_HOME/runs/<run id>/``::
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import secrets
 import shutil
 import signal
 import sqlite3
 import threading
 import traceback
+from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 from pydantic import BaseModel
@@ -37,10 +38,10 @@ from core.plugin import Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
 from core.policy.retry import RetryConfig
 from core.policy.router import with_fallback
-from core.text import utf8_safe
 from core.sandbox import open_sandbox
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
 from core.store import RunStore
+from core.text import utf8_safe
 from core.tools import ToolContext
 
 
@@ -168,10 +169,14 @@ class Run:
         """Create a run: copy the repository, snapshot it, record the run (``execute`` starts it).
 
         Raises:
-            PluginNotFound, UserError: unknown plugin, or the repository is not a folder.
+            PluginNotFound, UserError: unknown plugin, the repository is not a folder, or the
+                plugin's ``validate`` refused the task.
             SandboxUnavailable: isolation was asked for and cannot start here.
         """
-        load_plugin(task.plugin)  # fail before copying anything
+        plugin = load_plugin(task.plugin)  # fail before copying anything
+        validate = getattr(plugin, "validate", None)
+        if validate is not None:
+            validate(task)  # the plugin's own check of its task files and inputs
         run_id = new_run_id()
         folder = runs_dir(home) / run_id
         # Built under a hidden name and renamed when complete: a run killed while starting
@@ -204,6 +209,7 @@ class Run:
         """
         ep = self.episode
         extra = ep.plugin.setup(ep.task, ep.ctx)
+        ep.on_event("setup", {"text": extra})  # what the plugin found (failing tests, unreadable files)
         opening = [
             Message(role="system", content=ep.plugin.system_prompt(ep.task)),
             Message(role="user", content=ep.task.instruction + (f"\n\n{extra}" if extra else "")),
@@ -277,7 +283,7 @@ class Run:
             status, forced = "interrupted", (ExitStatus.INTERRUPTED, "interrupted by the user; continue with: agent resume " + self.run_id)
         except ModelUnavailable as exc:
             status, forced = "model_error", (ExitStatus.MODEL_ERROR, f"{exc}; continue with: agent resume {self.run_id}")
-        except Exception as exc:  # a bug in Horizon or a plugin: keep everything, say where
+        except Exception as exc:  # noqa: BLE001 - a bug in Horizon or a plugin: keep everything, say where
             (self.folder / "crash.txt").write_text(traceback.format_exc())
             status, forced = "crashed", (ExitStatus.CRASHED, f"{type(exc).__name__}: {exc} (traceback in {self.folder / 'crash.txt'})")
         finally:

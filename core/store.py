@@ -21,9 +21,10 @@ Tables and views:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 
@@ -62,10 +63,7 @@ CREATE TABLE IF NOT EXISTS rewards (
 );
 """
 
-RUN_FIELDS = (
-    "run_id plugin task repo policy config status exit_status exit_detail reward steps prompt_tokens "
-    "cached_prompt_tokens completion_tokens cost active_s patch_path created_at updated_at"
-).split()
+RUN_FIELDS = ["run_id", "plugin", "task", "repo", "policy", "config", "status", "exit_status", "exit_detail", "reward", "steps", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost", "active_s", "patch_path", "created_at", "updated_at"]
 
 
 class RunStore:
@@ -190,6 +188,11 @@ class RunStore:
         row = self.con.execute("SELECT data FROM tool_calls WHERE tool_call_id = ?", [tool_call_id]).fetchone()
         data = json.loads(row[0]) if row and row[0] else {}
         return bool(data.get("done")), bool(data.get("malformed"))
+
+    def model_call_finish_reason(self, step: int) -> str | None:
+        """The server's finish reason of model call ``step`` (``stop``, ``length``, ...), if any."""
+        row = self.con.execute("SELECT finish_reason FROM model_calls WHERE step = ?", [step]).fetchone()
+        return row[0] if row else None
 
     def model_call_tokens(self) -> list[dict[str, Any]]:
         """Per model call, in step order: ``step``, ``prompt_token_ids``, ``completion_token_ids``,

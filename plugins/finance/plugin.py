@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.errors import UserError
 from core.plugin import Task, Verification
 from core.tools import Tool, ToolContext
 from plugins.finance.checks import run_checks
@@ -54,6 +55,29 @@ class FinancePlugin:
         from plugins.finance.report_tool import write_report  # the report stack (matplotlib) loads lazily
 
         return [*FINANCE_TOOLS, market_data, write_report, finish]
+
+    def validate(self, task: Task) -> None:
+        """Refuse, before a run is made, a task folder whose ``task.json`` does not parse or names
+        filings or a questions file that do not exist (an unreadable or encrypted PDF is no reason:
+        it becomes that document's error, and the others are ingested).
+
+        Raises:
+            UserError: what is wrong, naming the user's ``task.json``.
+        """
+        if task.repo is None:
+            raise UserError("the finance plugin needs --repo: a task folder with a task.json naming the filings")
+        try:
+            spec = load_task(Path(task.repo).resolve())
+            if spec.questions_file:
+                load_questions(spec.questions_file, spec.question_ids)
+        except (TaskSpecError, ValueError, OSError) as exc:
+            raise UserError(f"the finance task cannot be set up: {exc}") from None
+        if spec.missing:
+            raise UserError(
+                f"{Path(task.repo) / 'task.json'} names filings that do not exist: {', '.join(spec.missing)}; paths are "
+                "relative to the task folder or the repository root (the examples read ../shared/data/filings, "
+                "next to the repository)"
+            )
 
     def setup(self, task: Task, ctx: ToolContext) -> str:
         """Resolve ``task.json``, ingest the filings into the episode's database and list the questions.

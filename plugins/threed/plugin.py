@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.errors import ToolError
 from core.plugin import RewardComponent, Task, Verification
 from core.tools import Tool, ToolContext
 from plugins.threed.reward import grade
+from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, task_spec, threed_tools, worker
 
 SYSTEM_PROMPT = """\
@@ -71,6 +74,15 @@ class ThreeDPlugin:
         finally:
             close_worker(ctx)
         return grade(spec, exported, ctx.workspace)
+
+    def validate(self, task: Task) -> None:
+        """Refuse a task folder whose ``task.json`` does not parse, before a run is made.
+
+        Raises:
+            UserError: the file is not JSON or not a valid ``TaskSpec`` (the user's file is named).
+        """
+        if task.repo is not None:
+            load_spec(Path(task.repo))
 
     def teardown(self, ctx: ToolContext) -> None:
         """Stop the episode's Blender worker when the run closes (ended, stopped or crashed)."""

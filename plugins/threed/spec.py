@@ -81,6 +81,8 @@ class TaskSpec(BaseModel):
         lines = [f"The scene is saved in {self.scene} after every change. Lengths are in {self.unit}."]
         if self.objects:
             lines.append("Required objects (exact names; dimensions are the world-axis bounding box x, y, z):")
+        else:  # no task.json: nothing in the request can be checked, and the user should know it
+            lines.append("No objects are specified (no task.json): only generic checks (closed solids, materials) score the scene.")
         for o in self.objects:
             parts = [f"- {o.name}"]
             if o.description:

@@ -7,7 +7,7 @@ from pathlib import Path
 from core.plugin import Task
 from core.policy import ScriptedPolicy, load_script
 from core.runner import Run, RunResult, apply_run, open_store
-from core.state import ExitStatus, Limits, Pricing
+from core.state import ExitStatus, Limits, Pricing, ToolCall
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VIEW = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 1, "end_line": 5}}
@@ -195,3 +195,25 @@ def test_alternating_between_two_actions_is_stopped(python_repo):
     other = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 2, "end_line": 3}}
     result = run(python_repo, [VIEW, other] * 8 + [FINISH], max_steps=30)
     assert result.exit_status == ExitStatus.STUCK and "alternating" in result.exit_detail and result.steps == 10
+
+
+def test_a_reply_cut_at_the_token_limit_is_named_as_such(python_repo):
+    from core.policy.base import PolicyResponse
+    from core.state import Message
+
+    class CutOff:
+        name = "cut-off"
+
+        def complete(self, messages, tools):
+            if sum(m["role"] == "assistant" for m in messages) == 0:
+                return PolicyResponse(message=Message(role="assistant", content='{"name": "apply_patch", "arguments": {"patch": "--- a'),
+                                      finish_reason="length")
+            return PolicyResponse(message=Message(role="assistant", tool_calls=[ToolCall(id="f", name="finish", arguments="{}")]))
+
+    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), CutOff(), policy_config={"kind": "test"},
+                        limits=Limits(), pricing=Pricing())
+    result = started.execute()
+    started.close()
+    with closing(open_store(result.run_id)) as store:
+        nudge = [m for m in store.messages() if m.role == "user"][1].content
+    assert nudge.startswith("Your reply was cut off at the completion-token limit")

@@ -7,6 +7,7 @@ from contextlib import closing
 
 import pytest
 
+from core.errors import UserError
 from core.plugin import Task
 from core.policy import ScriptedPolicy, load_script
 from core.runner import Run, open_store
@@ -131,17 +132,12 @@ def test_a_wrong_answer_is_refused_and_an_unanswered_run_scores_low(filings_db, 
     assert result.reward == pytest.approx(0.2 / 0.8)
 
 
-def test_a_task_folder_without_task_json_scores_zero(use_cache, tmp_path):
+def test_a_task_folder_without_task_json_is_refused_before_the_run(use_cache, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("no task here\n")
-    _, result = run_episode([{"tool": "list_documents", "arguments": {}}, {"tool": "finish", "arguments": {"summary": "x"}}], repo=empty)
-    assert result.exit_status == ExitStatus.SUBMITTED and result.reward == 0.0
-    with closing(open_store(result.run_id)) as store:
-        calls = [c for s in store.steps() for c in s["tool_calls"]]
-        task_message = store.messages()[1].content
-    assert "task.json not found" in task_message
-    assert calls[0]["is_error"] and "could not be set up" in calls[0]["output"]
+    with pytest.raises(UserError, match="task.json not found"):
+        run_episode([{"tool": "finish", "arguments": {"summary": "x"}}], repo=empty)
 
 
 def test_a_market_data_failure_is_an_observation_and_the_run_goes_on(filings_db, use_cache, tmp_path):
