@@ -354,6 +354,8 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
         try:
             with closing(RunStore(path, read_only=True)) as store:
                 row = store.run()
+                if row["status"] == "running":  # killed: its totals were never written; count its steps
+                    row["steps"] = store.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
         except duckdb.Error as exc:
             rows.append({"run_id": path.parent.name, "status": "in use" if _is_lock_error(exc) else "damaged"})
             continue

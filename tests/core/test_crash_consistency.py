@@ -192,3 +192,27 @@ def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_bound
         assert steps == ref_steps and messages == ref_messages, kill_at
         assert (resumed.folder / "workspace" / "log.txt").read_text() == "line-0\n", kill_at
         assert result.patch_path.read_text() == ref_result.patch_path.read_text(), kill_at
+
+
+def test_a_killed_run_is_listed_as_killed_with_the_steps_it_made(tmp_path, monkeypatch):
+    from core.runner import list_runs
+
+    script = script_for(2)
+    original_put = PruningSqliteSaver.put
+    calls = 0
+
+    def dying_put(self, *args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == 10:  # three nodes a step: three steps done, the fourth model call stored
+            raise Killed
+        return original_put(self, *args, **kwargs)
+
+    monkeypatch.setattr(PruningSqliteSaver, "put", dying_put)
+    run = Run.start(Task(plugin="coding", instruction="log", repo=make_repo(tmp_path / "repo")), ScriptedPolicy(script),
+                    policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing(), home=tmp_path / "home")
+    with pytest.raises(Killed):
+        run.execute()
+    run.close()
+    (row,) = list_runs(tmp_path / "home")
+    assert row["status"] == "killed" and row["steps"] >= 3
