@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -66,12 +67,12 @@ class StepPrinter:
         elif kind == "verify":
             v = data["verification"]
             console.print(f"[bold]verify[/]  {escape(v.summary)}")
-        elif kind == "setup":
-            lines = (data["text"] or "").strip().splitlines()
-            for line in lines[:12]:
+        elif kind == "setup":  # the first paragraph of what set-up found (the rest is in agent show)
+            lines = (data["text"] or "").strip().split("\n\n", 1)[0].splitlines()
+            for line in lines[:8]:
                 console.print(f"[dim]setup      {escape(line)}[/]")
-            if len(lines) > 12:
-                console.print(f"[dim]setup      … {len(lines) - 12} more lines (agent show RUN_ID)[/]")
+            if len(lines) > 8:
+                console.print(f"[dim]setup      … {len(lines) - 8} more lines (agent show RUN_ID)[/]")
         elif kind == "compaction":
             console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":
@@ -193,10 +194,13 @@ def runs() -> None:
     """List runs, newest first ("killed": its process died; continue it with agent resume)."""
     from core.runner import list_runs
 
-    table = Table()
-    for name in ("run", "plugin", "status", "exit", "reward", "steps"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("task")
+    # Fixed columns at their natural widths; the task gets what is left (on 80 columns, a few words).
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    widths = {"run": 20, "plugin": 7, "status": 8, "exit": 9, "reward": 6, "steps": 5}
+    for name, width in widths.items():
+        table.add_column(name, no_wrap=True, min_width=width)
+    room = max(8, console.width - sum(widths.values()) - 3 * len(widths) - 4)
+    table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=room)
     for r in list_runs():
         reward = r.get("reward")
         table.add_row(
