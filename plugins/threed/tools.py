@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.errors import ToolError
+from core.safe_io import make_dirs, write_new
 from core.tools import Tool, ToolContext, ToolResult, tool
-from plugins.threed.client import REPO_ROOT, BlenderWorker
+from plugins.threed.client import BlenderWorker
 from plugins.threed.spec import TaskSpec, load_spec
 
 PYTHON_ENV = "HORIZON_THREED_PYTHON"  # "1" offers run_blender_python (raw bpy code, in the sandbox)
@@ -437,15 +439,18 @@ def run_blender_python(args: RunPythonArgs, ctx: ToolContext) -> ToolResult:
     w = worker(ctx)
     w.ensure_started()  # the scene file exists and holds the last step
     script_dir = ctx.workspace / ".horizon" / "threed"
-    script_dir.mkdir(parents=True, exist_ok=True)
-    script = script_dir / "snippet.py"
-    script.write_text(args.code)
+    make_dirs(script_dir, ctx.workspace)  # links the agent planted there are replaced, not followed
+    script, runner = script_dir / "snippet.py", script_dir / "exec_script.py"
+    write_new(script, args.code)
+    # The runner is copied next to the snippet: Horizon's own source tree may not be visible in the
+    # sandbox (a checkout under the home or /tmp is hidden), and the runner needs only bpy.
+    write_new(runner, (Path(__file__).parent / "exec_script.py").read_bytes())
     limits = ctx.sandbox.limits.model_copy(update={"timeout_s": args.timeout_s})
     proc = ctx.sandbox.run(
-        [sys.executable, "-m", "plugins.threed.exec_script", str(w.scene_path), str(script)],
-        env={"PYTHONPATH": str(REPO_ROOT), "HOME": str(ctx.workspace)}, limits=limits,
+        [sys.executable, str(runner), str(w.scene_path), str(script)], env={"HOME": str(ctx.workspace)}, limits=limits,
     )
     script.unlink(missing_ok=True)
+    runner.unlink(missing_ok=True)
     w.call("open_scene", {"path": str(w.scene_path)}, save=False)
     status = f"timed out after {args.timeout_s:g} s" if proc.timed_out else f"exit code {proc.exit_code}"
     text = f"{status}\n--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr[-4000:]}"
