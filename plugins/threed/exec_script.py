@@ -1,7 +1,8 @@
 """Run a Python snippet on a saved scene, then save it: ``python exec_script.py SCENE SNIPPET``.
 
-Started by the ``run_blender_python`` tool (from a copy next to the snippet: it needs only bpy) through the episode's sandbox (a fresh process each
-time), never inside the agent or the long-lived worker, so code the model writes is confined
+Started by the ``run_blender_python`` tool through the episode's sandbox, from a copy next to the
+snippet (it needs only bpy; Horizon's source tree may be hidden in the sandbox), a fresh process
+each time, never inside the agent or the long-lived worker, so code the model writes is confined
 like any other command. Exit status 0 when the snippet ran and the scene was saved, 1 otherwise
 (the traceback is on stderr).
 """
