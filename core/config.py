@@ -36,6 +36,11 @@ def horizon_home() -> Path:
     return Path(os.environ.get("HORIZON_HOME") or Path.home() / ".horizon").expanduser()
 
 
+def runs_dir(home: Path | None = None) -> Path:
+    """The folder holding one subfolder per run (``$HORIZON_HOME/runs``)."""
+    return (home or horizon_home()) / "runs"
+
+
 class Settings(BaseSettings):
     """User settings for the model and its price.
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from core import workspace as ws
 from core.checkpoint import PruningSqliteSaver
-from core.config import Settings, horizon_home
+from core.config import Settings, runs_dir
 from core.errors import ConfigError, ModelUnavailable, RunNotFound, UserError
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Task, load_plugin
@@ -67,11 +67,6 @@ class RunResult(BaseModel):
     steps: int
     state: EpisodeState
     patch_path: Path
-
-
-def runs_dir(home: Path | None = None) -> Path:
-    """The folder holding one subfolder per run."""
-    return (home or horizon_home()) / "runs"
 
 
 def new_run_id() -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from core.config import horizon_home
+from core.config import runs_dir
 from core.errors import PluginNotFound, RunNotFound, UserError
 from core.state import Message
 from core.store import RunStore
@@ -86,11 +86,6 @@ class RunRecord:
     def openai_messages(self) -> list[dict[str, Any]]:
         """The history as chat-completions message dicts (``Message.to_openai``)."""
         return [m.to_openai() for m in self.messages]
-
-
-def runs_dir(home: Path | None = None) -> Path:
-    """The folder holding one subfolder per run (``$HORIZON_HOME/runs``), as ``core.runner.runs_dir``."""
-    return (home or horizon_home()) / "runs"
 
 
 def _unreadable(run_id: str, exc: duckdb.Error) -> UserError:
