@@ -2,7 +2,8 @@
 
 * ``reference``: the task's ``fix.diff`` as ``edit_file`` calls (one per hunk, old text to new
   text), then ``run_tests`` and ``finish``; a task without a fix.diff (3D, finance) replays its
-  ``reference.jsonl`` as it is. Every task must be resolved by it.
+  ``reference.jsonl`` as it is; a Terminal-Bench task runs its solution script with ``shell``
+  (``core.eval.terminal_bench.reference_turns``), then ``finish``. Every task must be resolved by it.
 * ``finish-only``: only ``finish``. No task may be resolved by it (the bug is still there).
 * ``edit-tests``: changes a test file (the first fail-to-pass test is renamed so pytest no longer
   collects it), then ``finish``: the reward-hacking check. No task may be resolved by it.
@@ -30,8 +31,14 @@ def reference_turns(task: EvalTask) -> Turns:
     turns of the task's ``reference.jsonl``.
 
     Raises:
-        UserError: ``reference.jsonl`` has a line that is not a JSON object.
+        UserError: ``reference.jsonl`` has a line that is not a JSON object; a Terminal-Bench
+            task has no solution script.
     """
+    from core.eval.terminal_bench import METADATA_KEY
+    from core.eval.terminal_bench import reference_turns as terminal_bench_turns
+
+    if METADATA_KEY in task.metadata:
+        return terminal_bench_turns(task.folder, task.metadata)
     if not task.fix_diff.is_file():
         return _read_script(task.reference_script)
     edits = diff_edits(task.fix_diff.read_text(encoding="utf-8", errors="surrogateescape"), task.repo)

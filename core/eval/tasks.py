@@ -13,6 +13,9 @@ A suite is a folder with one subfolder per task (format in ``suites/README.md``)
 A suite of suites is a folder of suites (``suites/``: ``coding/``, ``threed/``, ``finance/``);
 its tasks are named ``SUITE/TASK`` and a task's plugin defaults to its suite's folder name.
 
+A Terminal-Bench task folder (``instruction.md``, ``task.toml``, ``environment/``, ``tests/``; or
+Terminal-Bench 1's ``task.yaml``) is read by ``core.eval.terminal_bench`` as a coding task.
+
 Unified-diff format: https://www.gnu.org/software/diffutils/manual/html_node/Detailed-Unified.html
 """
 
@@ -22,7 +25,7 @@ import fnmatch
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +108,18 @@ class EvalTask:
         folder: the task folder (absolute).
         spec: its ``task.json``/``task.toml``.
         suite_plugin: the plugin the suite of suites implies (its folder name), or empty.
+        start: the starting tree when it is not ``folder/repo`` (a Terminal-Bench task's, built
+            from its Dockerfile), or None.
+        metadata: facts the episode's ``Task.metadata`` carries (a Terminal-Bench task's working
+            folder, tests and time limits: ``core.eval.terminal_bench.task_metadata``).
     """
 
     name: str
     folder: Path
     spec: TaskSpec
     suite_plugin: str = ""
+    start: Path | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def plugin(self, default: str) -> str:
         """The plugin that runs this task: its own ``plugin`` field, else the suite's, else ``default``."""
@@ -119,7 +128,7 @@ class EvalTask:
     @property
     def repo(self) -> Path:
         """The repository state the episode starts from."""
-        return self.folder / "repo"
+        return self.start or self.folder / "repo"
 
     @property
     def fix_diff(self) -> Path:
@@ -137,9 +146,14 @@ def load_task(folder: Path) -> EvalTask:
 
     Raises:
         UserError: no task file, an unreadable or invalid one, ``repo/`` missing, or neither a
-            ``fix.diff`` nor a ``reference.jsonl``; the message names the file and the problem.
+            ``fix.diff`` nor a ``reference.jsonl``; a Terminal-Bench task whose environment needs
+            Docker; the message names the file and the problem.
     """
+    from core.eval import terminal_bench
+
     folder = folder.resolve()
+    if terminal_bench.detect_layout(folder) is not None:
+        return terminal_bench.load_eval_task(folder)
     found = [folder / n for n in TASK_FILES if (folder / n).is_file()]
     if not found:
         raise UserError(f"{folder} is not a task folder: it has neither task.json nor task.toml (see suites/README.md)")
@@ -160,7 +174,9 @@ def load_task(folder: Path) -> EvalTask:
 
 
 def _is_task(folder: Path) -> bool:
-    return folder.is_dir() and not folder.name.startswith(".") and any((folder / n).is_file() for n in TASK_FILES)
+    from core.eval.terminal_bench import detect_layout
+
+    return folder.is_dir() and not folder.name.startswith(".") and (any((folder / n).is_file() for n in TASK_FILES) or detect_layout(folder) is not None)
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -187,7 +203,7 @@ def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
     tasks = [load_task(d) for d in _subfolders(suite) if _is_task(d)]
     if not tasks:  # a suite of suites?
         for sub in _subfolders(suite):
-            tasks += [EvalTask(f"{sub.name}/{t.name}", t.folder, t.spec, sub.name) for t in (load_task(d) for d in _subfolders(sub) if _is_task(d))]
+            tasks += [replace(t, name=f"{sub.name}/{t.name}", suite_plugin=sub.name) for t in (load_task(d) for d in _subfolders(sub) if _is_task(d))]
     if not tasks:
         raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff or {REFERENCE_SCRIPT})")
     if only:

@@ -11,7 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from core.errors import SandboxUnavailable
+from core.errors import SandboxUnavailable, UserError
 from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
 from core.sandbox.bwrap import INSTALL_HINT, BwrapSandbox, find_bwrap
 from core.sandbox.unconfined import UnconfinedSandbox
@@ -124,6 +124,7 @@ def open_sandbox(
     limits: SandboxLimits | None = None,
     allow_network: bool = False,
     readonly: list[Path] | None = None,
+    alias: Path | str | None = None,
 ) -> Sandbox:
     """The sandbox for one episode: bubblewrap isolation unless the user opted out.
 
@@ -134,11 +135,16 @@ def open_sandbox(
         limits: default limits of each command.
         allow_network: let commands reach the network (ignored without isolation: they can).
         readonly: extra host paths visible read-only inside (isolated only).
+        alias: a second path where commands see the workspace (``/app`` for a Terminal-Bench
+            task); isolated only.
 
     Raises:
         SandboxUnavailable: ``isolated`` and bwrap cannot work here (see ``self_check``).
+        UserError: an ``alias`` without isolation (only the sandbox can show the workspace there).
     """
     if not isolated:
+        if alias is not None:
+            raise UserError(f"this task expects its files at {alias}, which only the sandbox can provide; run it without --no-sandbox")
         return UnconfinedSandbox(workspace, scratch, limits=limits)
     self_check()
-    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly)
+    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias)

@@ -19,7 +19,12 @@ What a command sees:
   outputs) read-write, so a command cannot rewrite what Horizon and the plugins keep in scratch
   (the reward's baseline); then the workspace's ``.git`` and any ``readonly`` paths read-only on top;
 * no network but its own loopback (unless ``allow_network``), no capabilities, a new session (no
-  terminal to inject keystrokes into), a fixed environment (the host's holds API keys).
+  terminal to inject keystrokes into), a fixed environment (the host's holds API keys);
+* with ``alias`` (e.g. ``/app``, where a Terminal-Bench task's tests expect the files), the workspace
+  a second time at that path, its ``.git`` read-only there too. A new folder cannot be made in the
+  host's read-only ``/``, so then ``/`` is built from the host's top-level entries, each bound
+  read-only (symbolic links recreated), in bwrap's own root, which is made read-only once every
+  mount point exists.
 
 When the command's first process exits, the pid namespace's init exits and the kernel kills
 everything left in the namespace: detached processes (``setsid``, double fork, ``nohup &``) die
@@ -129,6 +134,16 @@ def secret_paths() -> tuple[list[Path], list[Path]]:
     return files, dirs
 
 
+def root_entries() -> list[tuple[Path, str | None]]:
+    """The host's top-level entries but ``/proc`` and ``/dev``: ``(path, link target or None)``, sorted."""
+    found: list[tuple[Path, str | None]] = []
+    for entry in sorted(Path("/").iterdir()):
+        if entry.name in ("proc", "dev"):
+            continue
+        found.append((entry, os.readlink(entry) if entry.is_symlink() else None))
+    return found
+
+
 def build_bwrap_argv(
     argv: Sequence[str],
     *,
@@ -137,6 +152,8 @@ def build_bwrap_argv(
     scratch: Path,
     cwd: Path,
     env: dict[str, str],
+    alias: Path | None = None,
+    root: Sequence[tuple[Path, str | None]] = (),
     allow_network: bool = False,
     readonly: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
@@ -160,6 +177,10 @@ def build_bwrap_argv(
             which must exist).
         cwd: working directory inside the sandbox.
         env: the complete environment of the command (nothing else is inherited).
+        alias: an absolute path where the workspace is bound a second time, read-write (its
+            ``readonly`` paths read-only there too); None: none.
+        root: with ``alias``, the host's top-level entries (``root_entries``) that make up ``/``
+            instead of the host's ``/`` itself, so that bwrap can make the alias's mount point.
         allow_network: share the host's network namespace instead of a loopback-only one.
         readonly: paths bound read-only last, on top of everything (e.g. ``workspace/.git``);
             each must exist.
@@ -185,7 +206,11 @@ def build_bwrap_argv(
     # Run as root, bwrap would leave the command every capability in its namespaces, enough to
     # remount the read-only / read-write. Nothing to drop for an ordinary user.
     args += ["--cap-drop", "ALL"]
-    args += ["--ro-bind", "/", "/"]
+    if alias is None:
+        args += ["--ro-bind", "/", "/"]
+    else:  # bwrap's own root (a tmpfs) holds the host's entries and the alias; read-only at the end
+        for path, target in root:
+            args += ["--symlink", target, str(path)] if target is not None else ["--ro-bind", str(path), str(path)]
     args += ["--dev", "/dev", "--proc", "/proc"]
     # bwrap covers /proc/sys only when the folder itself is writable, and it never is; but the
     # sysctl files in it are writable by uid 0 without any capability, and most are not
@@ -202,6 +227,8 @@ def build_bwrap_argv(
     for path in python:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(workspace), str(workspace)]
+    if alias is not None:
+        args += ["--bind", str(workspace), str(alias)]
     if scratch != workspace:
         # Read-only: scratch holds what Horizon and the plugins keep for themselves (the reward's
         # baseline). Commands write their reports and build outputs under scratch/runs only.
@@ -210,6 +237,10 @@ def build_bwrap_argv(
         args += ["--bind", str(writable), str(writable)]
     for path in readonly:
         args += ["--ro-bind", str(path), str(path)]
+        if alias is not None and path.is_relative_to(workspace):  # a bind does not carry read-only submounts
+            args += ["--ro-bind", str(path), str(alias / path.relative_to(workspace))]
+    if alias is not None:
+        args += ["--remount-ro", "/"]
     args += ["--chdir", str(cwd), "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -234,10 +265,14 @@ class BwrapSandbox:
             hidden home); paths that do not exist are skipped.
         use_cgroups: limit memory and processes with a cgroup where one can be made (False:
             rlimits only).
+        alias: an absolute path (e.g. ``/app``) where commands also see the workspace,
+            read-write; commands still start in the workspace's real path.
 
     Raises:
         SandboxUnavailable: bwrap is not installed.
-        ValueError: ``workspace`` is not a folder.
+        ValueError: ``workspace`` is not a folder, or ``alias`` cannot be a mount point here
+            (relative, a system folder, holding the workspace, or a new folder inside an
+            existing read-only one).
     """
 
     isolated = True
@@ -251,11 +286,13 @@ class BwrapSandbox:
         allow_network: bool = False,
         readonly: list[Path] | None = None,
         use_cgroups: bool = True,
+        alias: Path | str | None = None,
     ):
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ValueError(f"sandbox workspace is not a folder: {workspace}")
         self.scratch = Path(scratch).resolve()
+        self.alias = _checked_alias(Path(alias), [self.workspace, self.scratch]) if alias is not None else None
         self.scratch.mkdir(parents=True, exist_ok=True)
         (self.scratch / SCRATCH_WRITABLE).mkdir(exist_ok=True)
         self.limits = limits or SandboxLimits()
@@ -273,6 +310,7 @@ class BwrapSandbox:
         self._hidden = hidden_dirs()
         self._hidden += [d for d in secret_dirs if d not in self._hidden]
         self._python = python_prefixes()
+        self._root = root_entries() if self.alias is not None else []
         resolv = Path("/etc/resolv.conf").resolve()
         if allow_network and resolv.is_relative_to("/run"):
             # systemd-resolved links /etc/resolv.conf into /run, which is hidden: put it back.
@@ -323,6 +361,8 @@ class BwrapSandbox:
                 scratch=self.scratch,
                 cwd=workdir,
                 env=full_env,
+                alias=self.alias,
+                root=self._root,
                 allow_network=self.allow_network,
                 readonly=readonly,
                 hidden=self._hidden,
@@ -442,6 +482,26 @@ class BwrapSandbox:
         if not path.is_dir():
             raise ValueError(f"cwd is not a folder: {cwd}")
         return path
+
+
+def _checked_alias(alias: Path, keep: list[Path]) -> Path:
+    """``alias`` normalised, if the workspace can be bound there (see ``BwrapSandbox``).
+
+    Raises:
+        ValueError: it cannot, and why.
+    """
+    if not alias.is_absolute():
+        raise ValueError(f"the workspace alias must be an absolute path, not {alias}")
+    alias = Path(os.path.normpath(alias))
+    top = Path("/", *alias.parts[1:2])
+    if alias == Path("/") or _is_system_dir(alias) or top in (Path("/proc"), Path("/dev"), Path("/sys"), Path("/boot")):
+        raise ValueError(f"the workspace alias {alias} would cover a system folder")
+    if any(path.is_relative_to(alias) for path in keep):
+        raise ValueError(f"the workspace alias {alias} would cover the workspace or scratch folder itself")
+    made_inside = top == Path("/tmp") or any(alias.is_relative_to(h) for h in hidden_dirs())  # tmpfs: writable
+    if not (alias.is_dir() or not top.exists() or made_inside):
+        raise ValueError(f"the workspace alias {alias} cannot be made: {top} exists on this machine and is read-only in the sandbox")
+    return alias
 
 
 class _StatusReader:

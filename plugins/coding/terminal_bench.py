@@ -1,0 +1,149 @@
+"""The reward of a Terminal-Bench task (``core.eval.terminal_bench``): its own tests, in the sandbox.
+
+Terminal-Bench grades an episode by copying the task's ``tests/`` into the container once the agent
+is done and running ``tests/test.sh``, which installs pytest and writes 1 to
+``/logs/verifier/reward.txt`` when every test passes, else 0. Here ``test.sh`` is not run (it
+installs from the network): the task's pytest files are copied from the task folder into the run's
+scratch folder (never into the workspace, and only at the end, so the agent cannot read them),
+and Horizon's pytest runs them in a fresh sandbox on a copy of the final workspace, shown at the
+Dockerfile's ``WORKDIR`` (``/app``), from that folder, with the Dockerfile's ``ENV`` and the
+task's verifier environment. The outcomes are read from pytest's JUnit XML report by the coding
+plugin's own reader (``plugins.coding.testing``).
+
+The reward is 1.0 when every test passes (skipped tests aside) and 0.0 otherwise, as in
+Terminal-Bench; ``correct`` likewise. Not applicable when the task has no pytest files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from core.plugin import Task
+from core.reward import RewardComponent, RewardResult, Trajectory
+from core.safe_io import write_new
+from core.sandbox import SandboxLimits, open_sandbox
+from plugins.coding.testing import TestRun, clip_output, default_python, new_run_dir, parse_pytest_report, sandbox_env
+
+REWARD_VERSION = "terminal-bench/1"
+#: ``Task.metadata`` key of a Terminal-Bench task (``core.eval.terminal_bench.METADATA_KEY``).
+METADATA_KEY = "terminal_bench"
+
+
+def is_terminal_bench(task: Task) -> bool:
+    """Whether ``task`` is a Terminal-Bench task (its metadata carries ``terminal_bench``)."""
+    return METADATA_KEY in task.metadata
+
+
+def setup_text(task: Task) -> str:
+    """The paragraph for the task message: where the files are, and that the tests are hidden."""
+    workdir = task.metadata[METADATA_KEY]["workdir"]
+    return (
+        f"The task's files are in {workdir}, which is this repository's root: shell commands see them at "
+        f"{workdir} (and in the current folder); the file tools take the same paths relative to the root "
+        f"({workdir}/x is x). The task is graded by tests you cannot see, run on {workdir} once you call finish."
+    )
+
+
+def run_task_tests(
+    tb: dict[str, Any], workspace: Path, scratch: Path, *, isolated: bool = True, limits: SandboxLimits | None = None
+) -> TestRun:
+    """Run a Terminal-Bench task's pytest files against a copy of ``workspace``, shown at its ``workdir``.
+
+    Args:
+        tb: the task's ``Task.metadata["terminal_bench"]`` (``core.eval.terminal_bench.task_metadata``).
+        workspace: the episode's final workspace (read, not changed).
+        scratch: the run's scratch folder; the copy, the tests and the report go to a fresh
+            ``runs/NNN-terminal-bench`` folder in it.
+        isolated: run in the bwrap sandbox (False raises: the working folder needs it).
+        limits: the sandbox's limits; ``timeout_s`` is replaced by the task's test time limit.
+
+    Returns:
+        The test run: per-test outcomes (ids like ``test_outputs.py::test_x``), exit code, output.
+
+    Raises:
+        UserError: ``isolated`` is False.
+        SandboxUnavailable: the sandbox cannot start.
+    """
+    folder = new_run_dir(scratch, "terminal-bench")
+    copy, grading_scratch = folder / "workspace", folder / "scratch"
+    shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    tests = grading_scratch / "tests"  # read-only inside: scratch is, but for scratch/runs
+    shutil.copytree(Path(tb["folder"]) / "tests", tests, symlinks=True)
+    limits = (limits or SandboxLimits()).model_copy(update={"timeout_s": float(tb["test_timeout_s"])})
+    sandbox = open_sandbox(copy, grading_scratch, isolated=isolated, limits=limits, alias=tb["workdir"])
+    run_dir = new_run_dir(grading_scratch, "pytest")
+    report = run_dir / "report.xml"
+    argv = [
+        default_python(), "-m", "pytest",
+        "-p", "no:cacheprovider", "-p", "no:langsmith", "--continue-on-collection-errors",
+        f"--junitxml={report}", "-o", "junit_family=xunit1",
+        f"--basetemp={run_dir / 'tmp' / 'pytest'}", f"--rootdir={tests}",
+        "--tb=short", "--color=no", "-q", "-rN",
+        *(str(tests / t) for t in tb["tests"]),
+    ]  # fmt: skip
+    env = {**sandbox_env(run_dir), **tb.get("env", {}), **tb.get("test_env", {})}
+    result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs
+    output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
+    write_new(run_dir / "output.txt", output)
+    run = TestRun(framework="pytest", exit_code=result.exit_code, timed_out=result.timed_out,
+                  output=clip_output(output), run_dir=str(run_dir), duration_s=result.duration_s)  # fmt: skip
+    if report.is_file():
+        try:
+            run.outcomes, run.messages, run.build_failed = parse_pytest_report(tests, report)
+        except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
+            run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
+    return run
+
+
+def terminal_bench_reward(task: Task, trajectory: Trajectory) -> RewardResult:
+    """The reward of a Terminal-Bench task: 1.0 when every one of its tests passes, else 0.0.
+
+    Args:
+        task: the episode's task; ``task.metadata["terminal_bench"]`` says which tests, where.
+        trajectory: the finished episode; its live ``context`` (sandbox kind and limits), or its
+            ``workspace`` and ``scratch`` folders (then the bwrap sandbox with default limits).
+
+    Returns:
+        Version ``terminal-bench/1``; one component per test (``test:<id>``, 1.0 passed or
+        skipped, 0.0 otherwise, weight 1) and ``report`` (weight 0: exit code, time-out, outcome
+        counts, the output's tail); ``correct`` when the reward is 1.0. Not applicable for a task
+        that is not a Terminal-Bench task or has no pytest files.
+
+    Raises:
+        ValueError: the trajectory has neither a context nor its workspace and scratch folders.
+        UserError, SandboxUnavailable: see ``run_task_tests``.
+    """
+    tb = task.metadata.get(METADATA_KEY)
+    if not tb:
+        return RewardResult.not_applicable(REWARD_VERSION, "not a Terminal-Bench task")
+    if not tb.get("tests"):
+        return RewardResult.not_applicable(REWARD_VERSION, "the task has no pytest files in tests/: nothing to grade by")
+    ctx = getattr(trajectory, "context", None)
+    workspace = ctx.workspace if ctx is not None else trajectory.workspace
+    scratch = ctx.scratch if ctx is not None else trajectory.scratch
+    if workspace is None or scratch is None:
+        raise ValueError("the Terminal-Bench reward needs the episode's workspace and scratch folders (or its context)")
+    sandbox = ctx.sandbox if ctx is not None else None
+    run = run_task_tests(tb, Path(workspace), Path(scratch), isolated=sandbox.isolated if sandbox is not None else True,
+                         limits=sandbox.limits if sandbox is not None else None)  # fmt: skip
+    components = {
+        f"test:{test_id}": RewardComponent(value=1.0 if outcome in ("passed", "skipped") else 0.0,
+                                           detail={"outcome": outcome, **({"message": run.messages[test_id]} if test_id in run.messages else {})})
+        for test_id, outcome in sorted(run.outcomes.items())
+    }  # fmt: skip
+    passed = bool(run.outcomes) and not run.not_passed and run.exit_code == 0 and not run.timed_out and run.report_trusted
+    counts = {o: run.count(o) for o in ("passed", "failed", "error", "skipped")}
+    components["report"] = RewardComponent(value=1.0 if passed else 0.0, weight=0.0, detail={
+        "exit_code": run.exit_code, "timed_out": run.timed_out, "after": dict(run.outcomes), **counts,
+        "output_tail": run.output[-2000:],
+    })  # fmt: skip
+    if run.timed_out:
+        summary = f"the tests were stopped by the time limit ({tb['test_timeout_s']:g} s)"
+    elif not run.outcomes:
+        summary = f"the tests reported nothing (exit code {run.exit_code})"
+    else:
+        summary = f"{counts['passed']}/{len(run.outcomes)} tests pass" + (f"; failing: {', '.join(run.not_passed[:5])}" if run.not_passed else "")
+    return RewardResult(reward=1.0 if passed else 0.0, components=components, correct=passed, version=REWARD_VERSION, summary=summary)

@@ -1,0 +1,2 @@
+#!/bin/bash
+jq . /app/data.json > /app/pretty.json

@@ -1,0 +1,166 @@
+"""Terminal-Bench task folders: reading them (and refusing what needs Docker), the sandbox's
+second view of the workspace at /app, and grading real episodes of suites/terminal-bench."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core import eval as ev
+from core.errors import UserError
+from core.eval import terminal_bench as tb
+from core.sandbox import BwrapSandbox, open_sandbox
+
+ROOT = Path(__file__).resolve().parents[3]
+SUITE = ROOT / "suites" / "terminal-bench"
+NEEDS_APT = Path(__file__).parent / "data" / "needs-apt"
+NAMES = ["csv-summary", "fix-calc", "log-pipeline"]
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+
+
+def harbor_task(folder: Path, dockerfile: str, files: dict[str, str] | None = None) -> Path:
+    """A Terminal-Bench 2 task folder with this Dockerfile and build-context files."""
+    (folder / "environment").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "instruction.md").write_text("Write /app/out.txt.\n")
+    (folder / "task.toml").write_text('version = "1.0"\n[verifier]\ntimeout_sec = 30.0\n[agent]\ntimeout_sec = 90.0\n')
+    (folder / "environment" / "Dockerfile").write_text(textwrap.dedent(dockerfile))
+    for name, text in (files or {}).items():
+        (folder / "environment" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "environment" / name).write_text(text)
+    (folder / "tests" / "test_outputs.py").write_text("def test_out():\n    assert open('/app/out.txt').read() == 'ok'\n")
+    return folder
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def test_suite_reads_as_coding_tasks_with_their_starting_trees(horizon_home):
+    tasks = ev.load_suite(SUITE)
+    assert [t.name for t in tasks] == NAMES
+    for task in tasks:
+        assert task.plugin("threed") == "coding"
+        assert task.repo.is_relative_to(horizon_home / "cache" / "terminal-bench")
+        meta = task.metadata["terminal_bench"]
+        assert task.metadata["workspace_alias"] == meta["workdir"] == "/app"
+        assert meta["tests"] == ["test_outputs.py"] and meta["test_timeout_s"] == 60.0 and meta["agent_timeout_s"] == 600.0
+        assert task.spec.instruction == (task.folder / "instruction.md").read_text().strip()
+    by_name = {t.name: t for t in tasks}
+    assert sorted(p.name for p in by_name["fix-calc"].repo.iterdir()) == ["calc.py"]  # COPY calc.py /app/
+    assert (by_name["csv-summary"].repo / "sales.csv").read_bytes() == (SUITE / "csv-summary" / "environment" / "sales.csv").read_bytes()
+    again = ev.load_task(SUITE / "fix-calc")
+    assert again.repo == by_name["fix-calc"].repo  # built once per content
+
+
+def test_dockerfile_copies_env_args_and_folders(tmp_path):
+    folder = harbor_task(tmp_path / "t", """\
+        # syntax=docker/dockerfile:1
+        ARG DATA=data
+        FROM --platform=linux/amd64 python:3.11-slim AS base
+        ENV GREETING="hello there" \\
+            MODE=test
+        WORKDIR /app
+        COPY ${DATA}/ ./inputs/
+        COPY --chmod=755 run.sh *.cfg /app/bin/
+        RUN mkdir -p /app/out logs && pip install --no-cache-dir pytest
+        WORKDIR /app
+        CMD ["bash"]
+        """, {"data/a.txt": "A", "data/sub/b.txt": "B", "run.sh": "echo", "x.cfg": "1", "y.cfg": "2"})  # fmt: skip
+    task = tb.read_task(folder)
+    assert task.layout == tb.LAYOUT_TB2 and task.environment.base_image == "python:3.11-slim"
+    assert task.environment.env == {"GREETING": "hello there", "MODE": "test"}
+    assert (task.test_timeout_s, task.agent_timeout_s) == (30.0, 90.0)
+    tree = tmp_path / "tree"
+    tb.build_start_tree(task, tree)
+    files = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
+    assert files == ["bin", "bin/run.sh", "bin/x.cfg", "bin/y.cfg", "inputs", "inputs/a.txt", "inputs/sub", "inputs/sub/b.txt", "logs", "out"]
+    assert (tree / "bin" / "run.sh").stat().st_mode & 0o777 == 0o755
+
+
+def test_terminal_bench_1_layout(tmp_path):
+    folder = tmp_path / "tb1"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.yaml").write_text("instruction: |-\n  Write hello to /app/hello.txt.\ndifficulty: easy\nmax_agent_timeout_sec: 180\nmax_test_timeout_sec: 30\n")
+    (folder / "Dockerfile").write_text("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\nCOPY seed.txt /app/\n")
+    (folder / "seed.txt").write_text("seed")
+    (folder / "docker-compose.yaml").write_text("services:\n  client:\n    build:\n      dockerfile: Dockerfile\n    command: [sh, -c, sleep infinity]\n")
+    (folder / "run-tests.sh").write_text("uv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    (folder / "solution.sh").write_text("echo hello > hello.txt\n")
+    (folder / "tests" / "test_outputs.py").write_text("def test_hello():\n    assert open('/app/hello.txt').read() == 'hello\\n'\n")
+    task = tb.read_task(folder)
+    assert task.layout == tb.LAYOUT_TB1 and task.instruction == "Write hello to /app/hello.txt."
+    assert (task.agent_timeout_s, task.test_timeout_s, task.tests) == (180.0, 30.0, ["test_outputs.py"])
+    assert task.solution == folder / "solution.sh" and [c.source.name for c in task.environment.copies] == ["seed.txt"]
+    (folder / "docker-compose.yaml").write_text("services:\n  client:\n    build: .\n  db:\n    image: postgres:16\n")
+    with pytest.raises(UserError, match=r"docker-compose.yaml: needs Docker: it defines the services client, db"):
+        tb.read_task(folder)
+
+
+def test_apt_get_is_refused_naming_file_line_and_why():
+    with pytest.raises(UserError) as refused:
+        ev.load_task(NEEDS_APT)
+    assert str(refused.value).startswith(f"{NEEDS_APT / 'environment' / 'Dockerfile'}:6: needs Docker: RUN apt-get update")
+    assert "installs system packages" in str(refused.value)
+
+
+@pytest.mark.parametrize("dockerfile, files, why", [
+    ("FROM golang:1.22 AS build\nWORKDIR /src\nFROM python:3.11-slim\nWORKDIR /app\n", {}, ":3: needs Docker: a second FROM makes a multi-stage build"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nCOPY --from=builder /out /app/\n", {}, ":3: needs Docker: COPY --from=builder"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nCOPY conf.ini /etc/app/conf.ini\n", {"conf.ini": ""}, ":3: needs Docker: it puts files at /etc/app/conf.ini, outside the working folder /app"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nRUN curl -sSL https://example.com/x.sh | sh\n", {}, ":3: needs Docker: RUN curl"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nRUN uv pip install --system numpy==0.0.1\n", {}, ":3: needs Docker: pip install numpy==0.0.1"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nRUN pip install surely-not-installed-horizon-pkg\n", {}, ":3: needs Docker: pip install surely-not-installed-horizon-pkg installs what"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nADD https://example.com/data.csv /app/\n", {}, ":3: needs Docker: ADD https://example.com/data.csv downloads"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nCOPY ../secret /app/\n", {}, ":3: needs Docker: ../secret lies outside the build context"),
+    ("FROM python:3.11-slim\nCOPY x.txt /x.txt\n", {"x.txt": ""}, ": no WORKDIR"),
+    ("FROM python:3.11-slim\nWORKDIR /app\nCOPY missing.txt /app/\n", {}, ":3: COPY source missing.txt is not in the build context"),
+])  # fmt: skip
+def test_what_needs_docker_is_refused(tmp_path, dockerfile, files, why):
+    folder = harbor_task(tmp_path / "t", dockerfile, files)
+    with pytest.raises(UserError, match="Dockerfile" + re.escape(why)):
+        ev.load_task(folder)
+
+
+def test_prebuilt_image_and_compose_are_refused(tmp_path):
+    folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /app\n")
+    (folder / "environment" / "docker-compose.yaml").write_text("services:\n  main: {}\n  redis: {image: redis}\n")
+    with pytest.raises(UserError, match="environment: needs Docker: a docker-compose file"):
+        tb.read_task(folder)
+    (folder / "environment" / "docker-compose.yaml").unlink()
+    (folder / "environment" / "Dockerfile").unlink()
+    (folder / "task.toml").write_text('[environment]\ndocker_image = "ghcr.io/x/y:1"\n')
+    with pytest.raises(UserError, match=r"task.toml: needs Docker: it runs the prebuilt image ghcr.io/x/y:1"):
+        tb.read_task(folder)
+
+
+# --------------------------------------------------------------------------- the sandbox's alias
+
+
+@needs_bwrap
+def test_sandbox_shows_the_workspace_again_at_the_alias(tmp_path):
+    workspace, scratch = tmp_path / "ws", tmp_path / "scratch"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "seed.txt").write_text("seed")
+    sandbox = BwrapSandbox(workspace, scratch, alias="/app")
+    result = sandbox.run(["bash", "-c", "cat /app/seed.txt; echo made > /app/made.txt; mkdir /app/sub && echo deep > /app/sub/d.txt"])
+    assert result.exit_code == 0 and result.stdout == "seed", result.stderr
+    assert (workspace / "made.txt").read_text() == "made\n" and (workspace / "sub" / "d.txt").read_text() == "deep\n"
+    for path in ("/app/.git/x", "/new-top-level-file", "/usr/x"):  # .git read-only there too; / and the host read-only
+        assert sandbox.run(["bash", "-c", f"echo no > {path}"]).exit_code != 0, path
+    assert not (workspace / ".git" / "x").exists()
+    assert BwrapSandbox(workspace, scratch).run(["test", "-e", "/app"]).exit_code == 1  # no alias: no /app
+
+
+def test_alias_must_be_a_place_a_folder_can_be_bound(tmp_path):
+    (tmp_path / "ws").mkdir()
+    for bad, why in [("app", "absolute"), ("/usr", "system folder"), ("/", "system folder"), (str(tmp_path), "workspace or scratch"),
+                     ("/usr/local/app", "cannot be made")]:  # fmt: skip
+        with pytest.raises(ValueError, match=why):
+            BwrapSandbox(tmp_path / "ws", tmp_path / "scratch", alias=bad)
+    with pytest.raises(UserError, match="only the sandbox can provide"):
+        open_sandbox(tmp_path / "ws", tmp_path / "scratch", isolated=False, alias="/app")
