@@ -37,13 +37,25 @@ def is_terminal_bench(task: Task) -> bool:
     return METADATA_KEY in task.metadata
 
 
-def setup_text(task: Task) -> str:
-    """The paragraph for the task message: where the files are, and that the tests are hidden."""
+#: Entries of the working folder listed in the task message.
+LISTED_FILES = 40
+
+
+def setup_text(task: Task, workspace: Path) -> str:
+    """The paragraph for the task message: where the files are, what is there, and that the tests are hidden.
+
+    Args:
+        task: a Terminal-Bench task (``is_terminal_bench``).
+        workspace: the episode's workspace (its top-level entries are listed, at most ``LISTED_FILES``).
+    """
     workdir = task.metadata[METADATA_KEY]["workdir"]
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in workspace.iterdir() if p.name != ".git")
+    listed = ", ".join(entries[:LISTED_FILES]) + (f" and {len(entries) - LISTED_FILES} more" if len(entries) > LISTED_FILES else "")
     return (
         f"The task's files are in {workdir}, which is this repository's root: shell commands see them at "
         f"{workdir} (and in the current folder); the file tools take the same paths relative to the root "
-        f"({workdir}/x is x). The task is graded by tests you cannot see, run on {workdir} once you call finish."
+        f"({workdir}/x is x). {workdir} holds: {listed or 'nothing yet'}. "
+        f"The task is graded by tests you cannot see, run on {workdir} once you call finish."
     )
 
 
