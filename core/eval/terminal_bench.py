@@ -32,7 +32,8 @@ Without Docker. The Dockerfile is read, not built:
   built once into ``$HORIZON_HOME/cache/terminal-bench/``); their targets must lie inside the
   final ``WORKDIR``;
 * ``ENV`` and ``ARG`` values are recorded (and substituted in later lines); the tests run with
-  ``ENV``, the reference solution exports it; the agent's commands do not get it;
+  ``ENV`` (but ``PATH``, ``HOME`` and the like: ``KEPT_ENV``), the reference solution exports it;
+  the agent's commands do not get it;
 * ``FROM`` any single image is accepted: commands run with this machine's programs and Horizon's
   Python, not the image's, which is enough for tasks whose tests need Python and the standard tools;
 * ``RUN`` is accepted only where it changes nothing Horizon lacks: ``mkdir`` inside the working
@@ -77,6 +78,9 @@ LAYOUT_TB1 = "terminal-bench-1"
 METADATA_KEY = "terminal_bench"
 #: The ``Task.metadata`` key the runner reads: where the sandbox shows the workspace a second time.
 ALIAS_KEY = "workspace_alias"
+#: Variables the Dockerfile's ENV does not change here: the sandbox's own stay (an image's
+#: ``ENV PATH=/opt/x/bin:$PATH`` names folders of the image, not of this machine).
+KEPT_ENV = frozenset({"PATH", "HOME", "TMPDIR", "LD_LIBRARY_PATH", "LD_PRELOAD"})
 #: Seconds the tests may run when the task does not say (Terminal-Bench 1's own default is 60).
 DEFAULT_TEST_TIMEOUT_S = 120.0
 #: Instructions that do not shape the starting files: read and ignored.
@@ -648,13 +652,15 @@ def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
 
     Returns:
         ``{"workspace_alias": workdir, "terminal_bench": {"folder", "layout", "workdir", "env",
-        "base_image", "tests", "test_timeout_s", "test_env", "agent_timeout_s"}}``.
+        "base_image", "tests", "test_timeout_s", "test_env", "agent_timeout_s"}}``; ``env`` is
+        the Dockerfile's ``ENV`` but ``KEPT_ENV`` (the image's own paths would break this machine's).
     """
     env = task.environment
     return {
         ALIAS_KEY: env.workdir,
         METADATA_KEY: {
-            "folder": str(task.folder), "layout": task.layout, "workdir": env.workdir, "env": dict(env.env),
+            "folder": str(task.folder), "layout": task.layout, "workdir": env.workdir,
+            "env": {k: v for k, v in env.env.items() if k not in KEPT_ENV},
             "base_image": env.base_image, "tests": list(task.tests), "test_timeout_s": task.test_timeout_s,
             "test_env": dict(task.test_env), "agent_timeout_s": task.agent_timeout_s,
         },
