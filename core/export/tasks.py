@@ -17,8 +17,11 @@ rollout page, https://verl.readthedocs.io/en/latest/sglang_multiturn/multiturn.h
 and a tool config YAML, ``tools: [{"class_name", "config": {"type": "native", ...}, "tool_schema":
 <OpenAI function schema>}]``. ``class_name`` must name a ``verl.tools.base_tool.BaseTool`` subclass
 that starts a Horizon episode in ``create`` (from ``create_kwargs``: plugin, repository, starting
-tree) and runs the named Horizon tool in ``execute``; Horizon does not ship that adapter yet
-(verl does not install here), so the name is the caller's (``tool_class``).
+tree, instruction, task metadata as JSON text) and runs the named Horizon tool in ``execute``:
+by default Horizon's own, ``core.trainers.verl.HorizonTool``. verl validates each ``tool_schema``
+with its ``OpenAIFunctionToolSchema``, which needs a ``type`` on every property and a
+``required`` list, so optional arguments (pydantic's ``anyOf: [T, null]``) are written with
+the type ``T`` (``verl_tool_schema``).
 
 SkyRL (https://skyrl.readthedocs.io/en/latest/datasets/dataset-preparation.html) reads
 ``data_source``, ``prompt``, ``env_class`` and ``reward_spec`` ``{"method": "rule", "ground_truth"}``,
@@ -42,7 +45,7 @@ import yaml
 from core.export.source import RunRecord
 
 AGENT_NAME = "tool_agent"
-DEFAULT_TOOL_CLASS = "horizon_verl.HorizonTool"
+DEFAULT_TOOL_CLASS = "core.trainers.verl.HorizonTool"
 
 
 def group_by_task(runs: list[RunRecord]) -> list[list[RunRecord]]:
@@ -77,7 +80,8 @@ def ground_truth(run: RunRecord) -> str:
 
 def _extra_info(runs: list[RunRecord], index: int, split: str) -> dict[str, Any]:
     first = runs[0]
-    create = {"plugin": first.plugin, "repo": first.row.get("repo") or "", "start_tree": first.start_tree}
+    create = {"plugin": first.plugin, "repo": first.row.get("repo") or "", "start_tree": first.start_tree,
+              "instruction": first.instruction, "metadata": json.dumps((first.row.get("config") or {}).get("task_metadata") or {})}
     return {
         "index": index, "split": split, "need_tools_kwargs": True,
         "tools_kwargs": {t["function"]["name"]: {"create_kwargs": create} for t in first.tools},
@@ -111,13 +115,28 @@ def skyrl_rows(runs: list[RunRecord], split: str = "train") -> list[dict[str, An
     return rows
 
 
+def verl_tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (``Tool.schema()``) as verl's ``OpenAIFunctionToolSchema`` accepts it: every property
+    with a ``type`` (a union's non-null types: one name, or a list), and a ``required`` list."""
+    params = dict(schema["function"].get("parameters") or {"type": "object", "properties": {}})
+    properties = {}
+    for name, prop in (params.get("properties") or {}).items():
+        if "type" not in prop:
+            types = [t["type"] for t in prop.get("anyOf", []) if t.get("type") not in (None, "null")]
+            prop = {**prop, "type": (types[0] if len(types) == 1 else types) if types else "object"}
+        properties[name] = prop
+    params.update(properties=properties, required=params.get("required", []))
+    return {**schema, "function": {**schema["function"], "parameters": params}}
+
+
 def tool_config(runs: list[RunRecord], tool_class: str = DEFAULT_TOOL_CLASS) -> dict[str, Any]:
     """verl's tool config: one entry per distinct tool of the exported plugins."""
     tools: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
         for schema in run.tools:
             key = (run.plugin, schema["function"]["name"])
-            tools.setdefault(key, {"class_name": tool_class, "config": {"type": "native", "plugin": run.plugin}, "tool_schema": schema})
+            tools.setdefault(key, {"class_name": tool_class, "config": {"type": "native", "plugin": run.plugin},
+                                   "tool_schema": verl_tool_schema(schema)})
     return {"tools": list(tools.values())}
 
 
