@@ -60,6 +60,9 @@ from core.sandbox.process import (
 )
 
 INSTALL_HINT = "install the Debian package bubblewrap: sudo apt-get install bubblewrap"
+#: Set in every sandbox to the pid of the Horizon process that started it; it is in bwrap's own
+#: command line too (``--setenv``), which is how ``sweep_orphans`` recognises Horizon's sandboxes.
+OWNER_VAR = "HORIZON_SANDBOX_OWNER"
 
 
 def find_bwrap() -> str:
@@ -311,6 +314,7 @@ class BwrapSandbox:
         self._hidden += [d for d in secret_dirs if d not in self._hidden]
         self._python = python_prefixes()
         self._root = root_entries() if self.alias is not None else []
+        sweep_orphans_once()
         resolv = Path("/etc/resolv.conf").resolve()
         if allow_network and resolv.is_relative_to("/run"):
             # systemd-resolved links /etc/resolv.conf into /run, which is hidden: put it back.
@@ -347,7 +351,7 @@ class BwrapSandbox:
                 # Under RLIMIT_AS every glibc malloc arena reserves 64 MiB of address space, up to
                 # 8 per CPU: a JVM's many threads would use up the limit without using memory.
                 extra = {"MALLOC_ARENA_MAX": "2", **extra}
-            full_env = command_env(extra, home="/tmp", tmpdir="/tmp")
+            full_env = {**command_env(extra, home="/tmp", tmpdir="/tmp"), OWNER_VAR: str(os.getpid())}
             git = self.workspace / ".git"  # a folder, or a file in a git worktree
             readonly = [git] if git.exists() and not git.is_symlink() else []
             readonly += [p for p in self.readonly if p.exists()]
@@ -482,6 +486,56 @@ class BwrapSandbox:
         if not path.is_dir():
             raise ValueError(f"cwd is not a folder: {cwd}")
         return path
+
+
+_orphans_swept = False
+
+
+def sweep_orphans_once() -> None:
+    """``sweep_orphans``, the first time a sandbox is made in this process."""
+    global _orphans_swept
+    if not _orphans_swept:
+        _orphans_swept = True
+        sweep_orphans()
+
+
+def sweep_orphans(proc: Path = Path("/proc")) -> list[int]:
+    """Kill the sandboxes whose Horizon process is gone.
+
+    Rarely, after Horizon is killed with SIGKILL, a sandbox's own pid-1 bwrap (the init of its
+    PID namespace) survives the outer bwrap: reparented to init, childless, asleep in ``wait``,
+    about 2 MB each (``docs/security.md``). A bwrap process is Horizon's when its command line
+    holds ``OWNER_VAR`` and the owner's pid; it is killed when no process has that pid. A
+    reused pid leaves the sandbox alone (the safe side).
+
+    Args:
+        proc: the proc file system (a folder of ``<pid>/comm`` and ``<pid>/cmdline``).
+
+    Returns:
+        The pids sent SIGKILL (processes of other users, or gone meanwhile, are skipped).
+    """
+    killed = []
+    marker = OWNER_VAR.encode()
+    try:
+        entries = [e.name for e in os.scandir(proc) if e.name.isdigit()]
+    except OSError:
+        return []
+    for pid in entries:
+        try:
+            if (proc / pid / "comm").read_bytes().strip() != b"bwrap":
+                continue
+            argv = (proc / pid / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        owner = argv[argv.index(marker) + 1] if marker in argv[:-1] else b""
+        if not owner.isdigit() or (proc / owner.decode()).exists():
+            continue
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            continue
+        killed.append(int(pid))
+    return killed
 
 
 def _checked_alias(alias: Path, keep: list[Path]) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -468,3 +469,30 @@ def test_unconfined_runs_times_out_and_hides_host_env(workspace: Path, scratch: 
     timed = sandbox.run(["sleep", "60"], limits=FAST.model_copy(update={"timeout_s": 1.0}))
     assert timed.timed_out and timed.exit_code == -9 and timed.duration_s < 5
     assert sandbox.run(["cat"], stdin="in").stdout == "in"
+
+
+def test_sweep_kills_only_sandboxes_whose_horizon_process_is_gone(workspace: Path, scratch: Path) -> None:
+    """An orphaned sandbox (its owner's pid is dead) is killed; one whose owner lives is kept;
+    and every sandbox carries its owner's pid, which is what the sweep reads."""
+    from core.sandbox.bwrap import OWNER_VAR, sweep_orphans
+
+    sandbox = BwrapSandbox(workspace, scratch)
+    seen = sandbox.run(["sh", "-c", f"echo ${OWNER_VAR}"])
+    assert seen.stdout.strip() == str(os.getpid())
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    bwrap = shutil.which("bwrap")
+    orphan = subprocess.Popen([bwrap, "--dev-bind", "/", "/", "--setenv", OWNER_VAR, str(gone.pid), "sleep", "600"])
+    kept = subprocess.Popen([bwrap, "--dev-bind", "/", "/", "--setenv", OWNER_VAR, str(os.getpid()), "sleep", "600"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(Path(f"/proc/{p.pid}/cmdline").read_bytes().count(OWNER_VAR.encode()) for p in (orphan, kept)):
+            time.sleep(0.05)  # until both have their command lines
+        killed = sweep_orphans()
+        assert orphan.pid in killed and kept.pid not in killed
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert kept.poll() is None
+    finally:
+        for p in (orphan, kept):
+            p.kill()
+            p.wait()
