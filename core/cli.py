@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -65,8 +65,9 @@ class StepPrinter:
                 f"  [dim]{self.usage.total_tokens:,} tok  {data['duration_s']:.1f}s[/]"
             )
         elif kind == "verify":
-            v = data["verification"]
-            console.print(f"[bold]verify[/]  {escape(v.summary)}")
+            r = data["reward"]
+            verdict = f"reward {r.reward:.3f}" if r.applicable else "reward not applicable"
+            console.print(f"[bold]verify[/]  {escape(r.summary)}  [dim]{verdict}, {escape(r.version)}[/]")
         elif kind == "setup":  # the first paragraph of what set-up found (the rest is in agent show)
             lines = (data["text"] or "").strip().split("\n\n", 1)[0].splitlines()
             for line in lines[:8]:
@@ -77,6 +78,11 @@ class StepPrinter:
             console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":
             console.print("[yellow]stopping after the current step (Ctrl-C again to stop at once)[/]")
+
+
+def _maybe(value: float | None, spec: str) -> str:
+    """``value`` formatted, or "n/a" for a mean over nothing (every episode not applicable)."""
+    return "n/a" if value is None else format(value, spec)
 
 
 def _summary(result: RunResult) -> None:
@@ -126,10 +132,10 @@ def run(
     task: str = typer.Argument(..., help='what to do, e.g. "fix NPE in user module"'),
     repo: Path = typer.Option(Path("."), "--repo", help="repository to work on (copied; your files change only with --apply)"),
     policy: str = typer.Option("auto", "--policy", help="auto (server if configured, else embedded), embedded, openai, scripted"),
-    script: Optional[Path] = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
-    model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
-    tool_format: Optional[str] = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
+    script: Path | None = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+    model: str | None = typer.Option(None, "--model", help="model name on the server"),
+    tool_format: str | None = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls before the run stops"),
     max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
     max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
@@ -169,8 +175,8 @@ def run(
 def resume(
     run_id: str = typer.Argument(..., help="the run to continue (see: agent runs)"),
     apply: bool = typer.Option(False, "--apply", help="apply the final patch when the run ends"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="the model server moved: continue against this URL"),
-    model: Optional[str] = typer.Option(None, "--model", help="continue with this model name on the server"),
+    base_url: str | None = typer.Option(None, "--base-url", help="the model server moved: continue against this URL"),
+    model: str | None = typer.Option(None, "--model", help="continue with this model name on the server"),
 ) -> None:
     """Continue an interrupted run from its last checkpoint; completed tool calls are not repeated."""
     from core.runner import Run
@@ -236,7 +242,8 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
             console.print(f"[magenta]{m.role}[/]{' ' + m.name if m.name else ''}: {escape(m.content or '')}")
     for name, r in rewards.items():
         console.print(f"[bold]reward[/] {name} = {r['value']:.3f} (weight {r['weight']})")
-    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), reward {row['reward']}, patch {row['patch_path']}")
+    judged = f" ({row['reward_status']}, {row['reward_version']})" if row.get("reward_version") else ""
+    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), reward {row['reward']}{escape(judged)}, patch {row['patch_path']}")
 
 
 @app.command("apply")
@@ -308,16 +315,18 @@ def eval_cmd(
     attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="attempts per task (k of pass@k)"),
     workers: int = typer.Option(2, "--workers", "-n", min=1, help="episodes run at once (Ray CPUs or processes)"),
     policy: str = typer.Option("auto", "--policy", help="reference, finish-only, edit-tests (scripted from each task), or auto, embedded, openai"),
-    tasks: Optional[list[str]] = typer.Option(None, "--task", help="run only this task or pattern, e.g. 'threed/*' (repeatable)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
-    model: Optional[str] = typer.Option(None, "--model", help="model name on the server"),
+    tasks: list[str] | None = typer.Option(None, "--task", help="run only this task or pattern, e.g. 'threed/*' (repeatable)"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+    model: str | None = typer.Option(None, "--model", help="model name on the server"),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls per episode"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the JSON summary to this file"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the JSON summary to this file"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
     backend: str | None = typer.Option(None, "--backend", help="ray or processes (default: ray when installed)"),
     ray_address: str | None = typer.Option(None, "--ray-address", help="an existing Ray cluster, e.g. ray://head:10001 (default: a local Ray)"),
     time_limit: float = typer.Option(3600.0, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
     retries: int = typer.Option(2, "--retries", min=0, help="restarts of an episode after an infrastructure failure (Ray)"),
+    baseline_runs: int = typer.Option(1, "--baseline-runs", min=1, max=2,
+                                      help="2: run each coding task's tests twice at set-up, to flag flaky environments"),
 ) -> None:
     """Run every task of SUITE with PLUGIN, k attempts each, in parallel; print pass@1, pass@k, reward and cost."""
     from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
@@ -339,7 +348,7 @@ def eval_cmd(
         specs = episode_specs(
             chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
             limits=Limits(max_steps=max_steps, max_wall_s=time_limit).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,
-            home=out_dir.parents[1], scripts_dir=out_dir / "scripts",
+            home=out_dir.parents[1], scripts_dir=out_dir / "scripts", baseline_runs=baseline_runs,
         )  # fmt: skip
     except HorizonError as exc:
         _fail(exc)
@@ -350,7 +359,7 @@ def eval_cmd(
 
     def line(r: Any) -> None:
         mark = "[green]resolved[/]" if r.resolved else "[red]not resolved[/]"
-        reward = "-" if r.reward is None else f"{r.reward:.2f}"
+        reward = "n/a" if r.reward_status == "not_applicable" else "-" if r.reward is None else f"{r.reward:.2f}"
         retried = f"  tries {r.tries}" if r.tries > 1 else ""
         infra = f"  [yellow]infrastructure: {escape(r.infra_failure)}[/]" if r.infra_failure else ""
         console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s{retried}{infra}")
@@ -367,9 +376,9 @@ def eval_cmd(
         table.add_column(name, no_wrap=True)
     for name, t in summary["tasks"].items():
         table.add_row(name, str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
-                      f"{t['mean_reward']:.2f}", f"{t['cost']:.4f}")
+                      _maybe(t["mean_reward"], ".2f"), f"{t['cost']:.4f}")
     table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
-                  *(f"{summary[key]:.3f}" for key in ks), f"{summary['mean_reward']:.3f}", f"{summary['cost']:.4f}")
+                  *(f"{summary[key]:.3f}" for key in ks), _maybe(summary["mean_reward"], ".3f"), f"{summary['cost']:.4f}")
     console.print(table)
     brief = {key: value for key, value in summary.items() if key != "results"}
     if json_out is not None:
@@ -390,15 +399,15 @@ def plugins() -> None:
 
 @app.command("export")
 def export_cmd(
-    run_ids: Optional[list[str]] = typer.Argument(None, help="runs to export (see: agent runs)"),
+    run_ids: list[str] | None = typer.Argument(None, help="runs to export (see: agent runs)"),
     fmt: str = typer.Option(..., "--format", help="sft-jsonl, sft-parquet, openai, verl, skyrl, tokens or grpo"),
     out: Path = typer.Option(..., "--out", help="the file to write (verl also writes <stem>.tool_config.yaml beside it)"),
     all_runs: bool = typer.Option(False, "--all", help="export every run in the run store"),
-    plugin: Optional[str] = typer.Option(None, "--plugin", help="export every run of this plugin"),
+    plugin: str | None = typer.Option(None, "--plugin", help="export every run of this plugin"),
     keep_flagged: bool = typer.Option(False, "--keep-flagged", help="keep runs that fail a quality gate, with their reasons"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
-    tool_class: Optional[str] = typer.Option(None, "--tool-class", help="verl: class_name for the tool config"),
-    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokens: GGUF whose vocabulary and chat template to use"),
+    tool_class: str | None = typer.Option(None, "--tool-class", help="verl: class_name for the tool config"),
+    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="tokens: GGUF whose vocabulary and chat template to use"),
 ) -> None:
     """Export runs as RL/SFT training data, after quality gates; prints the gates' counts per reason."""
     from core.export import export_runs, select_runs

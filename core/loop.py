@@ -10,7 +10,7 @@
 - ``check``: the termination check: finish called, or a step, token, time, cost or
   malformed-output limit reached; each sets its own ``ExitStatus``. The stuck detector
   (``core.stuck``) warns the model in an observation, then ends the episode as ``stuck``.
-- ``verify``: the plugin checks the workspace and computes the reward.
+- ``verify``: the plugin's reward judges the episode (``core.reward``); the verdict is stored.
 
 The graph state (``EpisodeState``) is checkpointed after every node by LangGraph's checkpointer
 (one thread per run id). The history is not in the state: it is the run store, append-only.
@@ -33,6 +33,7 @@ from core import compaction
 from core.errors import ToolError
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
+from core.reward import Trajectory, evaluate
 from core.safe_io import make_dirs, write_new
 from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall
 from core.store import RunStore
@@ -365,14 +366,16 @@ class Episode:
         return {}
 
     def verify_node(self, state: EpisodeState) -> dict[str, Any]:
-        """Verify the workspace with the plugin and store the reward and its components."""
+        """Judge the episode with the plugin's reward (``core.reward``) and store the whole verdict."""
         self._stop_if_requested()
         start = time.perf_counter()
-        verification = self.plugin.verify(self.task, self.ctx)
-        self.store.set_rewards({n: (c.value, c.weight, c.detail) for n, c in verification.components.items()})
-        self.store.update_run(reward=verification.reward, exit_detail=state.exit_detail)
-        self.on_event("verify", {"verification": verification})
-        return {"verified": True, "reward": verification.reward, "active_s": state.active_s + time.perf_counter() - start}
+        self.store.update_run(exit_status=state.exit_status.value if state.exit_status else None, exit_detail=state.exit_detail)
+        trajectory = Trajectory.from_store(self.store, self.ctx.scratch.parent, context=self.ctx)
+        result = evaluate(self.plugin.reward, self.task, trajectory)
+        self.store.set_reward(result)
+        self.on_event("verify", {"reward": result})
+        return {"verified": True, "reward": result.reward, "correct": result.correct,
+                "active_s": state.active_s + time.perf_counter() - start}  # fmt: skip
 
 
 def build_graph(episode: Episode, checkpointer: Any) -> Any:

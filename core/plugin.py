@@ -12,14 +12,18 @@ and ``agent run mydomain "..."`` finds it. The built-in plugins load through the
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from core.errors import PluginNotFound
+from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
+
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "load_plugin"]
 
 ENTRY_POINT_GROUP = "horizon.plugins"
 
@@ -41,33 +45,9 @@ class Task(BaseModel):
     metadata: dict[str, Any] = {}
 
 
-class RewardComponent(BaseModel):
-    """One named part of a reward: a value in [0, 1], its weight, and what it was computed from."""
-
-    value: float = Field(ge=0.0, le=1.0)
-    weight: float = 1.0
-    detail: dict[str, Any] = {}
-
-
-class Verification(BaseModel):
-    """The plugin's end-of-episode check and the reward it gives.
-
-    Attributes:
-        reward: the scalar reward in [0, 1].
-        passed: whether the task counts as solved.
-        summary: one line for the user ("2/2 target tests pass, no regressions").
-        components: the reward's named parts, stored in the run store.
-    """
-
-    reward: float = Field(ge=0.0, le=1.0)
-    passed: bool
-    summary: str
-    components: dict[str, RewardComponent] = {}
-
-
 @runtime_checkable
 class Plugin(Protocol):
-    """A domain: its prompt, its tools, how an episode starts and how it is verified and rewarded.
+    """A domain: its prompt, its tools, how an episode starts and how it is rewarded.
 
     Optional hooks:
 
@@ -94,8 +74,10 @@ class Plugin(Protocol):
         """Prepare the episode (e.g. record which tests fail) and return extra text for the task message."""
         ...
 
-    def verify(self, task: Task, ctx: ToolContext) -> Verification:
-        """Check the final workspace and compute the reward."""
+    def reward(self, task: Task, trajectory: Trajectory) -> RewardResult | Awaitable[RewardResult]:
+        """Judge the finished episode (``core.reward``): a ``RewardResult`` with the plugin's reward
+        version, or ``RewardResult.not_applicable`` when there is nothing to judge. Sync or async.
+        At the end of an episode ``trajectory.context`` is the live ``ToolContext``."""
         ...
 
 
@@ -120,5 +102,5 @@ def load_plugin(name: str) -> Plugin:
     obj = found[name].load()
     plugin = obj() if isinstance(obj, type) else obj
     if not isinstance(plugin, Plugin):
-        raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, verify)")
+        raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, reward)")
     return plugin

@@ -10,8 +10,11 @@ scored by different versions of a reward are never mixed silently.
 reward, an episode that never reached the end) is its own status, with ``reward`` None, never
 0.0: an RL trainer must drop such a sample, not learn from it as a failure.
 
-The plugins' ``verify`` still returns ``core.plugin.Verification``; ``from_verification``
-converts one, and ``Trajectory.from_run`` rebuilds a finished run's trajectory from its store.
+Every plugin's ``reward`` method is such a function (``core.plugin.Plugin``); the loop calls
+it once the episode ends, with the live ``ToolContext`` in ``Trajectory.context`` so that it can
+run commands in the episode's sandbox (the coding reward runs the tests), and stores the whole
+result with the run (``core.store.RunStore.set_reward``). ``Trajectory.from_run`` rebuilds a
+finished run's trajectory from its store.
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ from collections.abc import Awaitable
 from contextlib import closing
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.plugin import RewardComponent, Task, Verification
 from core.state import Message
+
+if TYPE_CHECKING:  # core.plugin imports this module
+    from core.plugin import Task
+    from core.store import RunStore
+    from core.tools import ToolContext
 
 __all__ = [
     "NOT_APPLICABLE",
@@ -39,8 +46,15 @@ __all__ = [
     "Trajectory",
     "aevaluate",
     "evaluate",
-    "from_verification",
 ]
+
+
+class RewardComponent(BaseModel):
+    """One named part of a reward: a value in [0, 1], its weight, and what it was computed from."""
+
+    value: float = Field(ge=0.0, le=1.0)
+    weight: float = 1.0
+    detail: dict[str, Any] = {}
 
 
 class RewardStatus(str, Enum):
@@ -87,6 +101,21 @@ class RewardResult(BaseModel):
         return self
 
     @classmethod
+    def scored(cls, version: str, components: dict[str, RewardComponent], correct: bool, summary: str,
+               reward: float | None = None) -> RewardResult:
+        """A scored result whose ``reward`` is the components' weighted mean unless given.
+
+        Raises:
+            ValueError: no reward given and no component has weight.
+        """
+        if reward is None:
+            total = sum(c.weight for c in components.values())
+            if total <= 0:
+                raise ValueError("no component has weight: pass reward= explicitly")
+            reward = sum(c.value * c.weight for c in components.values()) / total
+        return cls(reward=reward, components=components, correct=correct, version=version, summary=summary)
+
+    @classmethod
     def not_applicable(cls, version: str, reason: str) -> RewardResult:
         """The verdict of a reward that has nothing to judge in this episode (``reason`` says why)."""
         return cls(status=RewardStatus.NOT_APPLICABLE, version=version, summary=reason)
@@ -116,7 +145,13 @@ class Trajectory(BaseModel):
         exit_status: why the episode ended (``core.state.ExitStatus`` value), if it did.
         workspace: the episode's final files, when the reward needs to inspect them.
         scratch: the run-private folder (the coding plugin keeps its baseline there).
+        metadata: the task's metadata as the run recorded it (``Task.metadata``).
+        context: the episode's live ``ToolContext`` (workspace, sandbox, scratch, plugin state)
+            when the loop calls the reward at the end of an episode; None offline. Not
+            serialised.
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run_id: str | None = None
     messages: list[Message] = []
@@ -124,10 +159,40 @@ class Trajectory(BaseModel):
     exit_status: str | None = None
     workspace: Path | None = None
     scratch: Path | None = None
+    metadata: dict[str, Any] = {}
+    context: Any = Field(default=None, exclude=True, repr=False)
+
+    def require_context(self, plugin: str) -> ToolContext:
+        """The live ``ToolContext``, for rewards that must run commands in the episode's sandbox.
+
+        Raises:
+            ValueError: the trajectory has no context (it was rebuilt offline).
+        """
+        if self.context is None:
+            raise ValueError(f"the {plugin} reward runs in the episode's sandbox: give the trajectory its ToolContext (context=...)")
+        return self.context
+
+    @classmethod
+    def from_store(cls, store: RunStore, folder: Path, *, context: ToolContext | None = None) -> Trajectory:
+        """The trajectory recorded in an open run store.
+
+        Args:
+            store: the run's store (``core.store.RunStore``), open.
+            folder: the run's folder (its ``workspace`` and ``scratch`` are taken from there).
+            context: the live ``ToolContext``, when the episode is still open.
+        """
+        row = store.run()
+        rows = store.con.execute("SELECT tool, arguments, is_error, data FROM tool_calls ORDER BY seq").fetchall()
+        return cls(
+            run_id=row["run_id"], messages=store.messages(), exit_status=row["exit_status"],
+            tool_data=[{"tool": t, "arguments": a, "is_error": bool(e), "data": json.loads(d) if d else {}} for t, a, e, d in rows],
+            workspace=folder / "workspace", scratch=folder / "scratch",
+            metadata=row["config"].get("task_metadata", {}), context=context,
+        )  # fmt: skip
 
     @classmethod
     def from_run(cls, run_id: str, home: Path | None = None) -> Trajectory:
-        """Rebuild a run's trajectory from its run store (read-only).
+        """Rebuild a run's trajectory from its run store (read-only; no ``context``).
 
         Raises:
             RunNotFound: no such run.
@@ -136,15 +201,7 @@ class Trajectory(BaseModel):
         from core.runner import open_store, runs_dir  # the runner imports the loop: load it only when needed
 
         with closing(open_store(run_id, home)) as store:
-            row = store.run()
-            messages = store.messages()
-            rows = store.con.execute("SELECT tool, arguments, is_error, data FROM tool_calls ORDER BY seq").fetchall()
-        folder = runs_dir(home) / run_id
-        return cls(
-            run_id=run_id, messages=messages, exit_status=row["exit_status"],
-            tool_data=[{"tool": t, "arguments": a, "is_error": bool(e), "data": json.loads(d) if d else {}} for t, a, e, d in rows],
-            workspace=folder / "workspace", scratch=folder / "scratch",
-        )
+            return cls.from_store(store, runs_dir(home) / run_id)
 
 
 @runtime_checkable
@@ -191,20 +248,3 @@ def _checked(fn: Any, result: Any) -> RewardResult:
         name = getattr(fn, "__qualname__", type(fn).__name__)
         raise TypeError(f"reward function {name} returned {type(result).__name__}, not a RewardResult")
     return result
-
-
-def from_verification(verification: Verification, version: str, step_rewards: list[float] | None = None) -> RewardResult:
-    """Convert a plugin's ``Verification`` into a ``RewardResult``.
-
-    Args:
-        verification: what ``Plugin.verify`` returned (reward in [0, 1], passed, summary, components).
-        version: the reward's version string (the plugin's name and its reward's revision).
-        step_rewards: per-step rewards, if the plugin computes them.
-
-    Returns:
-        A scored result: ``reward`` and ``components`` as given, ``correct = passed``.
-    """
-    return RewardResult(
-        reward=verification.reward, components=dict(verification.components), correct=verification.passed,
-        step_rewards=step_rewards, version=version, summary=verification.summary,
-    )

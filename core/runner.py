@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
 import sqlite3
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from contextlib import closing
@@ -53,7 +55,9 @@ class RunResult(BaseModel):
         status: ``finished`` (verified), or ``interrupted``/``model_error``/``crashed`` (resumable).
         exit_status: the episode's ``ExitStatus``.
         exit_detail: one line saying why.
-        reward: the verified reward in [0, 1], or None when the episode did not reach verification.
+        reward: the reward in [0, 1], or None when the episode did not reach its end or the
+            plugin's reward was not applicable (the store's ``reward_status`` says which).
+        correct: whether the plugin's reward counts the task as solved (None likewise).
         steps: model calls made.
         state: the final checkpointed state.
         patch_path: the final diff (possibly empty).
@@ -65,8 +69,44 @@ class RunResult(BaseModel):
     exit_detail: str
     reward: float | None
     steps: int
+    correct: bool | None = None
     state: EpisodeState
     patch_path: Path
+
+
+#: What a run id may look like: it names the run's folder.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def mark_killed(run_id: str, reason: str, home: Path | None = None, wait_s: float = 10.0) -> bool:
+    """Record in a run's store that its process was killed from outside (a scheduler's hard time
+    limit), so that the run says why instead of looking merely ``killed``; it stays resumable.
+
+    Args:
+        run_id: the run (it may not exist: the worker died before creating it).
+        reason: one line, stored as ``exit_detail``.
+        wait_s: seconds to wait for the killed process to release the store's lock.
+
+    Returns:
+        True when the run was found unfinished and marked ``killed``; False when there is no such
+        run, it ended after all, or its store stayed locked (another process still writes it).
+    """
+    path = runs_dir(home) / run_id / "trajectory.duckdb"
+    deadline = time.monotonic() + wait_s
+    while path.is_file():
+        try:
+            with closing(RunStore(path)) as store:
+                if store.run()["status"] == "finished":
+                    return False
+                store.update_run(status="killed", exit_detail=reason)
+                return True
+        except duckdb.Error as exc:
+            if not _is_lock_error(exc) or time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        except RunNotFound:
+            return False
+    return False
 
 
 def new_run_id() -> str:
@@ -133,7 +173,8 @@ class Run:
     def _open_parts(folder: Path, run_id: str, task: Task, policy: Policy, config: dict[str, Any], on_event: EventSink | None,
                     store: RunStore) -> Run:
         plugin = load_plugin(task.plugin)
-        sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"])
+        sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"],
+                               alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR
         ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch")
         episode = Episode(
             run_id, task, plugin, policy, store, ctx,
@@ -160,20 +201,27 @@ class Run:
         keep_checkpoints: int = 20,
         home: Path | None = None,
         on_event: EventSink | None = None,
+        run_id: str | None = None,
     ) -> Run:
         """Create a run: copy the repository, snapshot it, record the run (``execute`` starts it).
 
+        Args:
+            run_id: the run's id, when the caller chooses it (a scheduler that must find the
+                run again after killing its worker: ``mark_killed``); default ``new_run_id()``.
+
         Raises:
-            PluginNotFound, UserError: unknown plugin, the repository is not a folder, or the
-                plugin's ``validate`` refused the task.
+            PluginNotFound, UserError: unknown plugin, the repository is not a folder, the
+                plugin's ``validate`` refused the task, or ``run_id`` is taken or not a plain name.
             SandboxUnavailable: isolation was asked for and cannot start here.
         """
         plugin = load_plugin(task.plugin)  # fail before copying anything
         validate = getattr(plugin, "validate", None)
         if validate is not None:
             validate(task)  # the plugin's own check of its task files and inputs
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
         folder = runs_dir(home) / run_id
+        if not RUN_ID.fullmatch(run_id) or folder.exists() or folder.with_name(f".{run_id}.partial").exists():
+            raise UserError(f"run id {run_id!r} is taken or not a plain name (letters, digits, '.', '_', '-')")
         # Built under a hidden name and renamed when complete: a run killed while starting
         # leaves no half-made run behind for `agent runs` or `agent resume` to trip over.
         partial = folder.with_name(f".{run_id}.partial")
@@ -314,11 +362,12 @@ class Run:
             status=status, exit_status=exit_status.value, exit_detail=detail, steps=state.step,
             prompt_tokens=state.usage.prompt_tokens, cached_prompt_tokens=state.usage.cached_prompt_tokens,
             completion_tokens=state.usage.completion_tokens, cost=state.cost, active_s=state.active_s,
-            patch_path=str(patch), **({"reward": state.reward} if state.verified else {}),
-        )
+            patch_path=str(patch),
+        )  # the reward's verdict was stored by the loop's verify node (RunStore.set_reward)
         return RunResult(
             run_id=self.run_id, status=status, exit_status=exit_status, exit_detail=detail,
-            reward=state.reward if state.verified else None, steps=state.step, state=state, patch_path=patch,
+            reward=state.reward if state.verified else None, correct=state.correct if state.verified else None,
+            steps=state.step, state=state, patch_path=patch,
         )
 
     def close(self) -> None:

@@ -145,7 +145,9 @@ class EpisodeState(BaseModel):
         format_errors: consecutive malformed model outputs.
         pending: tool calls of the last assistant message not yet executed.
         done: set when the episode must stop; ``exit_status`` says why.
-        verified: set after verification and reward.
+        verified: set once the plugin's reward has judged the episode.
+        reward: the reward in [0, 1]; None before that, or when the reward was not applicable.
+        correct: whether the reward counts the task as solved (None likewise).
     """
 
     step: int = 0
@@ -160,3 +162,4 @@ class EpisodeState(BaseModel):
     exit_detail: str = ""
     verified: bool = False
     reward: float | None = None
+    correct: bool | None = None

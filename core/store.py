@@ -9,7 +9,7 @@ half-written, at one write per model call and one per tool call.
 
 Tables and views:
 
-- ``runs``: the run (task, plugin, policy, status, totals, reward, patch path);
+- ``runs``: the run (task, plugin, policy, status, totals, reward and its version, patch path);
 - ``messages``: the history (see above);
 - ``model_calls`` (view): one row per model call: step, model, prompt, cached prompt and
   completion tokens, latency in seconds;
@@ -24,13 +24,16 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from core.errors import RunNotFound
 from core.state import Message, ToolCall, Usage
 from core.text import utf8_safe
+
+if TYPE_CHECKING:
+    from core.reward import RewardResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,13 +60,21 @@ CREATE OR REPLACE VIEW model_calls AS
 CREATE OR REPLACE VIEW tool_calls AS
     SELECT seq, tool_call_id, step, name AS tool, arguments, content AS output, is_error, data, duration_s, created_at
     FROM messages WHERE role = 'tool';
+-- the reward's verdict beside the scalar (core.reward.RewardResult): scored or not applicable,
+-- which version of the reward judged it, whether the task counts as solved, per-step rewards
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS reward_status VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS reward_version VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS correct BOOLEAN;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS step_rewards JSON;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS reward_summary VARCHAR;
 CREATE TABLE IF NOT EXISTS rewards (
     name VARCHAR PRIMARY KEY, value DOUBLE, weight DOUBLE, detail JSON,
     created_at TIMESTAMPTZ DEFAULT current_timestamp
 );
 """
 
-RUN_FIELDS = ["run_id", "plugin", "task", "repo", "policy", "config", "status", "exit_status", "exit_detail", "reward", "steps", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost", "active_s", "patch_path", "created_at", "updated_at"]
+RUN_FIELDS = ["run_id", "plugin", "task", "repo", "policy", "config", "status", "exit_status", "exit_detail", "reward", "steps", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost", "active_s", "patch_path", "created_at", "updated_at",
+              "reward_status", "reward_version", "correct", "step_rewards", "reward_summary"]
 
 
 class RunStore:
@@ -125,11 +136,14 @@ class RunStore:
         Raises:
             RunNotFound: the database holds no run.
         """
-        row = self.con.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs").fetchone()
+        cursor = self.con.execute("SELECT * FROM runs")  # a store older than a column lacks it: None
+        row = cursor.fetchone()
         if row is None:
             raise RunNotFound(f"{self.path} holds no run")
-        out = dict(zip(RUN_FIELDS, row))
+        found = dict(zip([d[0] for d in cursor.description], row))
+        out = {f: found.get(f) for f in RUN_FIELDS}
         out["config"] = json.loads(out["config"]) if out["config"] else {}
+        out["step_rewards"] = json.loads(out["step_rewards"]) if out["step_rewards"] else None
         return out
 
     # -- history ----------------------------------------------------------------------------
@@ -257,15 +271,27 @@ class RunStore:
 
     # -- rewards ----------------------------------------------------------------------------
 
-    def set_rewards(self, components: dict[str, tuple[float, float, dict[str, Any]]]) -> None:
-        """Replace the reward components: ``{name: (value, weight, detail)}``, in one transaction."""
+    def set_reward(self, result: RewardResult) -> None:
+        """Store a reward's verdict, in one transaction: the run's ``reward`` (None when not
+        applicable), ``reward_status``, ``reward_version``, ``correct``, ``step_rewards`` and
+        ``reward_summary``, and its components (replacing any earlier ones)."""
+        components = {n: (c.value, c.weight, c.detail) for n, c in result.components.items()}
         with self._transaction():
-            self.con.execute("DELETE FROM rewards")
-            for name, (value, weight, detail) in components.items():
-                self.con.execute(
-                    "INSERT INTO rewards (name, value, weight, detail) VALUES (?, ?, ?, ?)",
-                    [name, value, weight, json.dumps(detail, default=str)],
-                )
+            self._replace_components(components)
+            self.update_run(
+                reward=result.reward, reward_status=result.status.value, reward_version=result.version, correct=result.correct,
+                step_rewards=json.dumps(result.step_rewards) if result.step_rewards is not None else None,
+                reward_summary=result.summary,
+            )  # fmt: skip
+
+    def _replace_components(self, components: dict[str, tuple[float, float, dict[str, Any]]]) -> None:
+        """Replace the reward components: ``{name: (value, weight, detail)}``."""
+        self.con.execute("DELETE FROM rewards")
+        for name, (value, weight, detail) in components.items():
+            self.con.execute(
+                "INSERT INTO rewards (name, value, weight, detail) VALUES (?, ?, ?, ?)",
+                [name, value, weight, json.dumps(detail, default=str)],
+            )
 
     def rewards(self) -> dict[str, dict[str, Any]]:
         """Return ``{name: {"value", "weight", "detail"}}``."""

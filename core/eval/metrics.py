@@ -42,13 +42,16 @@ def summarize(results: list[dict[str, Any]], k: int) -> dict[str, Any]:
 
     Args:
         results: one dict per episode with ``task``, ``resolved`` (bool), ``reward`` (float or
-            None: not verified, counted as 0) and ``cost`` (currency of the pricing).
+            None: not judged, counted as 0), optionally ``reward_status`` (``not_applicable``
+            episodes are left out of the mean reward, not counted as 0) and ``cost`` (currency
+            of the pricing).
         k: the k of pass@k (at most the attempts of every task).
 
     Returns:
-        ``{"tasks": {name: {"attempts", "resolved", "pass@1", "pass@k", "mean_reward", "cost"}},
+        ``{"tasks": {name: {"attempts", "resolved", "pass@1", "pass@k", "mean_reward", "not_applicable", "cost"}},
         "pass@1", "pass@k", "k", "mean_reward", "resolved_tasks", "tasks_total", "episodes", "cost"}``;
-        the overall pass@1, pass@k and mean reward are means over tasks.
+        the overall pass@1, pass@k and mean reward are means over tasks (a task whose every
+        episode was not applicable has ``mean_reward`` None and is left out of the overall mean).
     """
     by_task: dict[str, list[dict[str, Any]]] = {}
     for r in results:
@@ -56,21 +59,24 @@ def summarize(results: list[dict[str, Any]], k: int) -> dict[str, Any]:
     tasks = {}
     for name, rows in sorted(by_task.items()):
         n, c = len(rows), sum(1 for r in rows if r["resolved"])
+        judged = [r for r in rows if r.get("reward_status") != "not_applicable"]
         tasks[name] = {
             "attempts": n,
             "resolved": c,
             "pass@1": pass_at_k(n, c, 1),
             f"pass@{k}": pass_at_k(n, c, min(k, n)),
-            "mean_reward": sum(r["reward"] or 0.0 for r in rows) / n,
+            "mean_reward": sum(r["reward"] or 0.0 for r in judged) / len(judged) if judged else None,
+            "not_applicable": n - len(judged),
             "cost": sum(r["cost"] for r in rows),
         }
     count = len(tasks) or 1
+    means = [t["mean_reward"] for t in tasks.values() if t["mean_reward"] is not None]
     return {
         "tasks": tasks,
         "k": k,
         "pass@1": sum(t["pass@1"] for t in tasks.values()) / count,
         f"pass@{k}": sum(t[f"pass@{k}"] for t in tasks.values()) / count,
-        "mean_reward": sum(t["mean_reward"] for t in tasks.values()) / count,
+        "mean_reward": sum(means) / len(means) if means else None,
         "resolved_tasks": sum(1 for t in tasks.values() if t["resolved"]),
         "tasks_total": len(tasks),
         "episodes": len(results),

@@ -32,10 +32,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
 from core.eval.runner import EpisodeResult, EpisodeSpec, run_episode
+from core.runner import mark_killed, new_run_id
 
 #: Plugins whose episode holds a heavy environment (a Blender process): run in an actor each.
 HEAVY_PLUGINS = frozenset({"threed"})
@@ -126,9 +128,12 @@ class _Flight:
 
 
 def _failed(spec: EpisodeSpec, tries: int, reason: str, summary: str, seconds: float) -> EpisodeResult:
+    """The result of an episode whose worker raised, died or was killed; its run (if it got as
+    far as creating one) is marked ``killed`` with the reason, and the result links to it."""
+    found = bool(spec.run_id) and mark_killed(spec.run_id, f"{reason or 'worker failed'}: {summary[:300]}", Path(spec.home))
     return EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, plugin=spec.plugin, exit_status="error",
                          summary=summary, infra_failure=reason, tries=tries, seconds=round(seconds, 3),
-                         fail_to_pass_total=len(spec.fail_to_pass))  # fmt: skip
+                         fail_to_pass_total=len(spec.fail_to_pass), run_id=spec.run_id if found else "")  # fmt: skip
 
 
 def run_on_ray(
@@ -171,6 +176,7 @@ def run_on_ray(
                 index = next((i for i, (s, _) in enumerate(pending) if s.plugin in heavy_plugins), None) if idle_actors else None
                 spec, tries = pending[index] if index is not None else pending[0]
                 del pending[index if index is not None else 0]
+                spec = spec.model_copy(update={"run_id": new_run_id()})  # each try its own run, found again if killed
                 if spec.plugin in heavy_plugins:
                     actor = idle_actors.pop() if idle_actors else actor_cls.remote()
                     in_flight[actor.run.remote(worker, spec)] = _Flight(spec, tries, time.monotonic(), actor)

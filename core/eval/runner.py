@@ -31,7 +31,7 @@ from core.errors import HorizonError, SandboxUnavailable, UserError
 from core.eval.metrics import summarize
 from core.eval.policies import SCRIPTED, write_script
 from core.eval.tasks import EvalTask
-from core.runner import new_run_id
+from core.runner import mark_killed, new_run_id
 
 
 class EpisodeSpec(BaseModel):
@@ -51,6 +51,10 @@ class EpisodeSpec(BaseModel):
         label: the policy's name as the user gave it (``reference``, ``openai``, ...), kept in the result.
         hard_timeout_s: wall-clock seconds after which the scheduler kills the episode's worker
             (the loop's own ``limits.max_wall_s`` ends it gracefully before; this catches hangs).
+        repo: the starting tree when it is not ``task_folder/repo`` (a Terminal-Bench task's); empty: that.
+        metadata: more of the task's ``Task.metadata`` (a Terminal-Bench task's working folder and tests).
+        run_id: the run id the episode's run takes, chosen by the scheduler for each try (so
+            that it can find and mark the run after killing its worker); empty: a fresh one.
     """
 
     task: str
@@ -67,6 +71,9 @@ class EpisodeSpec(BaseModel):
     home: str
     label: str = ""
     hard_timeout_s: float = 3900.0
+    run_id: str = ""
+    repo: str = ""
+    metadata: dict[str, Any] = {}
 
 
 class EpisodeResult(BaseModel):
@@ -76,12 +83,15 @@ class EpisodeResult(BaseModel):
         task, attempt, label: which episode, and the policy's name.
         run_id: its run (``agent show RUN_ID``); empty when it could not start.
         exit_status: the episode's exit status (``error`` when it could not start).
-        reward: the plugin's verified reward in [0, 1], or None when it was not verified.
-        resolved: the plugin's verification passed, every fail-to-pass test of the task passes
+        reward: the plugin's reward in [0, 1], or None when the episode was not judged or the
+            reward was not applicable (``reward_status``).
+        reward_version, reward_status: the verdict's ``RewardResult.version`` and ``status``
+            (empty when the episode was not judged).
+        resolved: the plugin's reward counts the task as solved (``correct``), every fail-to-pass test of the task passes
             and every pass-to-pass test still passes (SWE-bench's definition).
         fail_to_pass_passed: fail-to-pass tests that pass at the end (of ``len(fail_to_pass)``).
         pass_to_pass_broken: pass-to-pass tests that do not pass at the end.
-        summary: the verification's one-line summary, or the error.
+        summary: the verdict's one-line summary, or the error.
         steps: model calls; cost: spend in the pricing's currency; seconds: wall-clock time in the worker.
         plugin: the plugin that ran it.
         infra_failure: why the episode failed for a reason that is not the policy's (worker died,
@@ -103,6 +113,8 @@ class EpisodeResult(BaseModel):
     run_id: str = ""
     exit_status: str = ""
     reward: float | None = None
+    reward_version: str = ""
+    reward_status: str = ""
     resolved: bool = False
     fail_to_pass_passed: int = 0
     fail_to_pass_total: int = 0
@@ -117,7 +129,7 @@ class EpisodeResult(BaseModel):
 
 
 def _final_outcomes(components: dict[str, Any]) -> dict[str, str] | None:
-    """The per-test outcomes at the end, from the verification's components (``detail["after"]``)."""
+    """The per-test outcomes at the end, from the verdict's components (``detail["after"]``)."""
     for component in components.values():
         detail = component.detail if hasattr(component, "detail") else component.get("detail", {})
         if isinstance(detail, dict) and isinstance(detail.get("after"), dict):
@@ -156,7 +168,7 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
         if "setup" not in seen and "start" in seen:  # the first event follows the plugin's set-up
             seen["setup"] = now - seen["last"]
         if kind == "verify":
-            seen["verification"] = data["verification"]
+            seen["verdict"] = data["reward"]
             seen["verify"] = now - seen["last"]  # from the episode's last step to the verdict
         elif kind == "tool":
             seen["tools"] += float(data.get("duration_s") or 0.0)
@@ -165,10 +177,10 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     try:
         policy = make_policy(spec.policy, load_settings())
         run = Run.start(
-            Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.task_folder) / "repo",
-                 metadata={"fail_to_pass": spec.fail_to_pass, "pass_to_pass": spec.pass_to_pass}),
+            Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.repo or Path(spec.task_folder) / "repo"),
+                 metadata={"fail_to_pass": spec.fail_to_pass, "pass_to_pass": spec.pass_to_pass, **spec.metadata}),
             policy, policy_config=spec.policy, limits=Limits(**spec.limits), pricing=Pricing(**spec.pricing),
-            isolated=spec.isolated, home=Path(spec.home), on_event=on_event,
+            isolated=spec.isolated, home=Path(spec.home), on_event=on_event, run_id=spec.run_id or None,
         )  # fmt: skip
         seen["start"] = time.monotonic() - started
         seen["last"] = time.monotonic()
@@ -187,14 +199,14 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
         return result
     result.run_id, result.exit_status = outcome.run_id, outcome.exit_status.value
     result.reward, result.steps, result.cost = outcome.reward, outcome.steps, outcome.state.cost
-    verification = seen.get("verification")
-    if verification is not None:
-        result.summary = verification.summary
-        after = _final_outcomes(verification.components) or {}
+    verdict = seen.get("verdict")
+    if verdict is not None:
+        result.summary, result.reward_version, result.reward_status = verdict.summary, verdict.version, verdict.status.value
+        after = _final_outcomes(verdict.components) or {}
         result.fail_to_pass_passed = sum(1 for t in spec.fail_to_pass if test_passes(t, after))
         result.pass_to_pass_broken = [t for t in spec.pass_to_pass if not test_passes(t, after)]
         result.resolved = (
-            verification.passed
+            bool(verdict.correct)
             and result.fail_to_pass_passed == len(spec.fail_to_pass)
             and not result.pass_to_pass_broken
         )
@@ -219,6 +231,7 @@ def episode_specs(
     home: Path,
     scripts_dir: Path,
     hard_timeout_s: float | None = None,
+    baseline_runs: int = 1,
 ) -> list[EpisodeSpec]:
     """Make the episodes of an evaluation: ``attempts`` per task, tasks in order.
 
@@ -230,6 +243,8 @@ def episode_specs(
         limits: ``Limits`` as a dict; a scripted policy gets at least one step per turn.
         hard_timeout_s: seconds after which the scheduler kills an episode (default: the
             limits' ``max_wall_s`` plus 300 s for set-up and verification).
+        baseline_runs: 2 asks the coding plugin to run each task's tests twice at set-up, so
+            that the export's non-determinism gate can tell a flaky environment (``Task.metadata``).
 
     Raises:
         UserError: a task's reference fix does not match its repository, a task's plugin is
@@ -256,7 +271,8 @@ def episode_specs(
                 task=task.name, task_folder=str(task.folder), attempt=attempt, plugin=task_plugin, hard_timeout_s=hard,
                 instruction=task.spec.instruction, fail_to_pass=task.spec.fail_to_pass,
                 pass_to_pass=task.spec.pass_to_pass, policy=config, limits=task_limits, pricing=pricing,
-                isolated=isolated, home=str(home), label=policy,
+                isolated=isolated, home=str(home), label=policy, repo=str(task.repo),
+                metadata={**task.metadata, **({"baseline_runs": baseline_runs} if baseline_runs > 1 else {})},
             ))  # fmt: skip
     return specs
 
@@ -321,14 +337,17 @@ def run_eval(
             # LangGraph threads is not safe.
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(worker, spec): spec for spec in specs}
+                named = [spec.model_copy(update={"run_id": spec.run_id or new_run_id()}) for spec in specs]
+                futures = {pool.submit(worker, spec): spec for spec in named}
                 for future in as_completed(futures):
                     spec = futures[future]
                     try:
                         record(future.result())
                     except Exception as exc:  # noqa: BLE001 - the worker process died (killed, out of memory)
+                        summary = f"worker failed: {type(exc).__name__}: {exc}"
+                        found = mark_killed(spec.run_id, f"worker died: {summary[:300]}", Path(spec.home))
                         record(EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, plugin=spec.plugin, exit_status="error",
-                                             summary=f"worker failed: {type(exc).__name__}: {exc}", infra_failure="worker died"))
+                                             summary=summary, infra_failure="worker died", run_id=spec.run_id if found else ""))
     results.sort(key=lambda r: (r.task, r.attempt))
     summary = summarize([r.model_dump() for r in results], k)
     summary.update(eval_id=out_dir.name, backend=backend, seconds=round(time.monotonic() - started, 1),

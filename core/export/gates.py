@@ -17,9 +17,14 @@ reason and the evidence. The reasons:
   of each set is kept; the others are flagged. The threshold is exact equality of that
   normalised sequence, no fuzzy similarity.
 - ``nondeterministic_environment``: the same tests, run twice on the starting files, disagreed.
-  Evidence: a test run (a tool result whose data has ``tests: {id: outcome}``) made before any
-  call that can change files, whose outcomes differ from the set-up run's (the reward detail's
-  ``before``); or two episodes with the same starting files whose set-up runs disagree.
+  Evidence: set-up ran the tests twice (``agent eval --baseline-runs 2``) and the two runs
+  disagree (the reward detail's ``before`` and ``before_rerun``); a test run (a tool result
+  whose data has ``tests: {id: outcome}``) made before any call that can change files, whose
+  outcomes differ from the set-up run's; or two episodes with the same starting files whose
+  set-up runs disagree.
+- ``reward_not_applicable``: the plugin's reward had nothing to judge (``RewardResult``'s
+  ``not_applicable``, e.g. a finance task whose filings could not be read, a repository with no
+  tests): the trajectory has no reward to learn from, which is not a reward of 0.
 - ``state_leak``: an episode did not start fresh: it started inside another run's folder, or its
   starting files carry another episode's changes (a file whose starting content is exactly what
   an earlier episode of the same task ended with, where that episode's own start differed).
@@ -38,7 +43,7 @@ from pathlib import Path, PurePosixPath
 
 from core.export.source import RunRecord, baseline_git, root_commit
 
-REASONS = ("infrastructure_failure", "reward_hacking", "near_duplicate", "nondeterministic_environment", "state_leak")
+REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "near_duplicate", "nondeterministic_environment", "state_leak")
 
 #: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
 CHECKER_CONFIG = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "noxfile.py"}
@@ -102,6 +107,13 @@ def _infrastructure(run: RunRecord) -> list[Flag]:
     return [Flag("infrastructure_failure", detail)]
 
 
+def _not_applicable(run: RunRecord) -> list[Flag]:
+    if run.row.get("status") == "finished" and run.row.get("reward_status") == "not_applicable":
+        why = run.row.get("reward_summary") or "no reason given"
+        return [Flag("reward_not_applicable", f"{run.row.get('reward_version')}: {why}")]
+    return []
+
+
 def _reward_hacking(run: RunRecord) -> list[Flag]:
     flags = []
     for name, component in run.rewards.items():
@@ -158,10 +170,18 @@ def _baseline(run: RunRecord) -> dict[str, str]:
 
 
 def _rerun_disagrees(run: RunRecord) -> list[Flag]:
-    """A test run before any file-changing call, compared with the set-up run on the same tests."""
+    """The set-up's second run (``before_rerun``, when set-up ran the tests twice) or a test run
+    before any file-changing call, compared with the set-up run on the same tests."""
     before = _baseline(run)
     if not before:
         return []
+    for component in run.rewards.values():
+        again = (component.get("detail") or {}).get("before_rerun")
+        if isinstance(again, dict):
+            differ = sorted(t for t in set(before) | set(again) if before.get(t) != again.get(t))
+            if differ:
+                shown = ", ".join(f"{t}: {before.get(t, 'absent')} then {again.get(t, 'absent')}" for t in differ[:3])
+                return [Flag("nondeterministic_environment", f"set-up ran the tests twice on the starting files and they disagreed ({shown})")]
     for call in run.tool_calls:
         tests = (call["data"] or {}).get("tests")
         if isinstance(tests, dict) and tests and not call["is_error"]:
@@ -252,7 +272,7 @@ def apply_gates(runs: list[RunRecord], runs_root: Path | None = None) -> GateRep
     """
     report = GateReport(flags={r.run_id: [] for r in runs})
     for run in runs:
-        report.flags[run.run_id] += _infrastructure(run) + _reward_hacking(run) + _rerun_disagrees(run)
+        report.flags[run.run_id] += _infrastructure(run) + _reward_hacking(run) + _not_applicable(run) + _rerun_disagrees(run)
     finished = [r for r in runs if r.row.get("status") == "finished"]
     for extra in (_duplicates(finished), _baselines_disagree(finished), _leaks(runs, runs_root)):
         for run_id, flags in extra.items():

@@ -51,19 +51,19 @@ SFT_SCHEMA = pa.schema([
 
 
 def reward_version(run: RunRecord) -> str:
-    """The reward's version string: a component's ``detail["version"]`` if the plugin records one,
-    else ``"<plugin>:unversioned"`` (the store keeps no version yet)."""
-    for component in run.rewards.values():
-        version = (component.get("detail") or {}).get("version")
-        if version:
-            return str(version)
-    return f"{run.plugin}:unversioned"
+    """The version of the reward that judged the run (``RewardResult.version``, kept in the run
+    store), or ``"<plugin>:unversioned"`` for a run judged before versions were stored."""
+    return run.row.get("reward_version") or f"{run.plugin}:unversioned"
 
 
 def is_correct(run: RunRecord) -> bool | None:
-    """Whether the task counts as solved: reward 1.0 (the store keeps the reward, not ``passed``);
-    None when the run was never verified."""
-    return None if run.reward is None else run.reward >= 1.0
+    """Whether the plugin's reward counted the task as solved (``RewardResult.correct``); None when
+    the run was not judged or the reward was not applicable. A run judged before ``correct`` was
+    stored counts as solved at reward 1.0."""
+    if run.reward is None:
+        return None
+    correct = run.row.get("correct")
+    return bool(correct) if correct is not None else run.reward >= 1.0
 
 
 def full_message(m: dict[str, Any]) -> dict[str, Any]:

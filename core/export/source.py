@@ -74,7 +74,8 @@ class RunRecord:
 
     @property
     def reward(self) -> float | None:
-        """The verified reward in [0, 1]; None when the run never reached verification (not 0)."""
+        """The reward in [0, 1]; None when the run never reached its end or its reward was not
+        applicable (``row["reward_status"]``), never 0 in those cases."""
         return self.row["reward"] if self.row.get("status") == "finished" else None
 
     @property

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
-from core.plugin import Task, Verification
+from core.plugin import Task
+from core.reward import RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
-from plugins.coding.reward import edited_test_files, file_digests, grade
+from plugins.coding.reward import REWARD_VERSION, edited_test_files, file_digests, grade
+from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
 
@@ -61,7 +63,9 @@ class CodingPlugin:
             A paragraph for the task message naming the failing tests, then the repository map
             (``SETUP_MAP_TOKENS``, biased toward what the instruction mentions).
         """
-        tests = self._baseline(ctx)
+        if is_terminal_bench(task):  # graded by its own hidden tests (plugins.coding.terminal_bench)
+            return setup_text(task, ctx.workspace)
+        tests = self._baseline(ctx, runs=int(task.metadata.get("baseline_runs", 1)))
         built = build_repo_map(ctx.workspace, task.instruction, SETUP_MAP_TOKENS)
         if not built.text:
             return tests
@@ -70,8 +74,15 @@ class CodingPlugin:
             f"or focuses on other names):\n{built.text}"
         )
 
-    def _baseline(self, ctx: ToolContext) -> str:
-        """Run the suite, save the baseline under scratch, and describe it in a paragraph."""
+    def _baseline(self, ctx: ToolContext, runs: int = 1) -> str:
+        """Run the suite, save the baseline under scratch, and describe it in a paragraph.
+
+        Args:
+            runs: 2 runs the suite a second time on the same starting files (``Task.metadata``
+                ``baseline_runs``, ``agent eval --baseline-runs 2``): tests whose outcomes differ
+                are recorded as ``flaky``, named to the agent, and flag the episode for the
+                export's non-determinism gate. It doubles the set-up's test time.
+        """
         run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
         baseline = {
             "framework": run.framework,
@@ -80,9 +91,17 @@ class CodingPlugin:
             "test_files": file_digests(ctx.workspace, test_files(ctx.workspace)),
             "original_tests": save_original_tests(ctx.workspace, ctx.scratch),
         }
+        flaky: list[str] = []
+        if runs >= 2 and run.framework is not None:
+            again = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch).outcomes
+            baseline["rerun_outcomes"] = again
+            flaky = sorted(t for t in set(run.outcomes) | set(again) if run.outcomes.get(t) != again.get(t))
+        baseline["flaky"] = flaky
         (ctx.scratch / BASELINE_FILE).write_text(json.dumps(baseline, indent=1))
         if run.framework is None:
             return "No test suite was found in this repository."
+        unstable = (f"\n{len(flaky)} test(s) gave different outcomes in two runs on the same files (flaky): "
+                    + ", ".join(flaky[:10])) if flaky else ""  # fmt: skip
         failing = sorted(t for t, o in run.outcomes.items() if o in ("failed", "error"))
         if run.timed_out:
             return (
@@ -98,20 +117,34 @@ class CodingPlugin:
             f"The {run.framework} test suite has {len(run.outcomes)} tests; {len(failing)} fail now"
             + (f":\n{listed}" if failing else ".")
             + broken
+            + unstable
         )
 
-    def verify(self, task: Task, ctx: ToolContext) -> Verification:
-        """Run the suite again, on a copy with the original test files, and grade it against the
-        baseline (see ``plugins.coding.reward`` and ``plugins.coding.grading``)."""
+    def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
+        """Run the suite again in the episode's sandbox, on a copy with the original test files,
+        and grade it against the baseline (see ``plugins.coding.reward`` and ``plugins.coding.grading``).
+
+        Returns:
+            The verdict, version ``coding-tests/N``; not applicable when the repository has no
+            test suite (at the start and at the end).
+
+        Raises:
+            ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).
+        """
+        if is_terminal_bench(task):
+            return terminal_bench_reward(task, trajectory)
+        ctx = trajectory.require_context(self.name)
         baseline = json.loads((ctx.scratch / BASELINE_FILE).read_text())
         edited = edited_test_files(baseline["test_files"], file_digests(ctx.workspace, test_files(ctx.workspace)))
         if "original_tests" in baseline:
             final, reset = grading_run(ctx.sandbox, ctx.workspace, ctx.scratch, baseline["original_tests"])
         else:  # a baseline saved before test files were kept: grade in place
             final, reset = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch), None
+        if baseline["framework"] is None and not final.outcomes:
+            return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
         declared = task.metadata
         return grade(
             baseline["outcomes"], final.outcomes, edited,
-            report_trusted=final.report_trusted, exit_code=final.exit_code, reset=reset,
+            report_trusted=final.report_trusted, exit_code=final.exit_code, reset=reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
         )  # fmt: skip

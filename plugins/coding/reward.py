@@ -10,9 +10,10 @@ FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
 
 where the targets are the tests that did not pass at the start (a pytest module that failed to
 import is one target, fixed when its tests pass at the end). With no targets (the suite was
-green), the reward is 1 when nothing broke. When no test runs at the end (no suite, or it does
-not build), nothing is verified and the reward is 0. Every test's outcome before and after is
-recorded.
+green), the reward is 1 when nothing broke. When no test runs at the end (the suite does not
+build), nothing is verified and the reward is 0; a repository with no test suite at all gives
+"not applicable" (``core.reward``), never 0. Every test's outcome before and after is recorded.
+The version, ``REWARD_VERSION``, changes whenever this definition does.
 
 The final run is made on a copy of the workspace whose test files were reset to their original
 content (``plugins.coding.grading``), as SWE-bench does, so an edited test cannot pass; editing
@@ -26,7 +27,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from core.plugin import RewardComponent, Verification
+from core.reward import RewardComponent, RewardResult
+
+#: The version of this reward, stored with every verdict (``RewardResult.version``).
+REWARD_VERSION = "coding-tests/1"
 
 
 def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
@@ -59,7 +63,8 @@ def grade(
     reset: dict[str, list[str]] | None = None,
     fail_to_pass: list[str] | None = None,
     pass_to_pass: list[str] | None = None,
-) -> Verification:
+    before_rerun: dict[str, str] | None = None,
+) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
     Args:
@@ -74,18 +79,20 @@ def grade(
         fail_to_pass, pass_to_pass: the task's declared test ids (a task suite's, SWE-bench
             style); when given they are the targets and the tests that must keep passing,
             instead of "every test failing / passing at the start".
+        before_rerun: a second set-up run's outcomes on the same starting files, when set-up
+            ran twice; kept in the ``fail_to_pass`` detail (``before_rerun``) for the export's
+            non-determinism gate. It does not change the reward.
 
     Returns:
-        The verification, with components ``fail_to_pass`` (the share, weight 1),
+        A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
         ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details.
     """
     if not after:  # no test ran at the end: nothing was verified, whatever happened before
-        return Verification(
-            reward=0.0,
-            passed=False,
-            summary="no test ran at the end (no test suite, or it does not build): nothing verified, reward 0",
+        return RewardResult(
+            reward=0.0, correct=False, version=REWARD_VERSION,
+            summary="no test ran at the end (the test suite does not build): nothing verified, reward 0",
             components={"fail_to_pass": RewardComponent(value=0.0, detail={"before": before, "after": after})},
-        )
+        )  # fmt: skip
     targets = sorted(t for t, o in before.items() if o in ("failed", "error"))
     if not before:  # the suite did not build at the start: every test it has now is a target
         targets = sorted(after)
@@ -110,10 +117,11 @@ def grade(
         summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
     else:
         summary = "no failing tests at the start; none broke"
-    detail = {"before": before, "after": after}
-    return Verification(
+    detail = {"before": before, "after": after, **({"before_rerun": before_rerun} if before_rerun is not None else {})}
+    return RewardResult(
         reward=reward,
-        passed=bool(targets) and reward == 1.0,
+        correct=bool(targets) and reward == 1.0,
+        version=REWARD_VERSION,
         summary=summary,
         components={
             "fail_to_pass": RewardComponent(value=share, weight=1.0, detail={"targets": targets, "fixed": fixed, **detail}),

@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.errors import UserError
-from core.plugin import Task, Verification
+from core.plugin import Task
+from core.reward import RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 from plugins.finance.checks import run_checks
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.ingest import ingest
 from plugins.finance.model import create_views
 from plugins.finance.questions import load_questions
-from plugins.finance.reward import grade
+from plugins.finance.reward import REWARD_VERSION, grade
 from plugins.finance.store import connect
 from plugins.finance.task import FinanceTask, TaskSpecError, load_task
 from plugins.finance.tools import FINANCE_TOOLS, finish
@@ -119,14 +120,23 @@ class FinancePlugin:
             lines.append("\nWrite a research report with write_report before finishing.")
         return "\n".join(lines)
 
-    def verify(self, task: Task, ctx: ToolContext) -> Verification:
-        """Score the recorded answers, run the accounting checks, and check the report (see ``plugins.finance.reward``)."""
+    def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
+        """Score the recorded answers, run the accounting checks, and check the report (see ``plugins.finance.reward``).
+
+        Returns:
+            The verdict, version ``finance-qa/N``; not applicable when set-up failed (the task
+            file or its filings could not be read), since the agent had nothing to work on.
+
+        Raises:
+            ValueError: the trajectory has no live ``context`` (the episode's files are read through it).
+        """
         from plugins.finance.report_tool import report_traceability
 
+        ctx = trajectory.require_context(self.name)
         files = EpisodeFiles(ctx)
         if files.task_error.is_file() or not files.task.is_file():
             reason = files.task_error.read_text() if files.task_error.is_file() else "set-up did not finish"
-            return Verification(reward=0.0, passed=False, summary=f"nothing verified: {reason}")
+            return RewardResult.not_applicable(REWARD_VERSION, f"nothing to judge: {reason}")
         spec = FinanceTask.from_json(files.read_json(files.task, {}))
         questions = load_questions(spec.questions_file, [q["qid"] for q in files.read_json(files.questions, [])]) if spec.questions_file else []
         con = connect(files.db, read_only=True)

@@ -8,25 +8,34 @@
     report         share of a report's figures that trace to a stored value or a recorded
                    derivation; counted only when the task asks for a report
 
-    reward = weighted mean of the components counted (weights 0.4, 0.2, 0.2, 0.2; components
-    with nothing to score are left out). A run that extracts nothing scores 0 on checks, and
-    a run that answers nothing scores 0 on both answer parts.
+    reward = weighted mean of the components counted (weights 0.4 answer_value, 0.2
+    answer_page, 0.2 report; components with nothing to score are left out). ``checks`` is
+    recorded with weight 0: the filings are ingested at set-up, so the identities hold or not
+    whatever the agent does, and counting them gave an episode that did nothing 0.25-0.5. It
+    counts (weight 1) only for a task with neither questions nor a report. A run that answers
+    nothing scores 0 on both answer parts. ``correct``: every counted component is 1.
+
+A task whose set-up failed (missing or unreadable filings) gets "not applicable"
+(``core.reward``): there was nothing the agent could have done. ``REWARD_VERSION`` changes
+whenever this definition does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.plugin import RewardComponent, Verification
+from core.reward import RewardComponent, RewardResult
 from plugins.finance.checks import CheckSummary
 from plugins.finance.questions import Question, score_answer
 
-WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "checks": 0.2, "report": 0.2}
+WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "report": 0.2}
+#: The version of this reward, stored with every verdict (``RewardResult.version``).
+REWARD_VERSION = "finance-qa/1"
 
 
 def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,
-          report: tuple[float, dict[str, Any]] | None) -> Verification:
-    """Combine the parts into a ``Verification``.
+          report: tuple[float, dict[str, Any]] | None) -> RewardResult:
+    """Combine the parts into a scored ``RewardResult`` (``REWARD_VERSION``).
 
     Args:
         questions: the task's questions with gold answers.
@@ -48,12 +57,10 @@ def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks:
         components["answer_page"] = RewardComponent(value=len(right_pages) / len(questions), weight=WEIGHTS["answer_page"],
                                                     detail={"correct": right_pages, "questions": len(questions)})
     failed = [f"{r.doc_name} {r.period_label}: {r.name} ({r.lhs:,.0f} vs {r.rhs:,.0f})" for r in checks.results if not r.passed]
-    components["checks"] = RewardComponent(value=checks.score, weight=WEIGHTS["checks"], detail={
+    components["checks"] = RewardComponent(value=checks.score, weight=0.0 if questions or report is not None else 1.0, detail={
         "status": checks.status, "compared": len(checks.results), "failed": failed, "uncompared_documents": checks.uncompared})
     if report is not None:
         components["report"] = RewardComponent(value=report[0], weight=WEIGHTS["report"], detail=report[1])
-    total = sum(c.weight for c in components.values())
-    reward = sum(c.value * c.weight for c in components.values()) / total
     parts = []
     if numeric:
         parts.append(f"{len(components['answer_value'].detail['correct'])}/{len(numeric)} values right")
@@ -62,5 +69,5 @@ def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks:
     parts.append(f"checks {checks.status} ({sum(r.passed for r in checks.results)}/{len(checks.results)})")
     if report is not None:
         parts.append(f"report {report[0]:.0%} traced")
-    return Verification(reward=round(reward, 6), passed=all(c.value == 1.0 for c in components.values()),
-                        summary=", ".join(parts), components=components)
+    counted = [c for c in components.values() if c.weight > 0]
+    return RewardResult.scored(REWARD_VERSION, components, correct=all(c.value == 1.0 for c in counted), summary=", ".join(parts))

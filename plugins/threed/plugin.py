@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.errors import ToolError
-from core.plugin import RewardComponent, Task, Verification
+from core.plugin import Task
+from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
-from plugins.threed.reward import grade
+from plugins.threed.reward import REWARD_VERSION, grade
 from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, task_spec, threed_tools, worker
 
@@ -61,15 +62,23 @@ class ThreeDPlugin:
         listing = ", ".join(o["name"] for o in scene["objects"]) or "none"
         return f"{spec.describe()}\n\nThe scene has {scene['total']} objects now: {listing}."
 
-    def verify(self, task: Task, ctx: ToolContext) -> Verification:
+    def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """Export every visible mesh from the final scene (modifiers applied, world coordinates)
-        and grade it (``plugins.threed.reward.grade``); then stop the episode's worker."""
+        and grade it (``plugins.threed.reward.grade``); then stop the episode's worker.
+
+        Returns:
+            The verdict, version ``threed-geometry/N``; a scene the worker cannot read scores 0.
+
+        Raises:
+            ValueError: the trajectory has no live ``context`` (the scene is read by its worker).
+        """
+        ctx = trajectory.require_context(self.name)
         spec = task_spec(ctx)
         folder = ctx.scratch / "verify-meshes"
         try:
             exported = worker(ctx).call("mesh_data", {"folder": str(folder)}, save=False, timeout_s=300)
         except ToolError as exc:
-            return Verification(reward=0.0, passed=False, summary=f"the final scene could not be read: {exc}",
+            return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
         finally:
             close_worker(ctx)

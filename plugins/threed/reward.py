@@ -9,6 +9,7 @@ Each requested object gets the checks its spec asks for (``exists``, ``closed_so
 
 With no ``task.json`` (a free-form request), every visible mesh must be a closed solid with a
 material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene scores 0.
+``REWARD_VERSION`` is stored with every verdict and changes whenever this definition does.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from typing import Any
 import numpy as np
 import trimesh
 
-from core.plugin import RewardComponent, Verification
+from core.reward import RewardComponent, RewardResult
 from plugins.threed import checks
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
+
+#: The version of this reward, stored with every verdict (``RewardResult.version``).
+REWARD_VERSION = "threed-geometry/1"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -68,11 +72,11 @@ def load_scene_meshes(exported: dict[str, Any]) -> dict[str, tuple[trimesh.Trime
     return out
 
 
-def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> Verification:
+def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> RewardResult:
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``.
 
     Returns:
-        The verification; components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
+        A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
         each with its message and measurements in ``detail``.
     """
     meshes = load_scene_meshes(exported)
@@ -110,8 +114,8 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> Verifi
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:
         summary = f"all {len(named)} checks pass"
-    return Verification(
-        reward=round(reward, 6), passed=not failing, summary=summary,
+    return RewardResult(
+        reward=round(reward, 6), correct=not failing, summary=summary, version=REWARD_VERSION,
         components={n: RewardComponent(value=c.value, weight=1.0, detail={"passed": c.passed, "message": c.message, **c.detail})
                     for n, c in named.items()},
     )

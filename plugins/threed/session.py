@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             _emit(out, {"type": "step", "step": data["step"], "tool": call.name, "args": _validated(call.name, call.arguments),
                         "ok": not data["is_error"], "output": data["output"][:2000], "seconds": round(data["duration_s"], 3)})
         elif kind == "verify":
-            _emit(out, {"type": "verify", "summary": data["verification"].summary, "reward": data["verification"].reward})
+            _emit(out, {"type": "verify", "summary": data["reward"].summary, "reward": data["reward"].reward, "version": data["reward"].version})
 
     try:
         settings = load_settings(base_url=args.base_url, model=args.model)

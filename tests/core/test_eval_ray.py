@@ -4,8 +4,8 @@ One local Ray with 2 CPUs runs 2 coding tasks, 1 3D scene (in an actor: its Blen
 and 1 finance task with their reference trajectories. The episode function is the real
 ``run_episode`` behind a wrapper that injects three faults: the worker process of one coding
 episode exits on its first try and another's sandbox is reported unavailable on its first try
-(infrastructure failures: retried), and one extra episode hangs past its hard time limit
-(killed, recorded, not retried).
+(infrastructure failures: retried), and one extra episode creates its run and then hangs past
+its hard time limit (killed, its run marked as killed with the reason, not retried).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def subset_specs(horizon_home, tmp_path):
 
 def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failures_only(subset_specs, horizon_home, tmp_path):
     specs, out_dir = subset_specs
-    hang = specs[0].model_copy(update={"task": "coding/hangs", "hard_timeout_s": 4.0})
+    hang = specs[0].model_copy(update={"task": "coding/hangs", "hard_timeout_s": 15.0})
     marker, no_sandbox = tmp_path / "worker-died-once", tmp_path / "sandbox-failed-once"
 
     def faulty(spec: EpisodeSpec):  # pickled by value into the Ray workers
@@ -58,7 +58,14 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
             no_sandbox.write_text("x")
             return EpisodeResult(task=spec.task, attempt=spec.attempt, exit_status="error", summary="SandboxUnavailable: bwrap failed",
                                  infra_failure="sandbox unavailable: bwrap failed")
-        if spec.task == "coding/hangs":
+        if spec.task == "coding/hangs":  # its run exists and is held open by this process when it is killed
+            from core.plugin import Task
+            from core.policy import ScriptedPolicy
+            from core.runner import Run
+            from core.state import Limits, Pricing
+
+            Run.start(Task(plugin="coding", instruction="hang", repo=Path(spec.task_folder) / "repo"), ScriptedPolicy([]),
+                      policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing(), home=Path(spec.home), run_id=spec.run_id)
             time.sleep(600)
         return run_episode(spec)
 
@@ -82,7 +89,7 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
         with closing(open_store(r["run_id"], horizon_home)) as store:
             assert store.run()["reward"] == 1.0 and store.tool_call_records()
         assert set(r["timings"]) == {"start", "setup", "tools", "verify", "other", "scheduler"} and r["timings"]["tools"] > 0, r
-    assert len(runs) == len(SUBSET)  # the killed and the hung attempts never made a run
+    assert len(runs) == len(SUBSET) + 1  # the killed attempt never made a run; the hung one did
     assert by_task[DIES_ONCE]["tries"] == 2 and by_task[NO_SANDBOX_ONCE]["tries"] == 2 and marker.exists() and no_sandbox.exists()
     assert all(by_task[n]["tries"] == 1 for n in SUBSET if n not in (DIES_ONCE, NO_SANDBOX_ONCE))
 
@@ -90,6 +97,7 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
     hung = by_task["coding/hangs"]
     assert hung["exit_status"] == "error" and hung["infra_failure"] == "hard time limit" and hung["tries"] == 1, hung
     assert not hung["resolved"] and "hard time limit" in hung["summary"]
+    assert runs[hung["run_id"]]["status"] == "killed" and "hard time limit" in runs[hung["run_id"]]["exit_detail"], runs[hung["run_id"]]
 
     # the summary: 4 of 5 tasks resolved, one infrastructure failure, kept on disk as returned
     assert summary["backend"] == "ray" and summary["episodes"] == 5 and summary["resolved_tasks"] == 4

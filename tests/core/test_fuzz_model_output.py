@@ -28,7 +28,8 @@ import pytest
 
 from core.compaction import compacted_steps, is_compaction
 from core.errors import ToolError
-from core.plugin import Task, Verification
+from core.plugin import Task
+from core.reward import RewardResult
 from core.policy.base import PolicyResponse
 from core.text import utf8_safe
 from core.runner import Run, open_store
@@ -420,7 +421,7 @@ def test_fuzzed_episodes_through_the_loop(python_repo, monkeypatch, episode):
     """
     if episode == 0:
         monkeypatch.setattr(CodingPlugin, "setup", lambda self, task, ctx: "")
-        monkeypatch.setattr(CodingPlugin, "verify", lambda self, task, ctx: Verification(reward=0.0, passed=False, summary="-"))
+        monkeypatch.setattr(CodingPlugin, "reward", lambda self, task, trajectory: RewardResult.not_applicable("test/1", "-"))
     real = {"shell": 2, "edit_file": 2, "static_check": 1, "run_tests": episode}
     plays = replies(SEED + 1 + episode, 200, real=real)
     finish = episode == 1

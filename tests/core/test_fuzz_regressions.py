@@ -27,7 +27,8 @@ import pytest
 
 from core import workspace as ws
 from core.compaction import compacted_steps
-from core.plugin import Task, Verification
+from core.plugin import Task
+from core.reward import RewardResult
 from core.policy.base import PolicyResponse
 from core.runner import Run, open_store
 from core.sandbox import open_sandbox
@@ -78,7 +79,7 @@ class Nasty:
 def no_grading(monkeypatch):
     """The coding plugin without its baseline and final test-suite runs (6 s of no interest here)."""
     monkeypatch.setattr(CodingPlugin, "setup", lambda self, task, ctx: "")
-    monkeypatch.setattr(CodingPlugin, "verify", lambda self, task, ctx: Verification(reward=0.0, passed=False, summary="not graded"))
+    monkeypatch.setattr(CodingPlugin, "reward", lambda self, task, trajectory: RewardResult(reward=0.0, correct=False, version="test/1", summary="not graded"))
 
 
 def test_nasty_replies_become_observations_and_the_store_reads_back(python_repo, no_grading):

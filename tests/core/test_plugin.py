@@ -9,7 +9,7 @@ from core.plugin import Plugin, discover, load_plugin
 
 THIRD_PARTY = '''
 from pydantic import BaseModel
-from core.plugin import Verification
+from core.reward import RewardResult
 from core.tools import tool
 
 class Args(BaseModel):
@@ -26,7 +26,7 @@ class EchoPlugin:
     def system_prompt(self, task): return "echo"
     def tools(self): return [echo]
     def setup(self, task, ctx): return ""
-    def verify(self, task, ctx): return Verification(reward=1.0, passed=True, summary="ok")
+    def reward(self, task, trajectory): return RewardResult(reward=1.0, correct=True, version="echo/1", summary="ok")
 '''
 
 

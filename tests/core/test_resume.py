@@ -102,3 +102,53 @@ def test_ctrl_c_interrupts_resumably(python_repo, tmp_path):
     out, _ = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, out
     check_store(folder)
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from core.plugin import Task
+from core.policy import ScriptedPolicy, load_script
+from core.runner import Run
+from core.state import Limits, Pricing
+repo, script, home, run_id = map(Path, sys.argv[1:5])
+run = Run.start(Task(plugin="coding", instruction="fix NPE", repo=repo), ScriptedPolicy(load_script(script)),
+                policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(), pricing=Pricing(), home=home, run_id=str(run_id))
+print("started", flush=True)
+time.sleep(600)  # hangs, holding the run store open, until the scheduler kills it
+"""
+
+
+def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_resumes(python_repo, tmp_path):
+    """A scheduler names the run before starting it, kills the hung process, and marks the run;
+    the run says why, and `agent resume` finishes it."""
+    from core.errors import UserError
+    from core.plugin import Task
+    from core.policy import ScriptedPolicy
+    from core.runner import Run, list_runs, mark_killed
+    from core.state import Limits, Pricing
+
+    home, script = tmp_path / "home", tmp_path / "script.jsonl"
+    script.write_text("\n".join(json.dumps(t) for t in SCRIPT) + "\n")
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(python_repo), str(script), str(home), "eval-run-1"],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline().strip() == "started"
+    assert not mark_killed("eval-run-1", "held", home, wait_s=0.5)  # its process still holds the store
+    proc.kill()
+    proc.wait()
+    assert mark_killed("eval-run-1", "hard time limit: killed after 15 s", home)
+    (row,) = list_runs(home)
+    assert (row["run_id"], row["status"], row["exit_detail"]) == ("eval-run-1", "killed", "hard time limit: killed after 15 s")
+    assert not mark_killed("no-such-run", "x", home)
+    for taken in ("eval-run-1", "../escape"):
+        try:
+            Run.start(Task(plugin="coding", instruction="x", repo=python_repo), ScriptedPolicy([]), policy_config={"kind": "scripted"},
+                      limits=Limits(), pricing=Pricing(), home=home, run_id=taken)  # fmt: skip
+        except UserError as exc:
+            assert "taken or not a plain name" in str(exc)
+        else:
+            raise AssertionError(f"run id {taken!r} was accepted")
+    resumed = start_agent(["resume", "eval-run-1"], home)
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out
+    check_store(home / "runs" / "eval-run-1")

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from core.plugin import Task
+from core.reward import Trajectory
 from core.state import ToolCall
 from core.tools import ToolResult
 from plugins.coding.plugin import CodingPlugin
@@ -129,6 +130,6 @@ def test_hidden_conftest_does_not_earn_reward(run, observe):
         "        report.outcome, report.longrepr = 'passed', None\n"
         "EOF"
     )
-    verification = plugin.verify(task, run.ctx)
+    verification = plugin.reward(task, Trajectory(context=run.ctx))
     observe(f"reward {verification.reward}: {verification.summary}")
     assert verification.reward == 0.0

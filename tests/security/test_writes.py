@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.plugin import Task
+from core.reward import Trajectory
 from plugins.coding.plugin import BASELINE_FILE, CodingPlugin
 from plugins.coding.reward import edited_test_files, file_digests, grade
 from plugins.coding.testing import test_files
@@ -250,7 +251,7 @@ def test_reward_inputs_cannot_be_rewritten(run, observe):
     )
     via_tool = edit_file({"path": f"../scratch/{BASELINE_FILE}", "old_text": "pytest", "new_text": "junit"}, run.ctx)
     via_link = edit_file({"path": "base.json", "old_text": "pytest", "new_text": "junit"}, run.ctx)
-    verification = plugin.verify(task, run.ctx)
+    verification = plugin.reward(task, Trajectory(context=run.ctx))
     observe(f"shell: {_first_error(run, result)}; edit_file: {via_tool.output[:50]}; baseline "
             f"{'unchanged' if baseline.read_bytes() == original else 'CHANGED'}; reward {verification.reward}")
     assert baseline.read_bytes() == original

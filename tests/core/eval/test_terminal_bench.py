@@ -63,7 +63,7 @@ def test_dockerfile_copies_env_args_and_folders(tmp_path):
         ARG DATA=data
         FROM --platform=linux/amd64 python:3.11-slim AS base
         ENV GREETING="hello there" \\
-            MODE=test
+            MODE=test PATH="/opt/venv/bin:$PATH"
         WORKDIR /app
         COPY ${DATA}/ ./inputs/
         COPY --chmod=755 run.sh *.cfg /app/bin/
@@ -73,7 +73,8 @@ def test_dockerfile_copies_env_args_and_folders(tmp_path):
         """, {"data/a.txt": "A", "data/sub/b.txt": "B", "run.sh": "echo", "x.cfg": "1", "y.cfg": "2"})  # fmt: skip
     task = tb.read_task(folder)
     assert task.layout == tb.LAYOUT_TB2 and task.environment.base_image == "python:3.11-slim"
-    assert task.environment.env == {"GREETING": "hello there", "MODE": "test"}
+    assert task.environment.env == {"GREETING": "hello there", "MODE": "test", "PATH": "/opt/venv/bin:"}
+    assert tb.task_metadata(task)["terminal_bench"]["env"] == {"GREETING": "hello there", "MODE": "test"}  # not PATH
     assert (task.test_timeout_s, task.agent_timeout_s) == (30.0, 90.0)
     tree = tmp_path / "tree"
     tb.build_start_tree(task, tree)
@@ -164,3 +165,39 @@ def test_alias_must_be_a_place_a_folder_can_be_bound(tmp_path):
             BwrapSandbox(tmp_path / "ws", tmp_path / "scratch", alias=bad)
     with pytest.raises(UserError, match="only the sandbox can provide"):
         open_sandbox(tmp_path / "ws", tmp_path / "scratch", isolated=False, alias="/app")
+
+
+# --------------------------------------------------------------------------- episodes
+
+
+@needs_bwrap
+@pytest.mark.parametrize("policy, solved", [("reference", True), ("finish-only", False)])
+def test_episode_is_graded_by_the_tasks_own_tests(horizon_home, tmp_path, policy, solved):
+    from core.reward import Trajectory
+
+    (task,) = ev.load_suite(SUITE, ["log-pipeline"])
+    (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy=policy, policy_config=None, limits={"max_steps": 5},
+                               pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path / "scripts")  # fmt: skip
+    result = ev.run_episode(spec)
+    assert result.exit_status == "submitted" and result.run_id, result
+    assert (result.reward, result.resolved, result.reward_version) == (1.0 if solved else 0.0, solved, "terminal-bench/1"), result
+    trajectory = Trajectory.from_run(result.run_id, horizon_home)
+    workspace = trajectory.workspace
+    assert (workspace / "top_ips.txt").exists() == solved  # the solution wrote through /app into the workspace
+    opening = trajectory.messages[1].content
+    assert "/app" in opening and "test_outputs" not in opening  # told where the files are, not shown the tests
+    assert not any(p.name == "test_outputs.py" for p in workspace.rglob("*"))  # the tests never enter the workspace
+    shell = [t for t in trajectory.tool_data if t["tool"] == "shell"]
+    assert [t["is_error"] for t in shell] == ([False] if solved else [])
+
+
+def test_eval_command_resolves_the_suite_with_the_reference_solutions(horizon_home):
+    from typer.testing import CliRunner
+
+    from core.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "coding", str(SUITE), "--policy", "reference", "--workers", "2", "--backend", "processes"])
+    assert result.exit_code == 0, result.output
+    brief = json.loads(result.output[result.output.index("\n{") :])
+    assert (brief["episodes"], brief["resolved_tasks"], brief["tasks_total"]) == (3, 3, 3), brief
+    assert all(brief["tasks"][name]["pass@1"] == 1.0 and brief["tasks"][name]["mean_reward"] == 1.0 for name in NAMES)

@@ -23,7 +23,7 @@ def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactl
     assert {f.reason for f in hacking} == {"reward_hacking"}
     assert any("tests/test_service.py" in f.detail for f in hacking)
     counts = report.counts()
-    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "near_duplicate": 0,
+    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "reward_not_applicable": 0, "near_duplicate": 0,
                       "nondeterministic_environment": 0, "state_leak": 0}
     assert list(counts) == list(REASONS)
     table = report.table()
@@ -108,3 +108,33 @@ def test_tests_that_disagree_on_the_starting_files_flag_the_environment(tmp_path
     (flag,) = apply_gates([run]).flags[run.run_id]
     assert flag.reason == "nondeterministic_environment"
     assert "test_passes_only_on_a_fresh_checkout: passed then failed" in flag.detail
+
+
+def test_set_up_that_runs_the_tests_twice_flags_a_flaky_environment(tmp_path):
+    """With ``baseline_runs: 2`` the coding plugin runs the suite twice on the starting files; a
+    test that depends on what the first run left behind disagrees, and the gate says so."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "tests" / "test_calc.py").write_text(
+        "from pathlib import Path\n\nfrom calc import add\n\n\n"
+        "def test_add():\n    assert add(2, 2) == 4\n\n\n"
+        "def test_first_run_only():  # depends on state the previous run left\n"
+        "    marker = Path(__file__).parents[1] / '.ran'\n    seen = marker.exists()\n    marker.write_text('x')\n    assert not seen\n"
+    )
+    events: list[tuple[str, dict]] = []
+    run = Run.start(Task(plugin="coding", instruction="add() subtracts", repo=repo, metadata={"baseline_runs": 2}),
+                    ScriptedPolicy([{"tool": "finish", "arguments": {"summary": "-"}}]), policy_config={"kind": "scripted"},
+                    limits=Limits(max_steps=3), pricing=Pricing(), home=tmp_path / "home", on_event=lambda k, d: events.append((k, d)))  # fmt: skip
+    try:
+        result = run.execute()
+    finally:
+        run.close()
+    setup = next(d["text"] for k, d in events if k == "setup")
+    assert "tests/test_calc.py::test_first_run_only" in setup and "flaky" in setup
+    record = load_run(result.run_id, tmp_path / "home")
+    detail = record.rewards["fail_to_pass"]["detail"]
+    assert detail["before"]["tests/test_calc.py::test_first_run_only"] == "passed"
+    assert detail["before_rerun"]["tests/test_calc.py::test_first_run_only"] == "failed"
+    flags = apply_gates([record]).flags[result.run_id]
+    assert [f.reason for f in flags] == ["nondeterministic_environment"] and "set-up ran the tests twice" in flags[0].detail

@@ -1,24 +1,74 @@
-"""The shared reward interface: results, not-applicable, sync and async reward functions."""
+"""The shared reward interface: results, not-applicable, sync and async reward functions, and
+the plugins' rewards stored with their version by real runs."""
 
 import asyncio
+from contextlib import closing
 
 import pytest
 from pydantic import ValidationError
 
-from core.plugin import RewardComponent, Task, Verification
-from core.reward import NOT_APPLICABLE, RewardFn, RewardResult, Trajectory, aevaluate, evaluate, from_verification
-from core.state import Message
+from core.eval.metrics import summarize
+from core.export.gates import apply_gates
+from core.export.sft import is_correct, reward_version
+from core.export.source import load_run
+from core.plugin import RewardComponent, Task
+from core.policy import ScriptedPolicy
+from core.reward import NOT_APPLICABLE, RewardFn, RewardResult, Trajectory, aevaluate, evaluate
+from core.runner import Run, open_store
+from core.state import Limits, Message, Pricing
+from plugins.coding.plugin import CodingPlugin
 
 TASK = Task(plugin="coding", instruction="fix it")
 TRAJ = Trajectory(messages=[Message(role="user", content="fix it")])
 
 
-def test_from_verification_keeps_reward_components_and_correctness():
-    v = Verification(reward=0.5, passed=False, summary="1/2", components={
-        "fail_to_pass": RewardComponent(value=0.5, weight=1.0), "tests_untouched": RewardComponent(value=1.0, weight=0.0)})
-    r = from_verification(v, "coding-tests/1", step_rewards=[0.0, 0.5])
-    assert (r.reward, r.correct, r.version, r.step_rewards, r.applicable) == (0.5, False, "coding-tests/1", [0.0, 0.5], True)
-    assert r.components["fail_to_pass"].value == 0.5 and r.weighted_mean() == 0.5
+def test_scored_result_is_the_weighted_mean_of_its_components():
+    r = RewardResult.scored("coding-tests/1", {
+        "fail_to_pass": RewardComponent(value=0.5, weight=1.0), "tests_untouched": RewardComponent(value=0.0, weight=0.0),
+        "style": RewardComponent(value=1.0, weight=3.0)}, correct=False, summary="1/2")
+    assert (r.reward, r.correct, r.version, r.applicable) == (0.875, False, "coding-tests/1", True)
+    with pytest.raises(ValueError, match="no component has weight"):
+        RewardResult.scored("v/1", {"gate": RewardComponent(value=1.0, weight=0.0)}, correct=True, summary="")
+
+
+def test_a_finished_run_stores_the_verdict_with_its_version(episodes):
+    """The coding plugin's reward is judged through the interface and stored whole with the run."""
+    fixed, hacked = episodes.ids["py_fix"], episodes.ids["py_test_edit"]
+    with closing(open_store(fixed, episodes.home)) as store:
+        row = store.run()
+    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/1", True)
+    assert row["reward_summary"] == "2/2 failing tests now pass, no regressions"
+    run = load_run(hacked, episodes.home)
+    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/1")
+    trajectory = Trajectory.from_run(fixed, episodes.home)
+    assert trajectory.exit_status == "submitted" and trajectory.context is None
+    assert any(d["tool"] == "edit_file" for d in trajectory.tool_data)
+    with pytest.raises(ValueError, match="ToolContext"):  # the coding reward runs the tests in the episode's sandbox
+        CodingPlugin().reward(Task(plugin="coding", instruction="x"), trajectory)
+
+
+def test_a_repository_without_tests_is_not_applicable_not_zero(tmp_path):
+    """Nothing to judge the change by: the run's reward is None with status not_applicable, the
+    eval metrics leave it out of the mean, and the export gates flag it."""
+    repo = tmp_path / "tool"
+    repo.mkdir()
+    (repo / "tool.py").write_text("def double(x):\n    return x * 3\n")
+    run = Run.start(Task(plugin="coding", instruction="double() triples", repo=repo),
+                    ScriptedPolicy([{"tool": "finish", "arguments": {"summary": "looked"}}]), policy_config={"kind": "scripted"},
+                    limits=Limits(max_steps=3), pricing=Pricing(), home=tmp_path / "home")  # fmt: skip
+    try:
+        result = run.execute()
+    finally:
+        run.close()
+    assert result.status == "finished" and result.reward is None and result.correct is None
+    record = load_run(result.run_id, tmp_path / "home")
+    assert (record.row["reward_status"], record.row["reward_version"]) == ("not_applicable", "coding-tests/1")
+    assert "no test suite" in record.row["reward_summary"]
+    report = apply_gates([record])
+    assert [f.reason for f in report.flags[result.run_id]] == ["reward_not_applicable"]
+    summary = summarize([{"task": "t", "resolved": False, "reward": None, "reward_status": "not_applicable", "cost": 0.0},
+                         {"task": "u", "resolved": True, "reward": 1.0, "reward_status": "scored", "cost": 0.0}], k=1)
+    assert summary["tasks"]["t"]["mean_reward"] is None and summary["mean_reward"] == 1.0
 
 
 def test_not_applicable_is_not_zero():

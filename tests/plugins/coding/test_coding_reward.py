@@ -7,9 +7,9 @@ BEFORE = {"t1": "failed", "t2": "error", "t3": "passed", "t4": "skipped"}
 
 def test_share_of_fixed_targets():
     v = grade(BEFORE, {"t1": "passed", "t2": "failed", "t3": "passed", "t4": "skipped"}, [])
-    assert v.reward == 0.5 and not v.passed
+    assert v.reward == 0.5 and not v.correct
     v = grade(BEFORE, {"t1": "passed", "t2": "passed", "t3": "passed"}, [])
-    assert v.reward == 1.0 and v.passed and v.components["fail_to_pass"].detail["fixed"] == ["t1", "t2"]
+    assert v.reward == 1.0 and v.correct and v.components["fail_to_pass"].detail["fixed"] == ["t1", "t2"]
 
 
 def test_a_broken_test_or_an_edited_test_file_gives_zero():
@@ -35,7 +35,7 @@ def test_declared_fail_to_pass_and_pass_to_pass_replace_the_baseline_guess():
     guessed = grade(before, after, [])
     assert guessed.reward == 0.0  # every test failing at the start counted, every passing one kept
     declared = grade(before, after, [], fail_to_pass=["t::target"], pass_to_pass=["t::kept"])
-    assert (declared.reward, declared.passed) == (1.0, True)
+    assert (declared.reward, declared.correct) == (1.0, True)
     assert declared.components["fail_to_pass"].detail["targets"] == ["t::target"]
     broken = grade(before, {**after, "t::kept": "failed"}, [], fail_to_pass=["t::target"], pass_to_pass=["t::kept"])
     assert broken.reward == 0.0 and "t::kept" in broken.summary

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.plugin import Task
+from core.reward import Trajectory
 from core.sandbox import open_sandbox
 from core.tools import ToolContext
 from plugins.coding.plugin import CodingPlugin
@@ -220,7 +221,7 @@ def episode(tmp_path: Path, edits: list[tuple[str, str, str]]):
         path = ctx.workspace / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(path.read_text().replace(old, new) if old else new)
-    return ctx, plugin.verify(task, ctx)
+    return ctx, plugin.reward(task, Trajectory(context=ctx))
 
 
 FAKE_CONFTEST = (
@@ -234,7 +235,7 @@ def test_tests_are_reset_before_grading_and_edits_still_score_zero(tmp_path):
     weakened = ("tests/test_core.py", "assert neg(1) == -1", "assert neg(1) == 1")
     planted = ("tests/conftest.py", "", FAKE_CONFTEST)  # would turn every failure into a pass
     ctx, verification = episode(tmp_path, [fix, weakened, planted])
-    assert not verification.passed and verification.reward == 0.0  # test files were edited
+    assert not verification.correct and verification.reward == 0.0  # test files were edited
     detail = verification.components["fail_to_pass"].detail
     # Graded against the original tests, without the planted conftest: the real fix shows.
     assert detail["after"] == {"tests/test_core.py::test_add": "passed", "tests/test_core.py::test_neg": "passed"}
@@ -255,5 +256,5 @@ def test_a_report_that_contradicts_the_exit_code_is_not_believed(tmp_path):
     assert verification.components["fail_to_pass"].detail["fixed"] == ["tests/test_core.py::test_add"]  # the report says so
     assert verification.components["exit_code_agrees"].value == 0.0
     assert verification.components["exit_code_agrees"].detail == {"exit_code": 3}
-    assert verification.reward == 0.0 and not verification.passed
+    assert verification.reward == 0.0 and not verification.correct
     assert "exited with code 3, which contradicts its report" in verification.summary

@@ -99,7 +99,7 @@ def test_the_report_in_the_workspace_traces_every_figure(episode):
     assert share == 1.0 and detail["figures"] > 300 and not detail["problems"] and not detail["numbers_without_figure"]
 
 
-def test_a_wrong_answer_is_refused_and_an_unanswered_run_scores_low(filings_db, use_cache, tmp_path):
+def test_a_wrong_answer_is_refused_and_an_unanswered_run_scores_zero(filings_db, use_cache, tmp_path):
     turns = [
         {"tool": "answer_question", "arguments": {"question_id": "financebench_id_03029", "document": "3M_2018_10K", "page": 60,
                                                   "value": 1600, "unit": "USD", "scale": "millions", "formula": "-{3M_2018_10K:p60:l24:c0}"}},
@@ -128,8 +128,9 @@ def test_a_wrong_answer_is_refused_and_an_unanswered_run_scores_low(filings_db, 
     assert "read-only" in outputs[4]
     assert "no document 'NOPE'" in outputs[5] and "3M_2018_10K" in outputs[5]
     assert rewards["answer_value"]["value"] == 0.0 and rewards["answer_page"]["value"] == 0.0
-    assert rewards["checks"]["value"] == 1.0  # the extraction itself is sound
-    assert result.reward == pytest.approx(0.2 / 0.8)
+    assert rewards["checks"]["value"] == 1.0  # the extraction itself is sound...
+    assert rewards["checks"]["weight"] == 0.0  # ...but set-up did it, not the agent: it earns nothing
+    assert result.reward == 0.0 and result.correct is False
 
 
 def test_a_task_folder_without_task_json_is_refused_before_the_run(use_cache, tmp_path):
