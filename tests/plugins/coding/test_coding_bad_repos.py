@@ -187,12 +187,14 @@ def test_repository_without_tests(tmp_path):
         FINISH,
     ]
     result, stored = run(repo, turns)
-    assert_ended_unverified(result, stored, turns)
+    assert not stored["crash"] and result.status == "finished" and result.exit_status == ExitStatus.SUBMITTED
+    row = stored["row"]  # nothing to judge the change by: not applicable, which is not 0
+    assert (result.reward, row["reward"], row["reward_status"], row["correct"]) == (None, None, "not_applicable", None)
+    assert "no test suite" in row["reward_summary"] and stored["rewards"] == {}
     assert "No test suite was found" in stored["task"]
     tests, search, _ = stored["calls"]
     assert tests["is_error"] and "no tests found" in tests["output"]
     assert not search["is_error"] and "calc/core.py:1:" in search["output"]
-    assert stored["rewards"]["fail_to_pass"]["detail"] == {"before": {}, "after": {}}
 
 
 def test_test_files_without_any_test(tmp_path):
