@@ -1,0 +1,81 @@
+"""Terminal-Bench task folders for ``agent eval``, run in Horizon's sandbox instead of Docker.
+
+Two layouts are read (``suites/README.md``, "Terminal-Bench tasks"):
+
+* Terminal-Bench 2 (Harbor's task format)::
+
+      TASK/instruction.md          what the agent is asked (Markdown)
+      TASK/task.toml               [metadata] (free-form), [agent] timeout_sec, [verifier] timeout_sec and env,
+                                   [environment] (resources; docker_image: a prebuilt image, refused)
+      TASK/environment/Dockerfile  the container; environment/ is its build context
+      TASK/tests/test.sh           the verifier (writes /logs/verifier/reward.txt), plus test_*.py
+      TASK/solution/solve.sh       the reference solution (optional)
+
+* Terminal-Bench 1: ``task.yaml`` (``instruction``, ``max_agent_timeout_sec``,
+  ``max_test_timeout_sec``, ...), ``Dockerfile`` and ``docker-compose.yaml`` at the task's root
+  (the build context), ``run-tests.sh``, ``solution.sh`` (or ``solution.yaml``, keystrokes: not
+  replayed), ``tests/``.
+
+Sources: Harbor's documentation, https://harborframework.com/docs/tasks,
+https://harborframework.com/docs/task-difference and https://harborframework.com/docs/task-tutorial;
+for Terminal-Bench 1, the ``terminal-bench`` 0.2.18 wheel on PyPI (its ``Task`` model in
+``terminal_bench/handlers/trial_handler.py``, its task template in ``terminal_bench/cli/template-task/``,
+and ``/tests``, where the harness copies the tests, in ``terminal_bench/terminal/docker_compose_manager.py``).
+The wheel ships no benchmark tasks, only that template; the tasks in ``suites/terminal-bench/`` are ours.
+
+Without Docker. The Dockerfile is read, not built:
+
+* ``WORKDIR`` (the last one) is where the tests expect the files (usually ``/app``): the episode's
+  workspace is shown there by the sandbox (``BwrapSandbox``'s ``alias``), so the agent's commands
+  and the tests see ``/app``; the file tools see the same files relative to the workspace;
+* ``COPY``/``ADD`` of files from the build context make the starting tree (the episode's ``repo``,
+  built once into ``$HORIZON_HOME/cache/terminal-bench/``); their targets must lie inside the
+  final ``WORKDIR``;
+* ``ENV`` and ``ARG`` values are recorded (and substituted in later lines); the tests run with
+  ``ENV`` (but ``PATH``, ``HOME`` and the like: ``KEPT_ENV``), the reference solution exports it;
+  the agent's commands do not get it;
+* ``FROM`` any single image is accepted: commands run with this machine's programs and Horizon's
+  Python, not the image's, which is enough for tasks whose tests need Python and the standard tools;
+* ``RUN`` is accepted only where it changes nothing Horizon lacks: ``mkdir`` inside the working
+  folder (made in the starting tree) and ``pip install`` of distributions Horizon's Python already
+  has (at a matching version). CMD, ENTRYPOINT, LABEL, EXPOSE, USER, VOLUME and the like do not
+  shape the files and are ignored.
+
+Refused, with a ``UserError`` that names the file, the line and why ("needs Docker: ..."): any
+other ``RUN`` (``apt-get``, ``curl``, ``wget``, ``uv``, a ``pip install`` of something missing),
+a second ``FROM`` (multi-stage build) or ``COPY --from``, ``ADD`` of a URL or an archive, a copy
+to a path outside the working folder or from outside the build context, a ``.dockerignore`` with
+``!`` exceptions, a Dockerfile without ``WORKDIR``, a ``docker-compose.yaml`` with more than the
+one service built from the task's Dockerfile (Terminal-Bench 1) or any in ``environment/``
+(Harbor), and a Harbor task with a prebuilt ``docker_image`` and no Dockerfile.
+
+The tests' ``test.sh``/``run-tests.sh`` are not run (they install uv or pytest from the network):
+the grader (``plugins.coding.terminal_bench``) runs the task's ``test_*.py``/``*_test.py`` files with
+Horizon's pytest, in the sandbox, from a copy of ``tests/`` in the run's scratch folder. Tests that
+read their own files through ``/tests/...`` or need packages Horizon's Python lacks fail there.
+The agent's time limit (``[agent] timeout_sec``) is recorded, not enforced: ``agent eval
+--time-limit`` is.
+"""
+
+from core.eval.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile
+from core.eval.terminal_bench.start import build_start_tree, start_tree
+from core.eval.terminal_bench.task import (
+    ALIAS_KEY,
+    DEFAULT_TEST_TIMEOUT_S,
+    KEPT_ENV,
+    LAYOUT_TB1,
+    LAYOUT_TB2,
+    METADATA_KEY,
+    TerminalBenchTask,
+    detect_layout,
+    load_eval_task,
+    read_task,
+    reference_turns,
+    task_metadata,
+)
+
+__all__ = [
+    "ALIAS_KEY", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "Copy", "Environment",
+    "TerminalBenchTask", "build_start_tree", "detect_layout", "load_eval_task", "parse_dockerfile", "read_task",
+    "reference_turns", "start_tree", "task_metadata",
+]

@@ -1,0 +1,245 @@
+"""A Terminal-Bench task folder (either layout) read and checked, and what an episode of it carries."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import UserError
+from core.eval.terminal_bench.dockerfile import Environment, parse_dockerfile
+from core.eval.terminal_bench.start import start_tree
+
+LAYOUT_TB2 = "terminal-bench-2"
+LAYOUT_TB1 = "terminal-bench-1"
+#: The ``Task.metadata`` key that carries a Terminal-Bench task (``task_metadata``).
+METADATA_KEY = "terminal_bench"
+#: The ``Task.metadata`` key the runner reads: where the sandbox shows the workspace a second time.
+ALIAS_KEY = "workspace_alias"
+#: Variables the Dockerfile's ENV does not change here: the sandbox's own stay (an image's
+#: ``ENV PATH=/opt/x/bin:$PATH`` names folders of the image, not of this machine).
+KEPT_ENV = frozenset({"PATH", "HOME", "TMPDIR", "LD_LIBRARY_PATH", "LD_PRELOAD"})
+#: Seconds the tests may run when the task does not say (Terminal-Bench 1's own default is 60).
+DEFAULT_TEST_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class TerminalBenchTask:
+    """A Terminal-Bench task folder, read and checked.
+
+    Attributes:
+        folder: the task folder (absolute).
+        layout: ``terminal-bench-2`` (Harbor) or ``terminal-bench-1``.
+        instruction: what the agent is asked.
+        environment: the Dockerfile, read.
+        tests_dir: the task's ``tests/`` folder (may be missing: then no tests).
+        tests: its pytest files, relative to ``tests_dir`` (POSIX), sorted.
+        solution: ``solve.sh``/``solution.sh``, or None.
+        test_timeout_s: seconds the tests may run.
+        agent_timeout_s: the agent's time limit in seconds, as the task gives it (not enforced).
+        test_env: extra environment of the tests (Harbor's ``[verifier] env``).
+        config: the task file as read (``task.toml`` or ``task.yaml``).
+    """
+
+    folder: Path
+    layout: str
+    instruction: str
+    environment: Environment
+    tests_dir: Path
+    tests: list[str]
+    solution: Path | None
+    test_timeout_s: float
+    agent_timeout_s: float | None
+    test_env: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The task's name: its folder's."""
+        return self.folder.name
+
+
+def detect_layout(folder: Path) -> str | None:
+    """``terminal-bench-2`` for ``instruction.md`` + ``task.toml`` + ``environment/``,
+    ``terminal-bench-1`` for ``task.yaml``, else None (not a Terminal-Bench task folder)."""
+    if (folder / "instruction.md").is_file() and (folder / "task.toml").is_file() and (folder / "environment").is_dir():
+        return LAYOUT_TB2
+    if (folder / "task.yaml").is_file():
+        return LAYOUT_TB1
+    return None
+
+
+def read_task(folder: Path) -> TerminalBenchTask:
+    """Read a Terminal-Bench task folder (either layout) and check it can run without Docker.
+
+    Raises:
+        UserError: not a Terminal-Bench task folder, an unreadable task file, or an environment
+            that needs Docker; the message names the file (and line) and why.
+    """
+    folder = folder.resolve()
+    layout = detect_layout(folder)
+    if layout is None:
+        raise UserError(f"{folder} is not a Terminal-Bench task folder: it needs instruction.md, task.toml and "
+                        "environment/ (Terminal-Bench 2), or task.yaml (Terminal-Bench 1)")
+    if layout == LAYOUT_TB2:
+        config = _read_toml(folder / "task.toml")
+        instruction = (folder / "instruction.md").read_text(encoding="utf-8")
+        verifier, agent, env_table = (_table(config, key, folder / "task.toml") for key in ("verifier", "agent", "environment"))
+        if (folder / "environment" / "docker-compose.yaml").is_file() or (folder / "environment" / "docker-compose.yml").is_file():
+            raise UserError(f"{folder / 'environment'}: needs Docker: a docker-compose file defines the environment's services")
+        dockerfile = folder / "environment" / "Dockerfile"
+        if not dockerfile.is_file():
+            image = env_table.get("docker_image")
+            why = f"it runs the prebuilt image {image}" if image else "it has no environment/Dockerfile"
+            raise UserError(f"{folder / 'task.toml'}: needs Docker: {why}")
+        environment = parse_dockerfile(dockerfile, folder / "environment")
+        test_timeout = _seconds(verifier.get("timeout_sec"), DEFAULT_TEST_TIMEOUT_S, folder / "task.toml")
+        agent_timeout = _seconds(agent.get("timeout_sec"), None, folder / "task.toml")
+        test_env = {str(k): str(v) for k, v in dict(verifier.get("env") or {}).items()}
+        solution = folder / "solution" / "solve.sh"
+    else:
+        config = _read_yaml(folder / "task.yaml")
+        instruction = config.get("instruction")
+        if not isinstance(instruction, str) or not instruction.strip():
+            raise UserError(f"{folder / 'task.yaml'} is not a valid task file: instruction: a non-empty text is required")
+        dockerfile = _tb1_dockerfile(folder)
+        environment = parse_dockerfile(dockerfile, folder)
+        test_timeout = _seconds(config.get("max_test_timeout_sec"), DEFAULT_TEST_TIMEOUT_S, folder / "task.yaml")
+        agent_timeout = _seconds(config.get("max_agent_timeout_sec"), None, folder / "task.yaml")
+        test_env = {}
+        solution = folder / "solution.sh"
+    if not instruction.strip():
+        raise UserError(f"{folder / 'instruction.md'} is empty; it holds what the agent is asked")
+    tests_dir = folder / "tests"
+    tests = sorted(
+        p.relative_to(tests_dir).as_posix() for p in tests_dir.rglob("*.py")
+        if p.is_file() and (p.name.startswith("test_") or p.name.endswith("_test.py"))
+    ) if tests_dir.is_dir() else []  # fmt: skip
+    return TerminalBenchTask(
+        folder=folder, layout=layout, instruction=instruction.strip(), environment=environment, tests_dir=tests_dir,
+        tests=tests, solution=solution if solution.is_file() else None, test_timeout_s=test_timeout,
+        agent_timeout_s=agent_timeout, test_env=test_env, config=config,
+    )  # fmt: skip
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path} is not a valid task file: {exc}") from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{path} is not a valid task file: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise UserError(f"{path} is not a valid task file: it holds no mapping of fields")
+    return loaded
+
+
+def _table(config: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = config.get(key, {})
+    if not isinstance(value, dict):
+        raise UserError(f"{path} is not a valid task file: [{key}] must be a table")
+    return value
+
+
+def _seconds(value: Any, default: float | None, path: Path) -> float | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise UserError(f"{path} is not a valid task file: a timeout must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _tb1_dockerfile(folder: Path) -> Path:
+    """The Dockerfile a Terminal-Bench 1 task's docker-compose.yaml builds (default ``Dockerfile``).
+
+    Raises:
+        UserError: the compose file defines more than one service, or a service without a build.
+    """
+    compose = folder / "docker-compose.yaml"
+    name = "Dockerfile"
+    if compose.is_file():
+        services = _read_yaml(compose).get("services") or {}
+        if not isinstance(services, dict) or len(services) != 1:
+            names = ", ".join(services) if isinstance(services, dict) else "?"
+            raise UserError(f"{compose}: needs Docker: it defines the services {names}; only one, built from the task's Dockerfile, can run here")
+        (service,) = services.values()
+        build = (service or {}).get("build")
+        if build is None:
+            raise UserError(f"{compose}: needs Docker: its service runs an image instead of building the task's Dockerfile")
+        if isinstance(build, dict):
+            if build.get("context", ".") not in (".", "./"):
+                raise UserError(f"{compose}: needs Docker: its build context is {build['context']}, not the task folder")
+            name = build.get("dockerfile", name)
+    dockerfile = (folder / name).resolve()
+    if not dockerfile.is_file() or not dockerfile.is_relative_to(folder):
+        raise UserError(f"task {folder.name}: the Dockerfile {folder / name} is missing")
+    return dockerfile
+
+def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
+    """What a run of the task carries in ``Task.metadata`` (JSON values).
+
+    Returns:
+        ``{"workspace_alias": workdir, "terminal_bench": {"folder", "layout", "workdir", "env",
+        "base_image", "tests", "test_timeout_s", "test_env", "agent_timeout_s"}}``; ``env`` is
+        the Dockerfile's ``ENV`` but ``KEPT_ENV`` (the image's own paths would break this machine's).
+    """
+    env = task.environment
+    return {
+        ALIAS_KEY: env.workdir,
+        METADATA_KEY: {
+            "folder": str(task.folder), "layout": task.layout, "workdir": env.workdir,
+            "env": {k: v for k, v in env.env.items() if k not in KEPT_ENV},
+            "base_image": env.base_image, "tests": list(task.tests), "test_timeout_s": task.test_timeout_s,
+            "test_env": dict(task.test_env), "agent_timeout_s": task.agent_timeout_s,
+        },
+    }  # fmt: skip
+
+
+def load_eval_task(folder: Path, home: Path | None = None) -> Any:
+    """Read a Terminal-Bench task folder as an ``EvalTask`` of the coding plugin (its starting
+    tree built, see ``start_tree``; its facts in ``metadata``, see ``task_metadata``).
+
+    Raises:
+        UserError: see ``read_task``.
+    """
+    from core.eval.tasks import EvalTask, TaskSpec
+
+    task = read_task(folder)
+    # model_construct: TaskSpec's checks are of task.json's coding fields (fail_to_pass, source),
+    # which a Terminal-Bench task has not; it is graded by its own tests.
+    spec = TaskSpec.model_construct(instruction=task.instruction, plugin="coding")
+    return EvalTask(name=task.name, folder=task.folder, spec=spec, start=start_tree(task, home), metadata=task_metadata(task))
+
+
+def reference_turns(folder: Path, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's solution script run by the coding plugin's ``shell`` tool in the working folder
+    (with the Dockerfile's ENV exported), then ``finish``.
+
+    Raises:
+        UserError: the task has no ``solve.sh``/``solution.sh`` (a ``solution.yaml`` of keystrokes
+            is not replayed), or its ``solution/`` holds other files the script could need.
+    """
+    import shlex
+
+    task = read_task(folder)
+    if task.solution is None:
+        raise UserError(f"task {task.name} has no solution script (solution/solve.sh or solution.sh) for --policy reference")
+    others = [p.name for p in task.solution.parent.iterdir() if p != task.solution] if task.layout == LAYOUT_TB2 else []
+    if others:
+        raise UserError(f"task {task.name}: --policy reference runs solution/solve.sh alone; its solution/ also holds {', '.join(sorted(others))}")
+    tb = metadata[METADATA_KEY]
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in tb["env"].items())
+    script = f"cd {shlex.quote(tb['workdir'])}\n{exports}{task.solution.read_text(encoding='utf-8')}"
+    timeout = min(600.0, tb["agent_timeout_s"] or 600.0)
+    return [
+        {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},
+        {"tool": "finish", "arguments": {"summary": f"ran the reference solution of {task.name}"}},
+    ]
