@@ -46,7 +46,9 @@ from core.export.source import RunRecord, baseline_git, root_commit
 REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "near_duplicate", "nondeterministic_environment", "state_leak")
 
 #: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
-CHECKER_CONFIG = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "noxfile.py"}
+CHECKER_CONFIG = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "noxfile.py",
+                  # modules that would stand in for the test runner or run at interpreter start
+                  "pytest.py", "_pytest", "pluggy.py", "sitecustomize.py", "usercustomize.py"}
 TEST_FILE = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
 
 
@@ -94,7 +96,7 @@ def is_checker_input(path: str) -> bool:
     test (``test_*.py``, ``*_test.py``, ``*Test.java``, ``*Tests.java``, ``*_test.go``, ``*.test.ts``...).
     """
     p = PurePosixPath(path)
-    if p.name in CHECKER_CONFIG or TEST_FILE.match(p.name):
+    if p.name in CHECKER_CONFIG or TEST_FILE.match(p.name) or any(part in CHECKER_CONFIG for part in p.parts[:-1]):
         return True
     return any(part in ("test", "tests") for part in p.parts[:-1])
 

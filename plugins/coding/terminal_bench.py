@@ -25,7 +25,7 @@ from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.safe_io import write_new
 from core.sandbox import SandboxLimits, open_sandbox
-from plugins.coding.testing import TestRun, clip_output, default_python, new_run_dir, parse_pytest_report, sandbox_env
+from plugins.coding.testing import TestRun, clip_output, new_run_dir, parse_pytest_report, pytest_command, sandbox_env
 
 REWARD_VERSION = "terminal-bench/1"
 #: ``Task.metadata`` key of a Terminal-Bench task (``core.eval.terminal_bench.METADATA_KEY``).
@@ -89,7 +89,7 @@ def run_task_tests(
     run_dir = new_run_dir(grading_scratch, "pytest")
     report = run_dir / "report.xml"
     argv = [
-        default_python(), "-m", "pytest",
+        *pytest_command(),
         "-p", "no:cacheprovider", "-p", "no:langsmith", "--continue-on-collection-errors",
         f"--junitxml={report}", "-o", "junit_family=xunit1",
         f"--basetemp={run_dir / 'tmp' / 'pytest'}", f"--rootdir={tests}",

@@ -4,7 +4,7 @@ The ``run_tests`` tool and the reward (fail-to-pass / pass-to-pass at the start 
 episode) both call ``run_test_suite``. Outcomes are read from a JUnit XML report written under
 the scratch folder, never from console text, and nothing is built inside the workspace:
 
-* pytest: ``python -m pytest -p no:cacheprovider --junitxml=<scratch>/... -o junit_family=xunit1``
+* pytest: ``python -c PYTEST_LAUNCHER -p no:cacheprovider --junitxml=<scratch>/... -o junit_family=xunit1``
   with ``PYTHONDONTWRITEBYTECODE=1``, ``--basetemp`` under scratch and ``--rootdir=<workspace>``.
   Test ids are pytest node ids relative to the workspace (``tests/test_service.py::test_x``,
   ``tests/test_a.py::TestK::test_y[param]``).
@@ -293,6 +293,26 @@ def default_limits(sandbox: Sandbox) -> SandboxLimits | None:
     return sandbox.limits.model_copy(update={"timeout_s": seconds})
 
 
+#: How pytest is started: like ``python -m pytest`` (the working folder first on ``sys.path``, so
+#: the repository's own packages import), except that pytest itself is imported before the
+#: working folder is added. With ``-m`` a ``pytest.py`` (or ``_pytest/``) in the repository
+#: would be imported in its place and could report every test as passed.
+PYTEST_LAUNCHER = (
+    "import os, sys\n"
+    "if sys.path and sys.path[0] in ('', os.getcwd()):\n"
+    "    del sys.path[0]\n"
+    "import pytest\n"
+    "sys.path.insert(0, os.getcwd())\n"
+    "sys.exit(pytest.console_main())\n"
+)
+
+
+def pytest_command(python: str | None = None) -> list[str]:
+    """The argv prefix that starts pytest with ``python`` (default ``default_python()``) safely
+    from inside the code under test (``PYTEST_LAUNCHER``); pytest's own arguments follow."""
+    return [python or default_python(), "-c", PYTEST_LAUNCHER]
+
+
 def default_python() -> str:
     """The interpreter that runs pytest: ``$HORIZON_TEST_PYTHON``, else Horizon's own."""
     return os.environ.get("HORIZON_TEST_PYTHON") or sys.executable
@@ -521,9 +541,8 @@ def _run_pytest(
     sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None
 ) -> TestRun:
     report = run_dir / "report.xml"
-    python = python or default_python()
     argv = [
-        python, "-m", "pytest",
+        *pytest_command(python),
         "-p", "no:cacheprovider",
         "-p", "no:langsmith",  # langsmith's plugin costs 1-2 s at start-up and is never needed here
         "--continue-on-collection-errors",  # one broken module must not hide the others' outcomes

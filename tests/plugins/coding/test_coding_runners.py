@@ -258,3 +258,36 @@ def test_a_report_that_contradicts_the_exit_code_is_not_believed(tmp_path):
     assert verification.components["exit_code_agrees"].detail == {"exit_code": 3}
     assert verification.reward == 0.0 and not verification.correct
     assert "exited with code 3, which contradicts its report" in verification.summary
+
+
+FAKE_PYTEST = (  # imports the real pytest, then reports every test as passed
+    "import importlib.util, os, sys\n"
+    "here = os.path.dirname(os.path.abspath(__file__))\n"
+    "sys.path[:] = [p for p in sys.path if os.path.abspath(p or '.') != here]\n"
+    "sys.modules.pop('pytest', None)\n"
+    "import pytest as _real\n"
+    "sys.path.insert(0, here)\n"
+    "class _Pass:\n"
+    "    @_real.hookimpl(hookwrapper=True)\n"
+    "    def pytest_runtest_makereport(self, item, call):\n"
+    "        report = (yield).get_result()\n"
+    "        report.outcome = 'passed'\n"
+    "def console_main():\n"
+    "    return _real.main(plugins=[_Pass()])\n"
+    "main = _real.main\n"
+    "if __name__ == '__main__':\n"
+    "    sys.exit(console_main())\n"
+)
+
+
+def test_a_pytest_module_in_the_repository_does_not_replace_the_test_runner(tmp_path):
+    """``python -m pytest`` would import ``./pytest.py`` from the repository instead of pytest;
+    the grader imports pytest first (``PYTEST_LAUNCHER``), so the bug stays unfixed: reward 0,
+    and the export gate counts the file as a checker input."""
+    from core.export.gates import is_checker_input
+
+    _ctx, verification = episode(tmp_path, [("pytest.py", "", FAKE_PYTEST)])
+    assert verification.reward == 0.0 and not verification.correct
+    assert verification.components["fail_to_pass"].detail["after"]["tests/test_core.py::test_add"] == "failed"
+    assert all(is_checker_input(p) for p in ("pytest.py", "src/_pytest/main.py", "sitecustomize.py"))
+    assert not is_checker_input("calc/core.py")
