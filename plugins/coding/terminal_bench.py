@@ -6,7 +6,7 @@ is done and running ``tests/test.sh``, which installs pytest and writes 1 to
 installs from the network): the task's pytest files are copied from the task folder into the run's
 scratch folder (never into the workspace, and only at the end, so the agent cannot read them),
 and Horizon's pytest runs them in a fresh sandbox on a copy of the final workspace, shown at the
-Dockerfile's ``WORKDIR`` (``/app``), from that folder, with the Dockerfile's ``ENV`` and the
+Dockerfile's ``WORKDIR`` (``/app``; its ``.git`` folders kept: they are the task's own), from that folder, with the Dockerfile's ``ENV`` and the
 task's verifier environment. The outcomes are read from pytest's JUnit XML report by the coding
 plugin's own reader (``plugins.coding.testing``).
 
@@ -81,7 +81,9 @@ def run_task_tests(
     """
     folder = new_run_dir(scratch, "terminal-bench")
     copy, grading_scratch = folder / "workspace", folder / "scratch"
-    shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    # Every .git too: the run's baseline is kept outside the workspace, so a .git here is the task's
+    # or the agent's own repository (git tasks: ``git init`` in /app or below), which the tests may read.
+    shutil.copytree(workspace, copy, symlinks=True)
     tests = grading_scratch / "tests"  # read-only inside: scratch is, but for scratch/runs
     shutil.copytree(Path(tb["folder"]) / "tests", tests, symlinks=True)
     limits = (limits or SandboxLimits()).model_copy(update={"timeout_s": float(tb["test_timeout_s"])})

@@ -201,3 +201,33 @@ def test_eval_command_resolves_the_suite_with_the_reference_solutions(horizon_ho
     brief = json.loads(result.output[result.output.index("\n{") :])
     assert (brief["episodes"], brief["resolved_tasks"], brief["tasks_total"]) == (3, 3, 3), brief
     assert all(brief["tasks"][name]["pass@1"] == 1.0 and brief["tasks"][name]["mean_reward"] == 1.0 for name in NAMES)
+
+
+# --------------------------------------------------------------------------- grading details
+
+
+def grade(tmp_path: Path, test_source: str, workspace_files: dict[str, str], **tb_extra):
+    """Run ``run_task_tests`` on a workspace made of ``workspace_files``, with one test file."""
+    from plugins.coding.terminal_bench import run_task_tests
+
+    task = tmp_path / "task"
+    (task / "tests").mkdir(parents=True)
+    (task / "tests" / "test_outputs.py").write_text(textwrap.dedent(test_source))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for name, text in workspace_files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    tb_meta = {"folder": str(task), "workdir": "/app", "tests": ["test_outputs.py"], "test_timeout_s": 60.0,
+               "env": {}, "test_env": {}, **tb_extra}  # fmt: skip
+    return run_task_tests(tb_meta, workspace, tmp_path / "scratch")
+
+
+@needs_bwrap
+def test_grading_keeps_the_workspaces_git_repositories(tmp_path):
+    run = grade(tmp_path, """\
+        import os
+        def test_repos():
+            assert os.path.isfile('/app/.git/HEAD') and os.path.isfile('/app/proj/.git/HEAD')
+        """, {".git/HEAD": "ref: refs/heads/main\n", "proj/.git/HEAD": "ref: refs/heads/main\n", "proj/a.txt": "a"})
+    assert run.outcomes == {"test_outputs.py::test_repos": "passed"}, run.output
