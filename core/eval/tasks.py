@@ -184,10 +184,14 @@ def _subfolders(folder: Path) -> list[Path]:
 
 
 def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
-    """Read every task folder of a suite, sorted by name.
+    """Read the task folders of a suite, sorted by name.
 
     A folder that holds no task folder but suites (``suites/``) is a suite of suites: its tasks
-    are named ``SUITE/TASK`` and take their suite's folder name as their default plugin.
+    are named ``SUITE/TASK`` and take their suite's folder name as their default plugin. A task
+    folder itself (e.g. ``suites/terminal-bench/fix-calc``) is a suite of one.
+
+    Tasks are chosen by name (their folder's) before they are read, so an invalid task that
+    ``only`` leaves out does not stop the others.
 
     Args:
         suite: the suite folder; subfolders without a task file (or hidden ones) are ignored.
@@ -195,23 +199,41 @@ def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
             ``threed/*``); all when None or empty.
 
     Raises:
-        UserError: the suite folder is missing, holds no task, a task is invalid, or ``only``
-            has a name or pattern that matches no task.
+        UserError: the suite folder is missing, holds no task, ``only`` has a name or pattern
+            that matches no task, or chosen tasks are invalid (every refusal, one line each).
     """
     if not suite.is_dir():
         raise UserError(f"no suite folder at {suite}; give a folder of task folders, e.g. suites/coding")
-    tasks = [load_task(d) for d in _subfolders(suite) if _is_task(d)]
-    if not tasks:  # a suite of suites?
-        for sub in _subfolders(suite):
-            tasks += [replace(t, name=f"{sub.name}/{t.name}", suite_plugin=sub.name) for t in (load_task(d) for d in _subfolders(sub) if _is_task(d))]
-    if not tasks:
-        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff or {REFERENCE_SCRIPT})")
+    if _is_task(suite):
+        found = [(suite.resolve().name, suite, "")]
+    else:
+        found = [(d.name, d, "") for d in _subfolders(suite) if _is_task(d)]
+        if not found:  # a suite of suites?
+            for sub in _subfolders(suite):
+                found += [(f"{sub.name}/{d.name}", d, sub.name) for d in _subfolders(sub) if _is_task(d)]
+    if not found:
+        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff or {REFERENCE_SCRIPT}; "
+                        "or, for a Terminal-Bench task, instruction.md and task.toml, or task.yaml), and is not one itself; "
+                        "give the suite's folder (--task NAME picks tasks in it) or one task's folder")
     if only:
-        names = [t.name for t in tasks]
+        names = [name for name, _, _ in found]
         unknown = [p for p in only if not fnmatch.filter(names, p)]
         if unknown:
             raise UserError(f"the suite {suite} has no task named {', '.join(unknown)}; it has {', '.join(sorted(names))}")
-        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in only)]
+        found = [f for f in found if any(fnmatch.fnmatchcase(f[0], p) for p in only)]
+    tasks: list[EvalTask] = []
+    refusals: list[str] = []
+    for name, folder, plugin in found:
+        try:
+            task = load_task(folder)
+        except UserError as exc:
+            refusals.append(" ".join(str(exc).split("\n")))
+            continue
+        tasks.append(replace(task, name=name, suite_plugin=plugin))
+    if len(refusals) == 1:
+        raise UserError(refusals[0])
+    if refusals:
+        raise UserError(f"{len(refusals)} tasks of {suite} are invalid (--task NAME runs only the others):\n" + "\n".join(refusals))
     return tasks
 
 

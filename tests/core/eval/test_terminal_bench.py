@@ -231,3 +231,26 @@ def test_grading_keeps_the_workspaces_git_repositories(tmp_path):
             assert os.path.isfile('/app/.git/HEAD') and os.path.isfile('/app/proj/.git/HEAD')
         """, {".git/HEAD": "ref: refs/heads/main\n", "proj/.git/HEAD": "ref: refs/heads/main\n", "proj/a.txt": "a"})
     assert run.outcomes == {"test_outputs.py::test_repos": "passed"}, run.output
+
+
+def test_suite_filters_by_name_before_reading_and_reports_every_refusal(tmp_path):
+    suite = tmp_path / "suite"
+    harbor_task(suite / "good", "FROM python:3.11-slim\nWORKDIR /app\n")
+    harbor_task(suite / "bad-a", "FROM python:3.11-slim\nWORKDIR /app\nRUN apt-get install -y jq\n")
+    harbor_task(suite / "bad-b", "FROM python:3.11-slim\n")
+    assert [t.name for t in ev.load_suite(suite, ["good"])] == ["good"]  # the bad ones are not read
+    with pytest.raises(UserError) as refused:
+        ev.load_suite(suite)
+    lines = str(refused.value).splitlines()
+    assert len(lines) == 3 and "2 tasks" in lines[0], lines
+    assert "bad-a/environment/Dockerfile:3: needs Docker" in lines[1] and "bad-b/environment/Dockerfile: no WORKDIR" in lines[2]
+
+
+def test_a_task_folder_is_a_suite_of_one():
+    (task,) = ev.load_suite(SUITE / "fix-calc")
+    assert task.name == "fix-calc" and task.metadata["workspace_alias"] == "/app"
+
+
+def test_a_folder_without_tasks_names_every_layout(tmp_path):
+    with pytest.raises(UserError, match=r"instruction.md and task.toml, or task.yaml.*--task NAME"):
+        ev.load_suite(tmp_path)
