@@ -61,9 +61,11 @@ class TerminalBenchTask:
 
 
 def detect_layout(folder: Path) -> str | None:
-    """``terminal-bench-2`` for ``instruction.md`` + ``task.toml`` + ``environment/``,
-    ``terminal-bench-1`` for ``task.yaml``, else None (not a Terminal-Bench task folder)."""
-    if (folder / "instruction.md").is_file() and (folder / "task.toml").is_file() and (folder / "environment").is_dir():
+    """``terminal-bench-2`` for ``instruction.md`` + ``task.toml`` (``environment/`` may be missing:
+    a task that runs a prebuilt ``docker_image``; Horizon's own task folders never have
+    ``instruction.md``), ``terminal-bench-1`` for ``task.yaml``, else None (not a Terminal-Bench
+    task folder)."""
+    if (folder / "instruction.md").is_file() and (folder / "task.toml").is_file():
         return LAYOUT_TB2
     if (folder / "task.yaml").is_file():
         return LAYOUT_TB1
@@ -80,8 +82,8 @@ def read_task(folder: Path) -> TerminalBenchTask:
     folder = folder.resolve()
     layout = detect_layout(folder)
     if layout is None:
-        raise UserError(f"{folder} is not a Terminal-Bench task folder: it needs instruction.md, task.toml and "
-                        "environment/ (Terminal-Bench 2), or task.yaml (Terminal-Bench 1)")
+        raise UserError(f"{folder} is not a Terminal-Bench task folder: it needs instruction.md and task.toml "
+                        "(Terminal-Bench 2), or task.yaml (Terminal-Bench 1)")
     if layout == LAYOUT_TB2:
         config = _read_toml(folder / "task.toml")
         instruction = (folder / "instruction.md").read_text(encoding="utf-8")

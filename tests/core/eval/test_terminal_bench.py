@@ -254,3 +254,13 @@ def test_a_task_folder_is_a_suite_of_one():
 def test_a_folder_without_tasks_names_every_layout(tmp_path):
     with pytest.raises(UserError, match=r"instruction.md and task.toml, or task.yaml.*--task NAME"):
         ev.load_suite(tmp_path)
+
+
+def test_a_prebuilt_image_without_environment_folder_is_refused_as_such(tmp_path):
+    folder = tmp_path / "prebuilt"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "instruction.md").write_text("Do it.\n")
+    (folder / "task.toml").write_text('[environment]\ndocker_image = "ghcr.io/x/y:1"\n')
+    assert tb.detect_layout(folder) == tb.LAYOUT_TB2
+    with pytest.raises(UserError, match=r"task.toml: needs Docker: it runs the prebuilt image ghcr.io/x/y:1"):
+        ev.load_task(folder)
