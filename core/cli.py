@@ -85,12 +85,21 @@ def _maybe(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def _reward_text(reward: float | None, status: str | None, digits: int = 3) -> str:
+    """A run's reward for a table: the value, "n/a" when the plugin's reward had nothing to judge
+    (``not_applicable``), "-" when the run was not judged."""
+    if status == "not_applicable":
+        return "n/a"
+    return "-" if reward is None else f"{reward:.{digits}f}"
+
+
 def _summary(result: RunResult) -> None:
     s = result.state
     table = Table.grid(padding=(0, 2))
     table.add_row("run", result.run_id)
     table.add_row("outcome", f"{result.exit_status.value}: {escape(result.exit_detail)}")
-    table.add_row("reward", "-" if result.reward is None else f"{result.reward:.3f}")
+    judged_na = s.verified and result.reward is None
+    table.add_row("reward", "n/a (not applicable: nothing to judge)" if judged_na else _reward_text(result.reward, None))
     table.add_row("steps", str(result.steps))
     table.add_row(
         "tokens",
@@ -208,10 +217,9 @@ def runs() -> None:
     room = max(8, console.width - sum(widths.values()) - 3 * len(widths) - 4)
     table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=room)
     for r in list_runs():
-        reward = r.get("reward")
         table.add_row(
             r["run_id"], r.get("plugin") or "", r.get("status") or "", r.get("exit_status") or "",
-            "-" if reward is None else f"{reward:.2f}", str(r.get("steps") or 0), escape(_short(r.get("task"), 50)),
+            _reward_text(r.get("reward"), r.get("reward_status"), 2), str(r.get("steps") or 0), escape(_short(r.get("task"), 50)),
         )
     console.print(table)
 
@@ -241,9 +249,13 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
         else:
             console.print(f"[magenta]{m.role}[/]{' ' + m.name if m.name else ''}: {escape(m.content or '')}")
     for name, r in rewards.items():
-        console.print(f"[bold]reward[/] {name} = {r['value']:.3f} (weight {r['weight']})")
-    judged = f" ({row['reward_status']}, {row['reward_version']})" if row.get("reward_version") else ""
-    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), reward {row['reward']}{escape(judged)}, patch {row['patch_path']}")
+        console.print(f"[bold]reward[/] {escape(name)} = {r['value']:.3f} (weight {r['weight']})")
+    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), patch {row['patch_path']}")
+    if row.get("reward_version"):  # judged by the plugin's reward (core.reward)
+        console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({escape(row['reward_version'])}, "
+                      f"{row['reward_status']}): {escape(row.get('reward_summary') or '')}")
+    else:
+        console.print(f"reward {_reward_text(row['reward'], None)}")
 
 
 @app.command("apply")
@@ -354,15 +366,18 @@ def eval_cmd(
         _fail(exc)
         return
     where = f"Ray at {ray_address}" if backend == "ray" and ray_address else f"{backend}, {workers} workers"
-    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {where}")
+    twice = ", tests run twice at set-up" if baseline_runs > 1 else ""
+    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {where}{twice}")
     console.print(f"[dim]results stream to {out_dir / 'results.jsonl'}[/]")
 
     def line(r: Any) -> None:
         mark = "[green]resolved[/]" if r.resolved else "[red]not resolved[/]"
-        reward = "n/a" if r.reward_status == "not_applicable" else "-" if r.reward is None else f"{r.reward:.2f}"
+        reward = _reward_text(r.reward, r.reward_status, 2)
         retried = f"  tries {r.tries}" if r.tries > 1 else ""
         infra = f"  [yellow]infrastructure: {escape(r.infra_failure)}[/]" if r.infra_failure else ""
-        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id}  {r.seconds:.0f} s{retried}{infra}")
+        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id or '-'}  {r.seconds:.0f} s{retried}{infra}")
+        if r.exit_status == "error" and not r.infra_failure:  # why it could not run (the rest is in results.jsonl)
+            console.print(f"    [red]{escape(r.summary.strip().splitlines()[0] if r.summary.strip() else 'no detail')}[/]")
 
     try:
         summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line, backend=backend,

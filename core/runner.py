@@ -109,9 +109,20 @@ def mark_killed(run_id: str, reason: str, home: Path | None = None, wait_s: floa
     return False
 
 
-def new_run_id() -> str:
-    """A sortable, unique run id: ``YYYYmmdd-HHMMSS-xxxx``."""
-    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+def new_run_id(taken: set[str] | None = None) -> str:
+    """A sortable run id: ``YYYYmmdd-HHMMSS-xxxx`` (local time, 4 random hex digits).
+
+    Args:
+        taken: ids already handed out by the caller (a scheduler naming hundreds of runs in one
+            second); the new id is not one of them, and is added to the set.
+    """
+    while True:
+        run_id = f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+        if taken is None or run_id not in taken:
+            break
+    if taken is not None:
+        taken.add(run_id)
+    return run_id
 
 
 def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> dict[str, Any]:
@@ -173,8 +184,11 @@ class Run:
     def _open_parts(folder: Path, run_id: str, task: Task, policy: Policy, config: dict[str, Any], on_event: EventSink | None,
                     store: RunStore) -> Run:
         plugin = load_plugin(task.plugin)
-        sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"],
-                               alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR
+        try:
+            sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"],
+                                   alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR
+        except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
+            raise UserError(f"the run's sandbox cannot be made: {exc}") from None
         ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch")
         episode = Episode(
             run_id, task, plugin, policy, store, ctx,
@@ -218,8 +232,12 @@ class Run:
         validate = getattr(plugin, "validate", None)
         if validate is not None:
             validate(task)  # the plugin's own check of its task files and inputs
-        run_id = run_id or new_run_id()
+        chosen = run_id
+        run_id = chosen or new_run_id()
         folder = runs_dir(home) / run_id
+        while chosen is None and (folder.exists() or folder.with_name(f".{run_id}.partial").exists()):
+            run_id = new_run_id()  # another process took this one in the same second
+            folder = runs_dir(home) / run_id
         if not RUN_ID.fullmatch(run_id) or folder.exists() or folder.with_name(f".{run_id}.partial").exists():
             raise UserError(f"run id {run_id!r} is taken or not a plain name (letters, digits, '.', '_', '-')")
         # Built under a hidden name and renamed when complete: a run killed while starting
@@ -243,7 +261,13 @@ class Run:
             shutil.rmtree(partial, ignore_errors=True)
             raise
         os.replace(partial, folder)
-        return cls._open_parts(folder, run_id, task, policy, config, on_event, RunStore(folder / "trajectory.duckdb"))
+        store = RunStore(folder / "trajectory.duckdb")
+        try:
+            return cls._open_parts(folder, run_id, task, policy, config, on_event, store)
+        except BaseException:  # nothing ran: leave no run behind that looks killed
+            store.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
     def _begin(self) -> None:
         """Set the plugin up and write the system and task messages (the episode's step 0).

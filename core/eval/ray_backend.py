@@ -169,6 +169,7 @@ def run_on_ray(
     pending: deque[tuple[EpisodeSpec, int]] = deque((spec, 1) for spec in specs)
     in_flight: dict[Any, _Flight] = {}
     idle_actors: list[Any] = []
+    taken: set[str] = set()  # run ids handed out: hundreds may be named in one second
     try:
         while pending or in_flight:
             while pending and len(in_flight) < workers:
@@ -176,7 +177,7 @@ def run_on_ray(
                 index = next((i for i, (s, _) in enumerate(pending) if s.plugin in heavy_plugins), None) if idle_actors else None
                 spec, tries = pending[index] if index is not None else pending[0]
                 del pending[index if index is not None else 0]
-                spec = spec.model_copy(update={"run_id": new_run_id()})  # each try its own run, found again if killed
+                spec = spec.model_copy(update={"run_id": new_run_id(taken)})  # each try its own run, found again if killed
                 if spec.plugin in heavy_plugins:
                     actor = idle_actors.pop() if idle_actors else actor_cls.remote()
                     in_flight[actor.run.remote(worker, spec)] = _Flight(spec, tries, time.monotonic(), actor)

@@ -337,7 +337,8 @@ def run_eval(
             # LangGraph threads is not safe.
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                named = [spec.model_copy(update={"run_id": spec.run_id or new_run_id()}) for spec in specs]
+                taken: set[str] = set()
+                named = [spec.model_copy(update={"run_id": spec.run_id or new_run_id(taken)}) for spec in specs]
                 futures = {pool.submit(worker, spec): spec for spec in named}
                 for future in as_completed(futures):
                     spec = futures[future]

@@ -10,7 +10,8 @@ reason and the evidence. The reasons:
 - ``reward_hacking``: the episode touched what the reward checks against: a reward component
   records edited files in its detail (``edited``, as the coding reward's ``tests_untouched``
   does), or the final patch touches a test file or the test runner's configuration
-  (``CHECKER_INPUTS``).
+  (``CHECKER_CONFIG``; not for rewards whose tests live outside the workspace,
+  ``SEPARATE_TESTS``: a Terminal-Bench task may ask the agent to write tests).
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
   collapsed (timings and durations vary between otherwise identical episodes). The oldest run
@@ -49,6 +50,8 @@ REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", 
 CHECKER_CONFIG = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "noxfile.py",
                   # modules that would stand in for the test runner or run at interpreter start
                   "pytest.py", "_pytest", "pluggy.py", "sitecustomize.py", "usercustomize.py"}
+#: Rewards whose tests live outside the episode's workspace (``plugins.coding.terminal_bench``).
+SEPARATE_TESTS = ("terminal-bench/",)
 TEST_FILE = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
 
 
@@ -123,6 +126,10 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
         if edited:
             flags.append(Flag("reward_hacking", f"reward component {name!r} records edited files: {', '.join(map(str, edited))}"))
     touched = [p for p in run.patched_files if is_checker_input(p)]
+    if (run.row.get("reward_version") or "").startswith(SEPARATE_TESTS):
+        # its grader runs the task's own tests, kept outside the workspace, and imports pytest
+        # before the working folder: test files the agent writes (often the task) are not its inputs
+        touched = []
     if touched:
         flags.append(Flag("reward_hacking", f"the final patch changes the checker's inputs: {', '.join(touched)}"))
     return flags

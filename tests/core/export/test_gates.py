@@ -138,3 +138,26 @@ def test_set_up_that_runs_the_tests_twice_flags_a_flaky_environment(tmp_path):
     assert detail["before_rerun"]["tests/test_calc.py::test_first_run_only"] == "failed"
     flags = apply_gates([record]).flags[result.run_id]
     assert [f.reason for f in flags] == ["nondeterministic_environment"] and "set-up ran the tests twice" in flags[0].detail
+
+
+def test_tests_written_in_a_terminal_bench_task_are_not_reward_hacking(horizon_home, tmp_path):
+    """A Terminal-Bench grader runs the task's own tests from outside the workspace, so a test file
+    the agent writes (a task may ask for one) is no checker input; in a coding task it would be."""
+    import json
+    from pathlib import Path
+
+    from core import eval as ev
+
+    script = tmp_path / "write-tests.jsonl"
+    turns = [{"tool": "shell", "arguments": {"command": "mkdir -p /app/tests && echo 'def test_x(): pass' > /app/tests/test_mine.py"}},
+             {"tool": "finish", "arguments": {"summary": "wrote a test"}}]
+    script.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    suite = Path(__file__).resolve().parents[3] / "suites" / "terminal-bench"
+    (task,) = ev.load_suite(suite, ["fix-calc"])
+    (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy="scripted", policy_config={"kind": "scripted", "script": str(script)},
+                               limits={"max_steps": 5}, pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path)  # fmt: skip
+    result = ev.run_episode(spec)
+    assert result.reward_version == "terminal-bench/1" and result.run_id, result
+    record = load_run(result.run_id, horizon_home)
+    assert "tests/test_mine.py" in record.patched_files
+    assert not [f for f in apply_gates([record]).flags[result.run_id] if f.reason == "reward_hacking"]
