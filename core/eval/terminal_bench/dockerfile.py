@@ -66,6 +66,29 @@ class Environment:
     folders: list[str] = field(default_factory=list)
 
 
+def read_task_file(path: Path) -> str:
+    """A task file's text: UTF-8, a byte-order mark dropped.
+
+    Raises:
+        UserError: the file is not UTF-8 (named, with how to fix it); OSError: it cannot be read.
+    """
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from None
+
+
+def _unquoted(part: str) -> str:
+    """A shell command with its quoted text removed, so that only unquoted characters are checked
+    for shell syntax; a double-quoted ``$(`` or backquote (still run by the shell) is kept."""
+
+    def blank(match: re.Match[str]) -> str:
+        quoted = match.group(0)
+        return "$(" if quoted.startswith('"') and ("$(" in quoted or "`" in quoted) else " "
+
+    return re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", blank, part)
+
+
 def _logical_lines(text: str, escape: str) -> list[tuple[int, str]]:
     """Instructions with their first line number: comments dropped, continued lines joined."""
     lines: list[tuple[int, str]] = []
@@ -147,7 +170,7 @@ def parse_dockerfile(dockerfile: Path, context: Path) -> Environment:
             missing ``FROM``/``WORKDIR``, a missing COPY source.
     """
     context = context.resolve()
-    text = dockerfile.read_text(encoding="utf-8")
+    text = read_task_file(dockerfile)
     directive = re.match(r"\s*#\s*escape\s*=\s*(\S)", text)
     escape = directive.group(1) if directive else "\\"
     ignored = dockerignore_patterns(context)
@@ -219,7 +242,7 @@ def dockerignore_patterns(context: Path) -> list[str]:
     path = context / ".dockerignore"
     if not path.is_file():
         return []
-    patterns = [p.strip().strip("/") for p in path.read_text(encoding="utf-8").splitlines() if p.strip() and not p.strip().startswith("#")]
+    patterns = [p.strip().strip("/") for p in read_task_file(path).splitlines() if p.strip() and not p.strip().startswith("#")]
     if any(p.startswith("!") for p in patterns):
         raise UserError(f"{path}: needs Docker: its ! exceptions are not read here")
     return patterns
@@ -296,19 +319,33 @@ def _run_folders(args: str, workdir: str, values: dict[str, str], where: str) ->
             raise UserError(f"{where}: needs Docker: RUN {part[:60]} installs system packages")
         if first in ("curl", "wget", "git"):
             raise UserError(f"{where}: needs Docker: RUN {part[:60]} downloads from the network")
-        if re.search(r"[;|<>`]|\$\(", part):
+        if re.search(r"[;|<>`]|\$\(", _unquoted(part)):
             raise UserError(f"{where}: needs Docker: RUN {part[:60]} is a shell command Horizon does not replay")
         if first == "mkdir":
-            folders += [_posix_join(workdir, w) for w in part.split()[1:] if not w.startswith("-")]
+            folders += [_posix_join(workdir, w) for w in _split(part, where)[1:] if not w.startswith("-")]
             continue
         pip = _PIP.match(part)
         if pip:
-            _check_installed(pip.group(1).split(), where)
+            _check_installed(_split(pip.group(1), where), where)
             continue
         if first in ("uv", "uvx", "pipx", "conda", "npm", "cargo", "go"):
             raise UserError(f"{where}: needs Docker: RUN {part[:60]} installs software into the image")
         raise UserError(f"{where}: needs Docker: RUN {part[:60]} is a build step Horizon does not replay")
     return folders
+
+
+def _split(command: str, where: str) -> list[str]:
+    """A shell command's words, quotes removed (``shlex``).
+
+    Raises:
+        UserError: ``where``: unbalanced quotes.
+    """
+    import shlex
+
+    try:
+        return shlex.split(command)
+    except ValueError as exc:
+        raise UserError(f"{where}: RUN {command[:60]}: {exc}") from None
 
 
 def _check_installed(words: list[str], where: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.eval.terminal_bench.dockerfile import Environment, parse_dockerfile
+from core.eval.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
 from core.eval.terminal_bench.start import start_tree
 
 LAYOUT_TB2 = "terminal-bench-2"
@@ -86,7 +86,7 @@ def read_task(folder: Path) -> TerminalBenchTask:
                         "(Terminal-Bench 2), or task.yaml (Terminal-Bench 1)")
     if layout == LAYOUT_TB2:
         config = _read_toml(folder / "task.toml")
-        instruction = (folder / "instruction.md").read_text(encoding="utf-8")
+        instruction = read_task_file(folder / "instruction.md")
         verifier, agent, env_table = (_table(config, key, folder / "task.toml") for key in ("verifier", "agent", "environment"))
         if (folder / "environment" / "docker-compose.yaml").is_file() or (folder / "environment" / "docker-compose.yml").is_file():
             raise UserError(f"{folder / 'environment'}: needs Docker: a docker-compose file defines the environment's services")
@@ -127,7 +127,7 @@ def read_task(folder: Path) -> TerminalBenchTask:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_task_file(path))
     except (OSError, ValueError) as exc:
         raise UserError(f"{path} is not a valid task file: {exc}") from None
 
@@ -136,7 +136,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loaded = yaml.safe_load(read_task_file(path))
     except (OSError, yaml.YAMLError) as exc:
         raise UserError(f"{path} is not a valid task file: {exc}") from None
     if not isinstance(loaded, dict):
@@ -239,7 +239,7 @@ def reference_turns(folder: Path, metadata: dict[str, Any]) -> list[dict[str, An
         raise UserError(f"task {task.name}: --policy reference runs solution/solve.sh alone; its solution/ also holds {', '.join(sorted(others))}")
     tb = metadata[METADATA_KEY]
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in tb["env"].items())
-    script = f"cd {shlex.quote(tb['workdir'])}\n{exports}{task.solution.read_text(encoding='utf-8')}"
+    script = f"cd {shlex.quote(tb['workdir'])}\n{exports}{read_task_file(task.solution)}"
     timeout = min(600.0, tb["agent_timeout_s"] or 600.0)
     return [
         {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},

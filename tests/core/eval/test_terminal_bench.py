@@ -264,3 +264,22 @@ def test_a_prebuilt_image_without_environment_folder_is_refused_as_such(tmp_path
     assert tb.detect_layout(folder) == tb.LAYOUT_TB2
     with pytest.raises(UserError, match=r"task.toml: needs Docker: it runs the prebuilt image ghcr.io/x/y:1"):
         ev.load_task(folder)
+
+
+def test_quoted_requirements_and_a_byte_order_mark_are_read(tmp_path):
+    folder = harbor_task(tmp_path / "t", "\ufeffFROM python:3.11-slim\nWORKDIR /app\nRUN pip install 'pytest>=1,<100' \"packaging>=1\" && mkdir 'my dir'\n")
+    (folder / "instruction.md").write_text("\ufeffWrite /app/out.txt.\n", encoding="utf-8")
+    task = tb.read_task(folder)
+    assert task.environment.folders == ["my dir"] and task.instruction == "Write /app/out.txt."
+    for bad in ("RUN pip install pytest; rm -rf /", "RUN pip install \"$(cat reqs)\"", "RUN mkdir x > log"):
+        harbor = harbor_task(tmp_path / str(len(list(tmp_path.iterdir()))), f"FROM python:3.11-slim\nWORKDIR /app\n{bad}\n")
+        with pytest.raises(UserError, match="is a shell command Horizon does not replay"):
+            tb.read_task(harbor)
+
+
+@pytest.mark.parametrize("name", ["instruction.md", "task.toml", "environment/Dockerfile"])
+def test_a_file_that_is_not_utf8_is_named(tmp_path, name):
+    folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /app\n")
+    (folder / name).write_bytes((folder / name).read_bytes() + "# caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(UserError, match=re.escape(f"{folder / name} is not UTF-8 text") + ".*save it as UTF-8"):
+        ev.load_task(folder)
