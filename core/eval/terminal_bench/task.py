@@ -76,8 +76,9 @@ def read_task(folder: Path) -> TerminalBenchTask:
     """Read a Terminal-Bench task folder (either layout) and check it can run without Docker.
 
     Raises:
-        UserError: not a Terminal-Bench task folder, an unreadable task file, or an environment
-            that needs Docker; the message names the file (and line) and why.
+        UserError: not a Terminal-Bench task folder, an unreadable task file, an environment
+            that needs Docker, or no pytest files in ``tests/`` (nothing to grade by); the message
+            names the file (and line) and why.
     """
     folder = folder.resolve()
     layout = detect_layout(folder)
@@ -118,6 +119,10 @@ def read_task(folder: Path) -> TerminalBenchTask:
         p.relative_to(tests_dir).as_posix() for p in tests_dir.rglob("*.py")
         if p.is_file() and (p.name.startswith("test_") or p.name.endswith("_test.py"))
     ) if tests_dir.is_dir() else []  # fmt: skip
+    if not tests:
+        script = "tests/test.sh" if layout == LAYOUT_TB2 else "run-tests.sh"
+        raise UserError(f"{tests_dir} has no pytest files (test_*.py or *_test.py): Horizon grades Terminal-Bench tasks "
+                        f"with their pytest files, and {script} is not run")
     return TerminalBenchTask(
         folder=folder, layout=layout, instruction=instruction.strip(), environment=environment, tests_dir=tests_dir,
         tests=tests, solution=solution if solution.is_file() else None, test_timeout_s=test_timeout,

@@ -283,3 +283,11 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path, name):
     (folder / name).write_bytes((folder / name).read_bytes() + "# caf\u00e9\n".encode("latin-1"))
     with pytest.raises(UserError, match=re.escape(f"{folder / name} is not UTF-8 text") + ".*save it as UTF-8"):
         ev.load_task(folder)
+
+
+def test_a_task_without_pytest_files_is_refused(tmp_path):
+    folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /app\n")
+    (folder / "tests" / "test_outputs.py").unlink()
+    (folder / "tests" / "test.sh").write_text("#!/bin/bash\ntest -f /app/out.txt\n")
+    with pytest.raises(UserError, match=r"tests has no pytest files .*grades Terminal-Bench tasks with their pytest files, and tests/test.sh is not run"):
+        ev.load_task(folder)
