@@ -152,9 +152,14 @@ def _metadata(value: Any) -> dict[str, Any]:
 def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _Episode:
     """Build an episode as ``core.runner.Run.start`` builds a run (blocking; runs in a thread).
 
+    The sandbox shows the workspace a second time at the task metadata's ``workspace_alias``
+    (``/app`` for a Terminal-Bench task), as ``core.runner`` does, so that the paths the exported
+    prompt names work.
+
     Raises:
         PluginNotFound, UserError: unknown plugin, no such repository, the plugin's ``validate``
-            refused the task, or the copied files are not the exported ``start_tree``.
+            refused the task, the copied files are not the exported ``start_tree``, or the
+            sandbox cannot show the workspace at its alias (an alias with ``isolated`` off included).
         SandboxUnavailable: isolation is on and bwrap cannot start here.
     """
     name = kwargs.get("plugin") or config.get("plugin")
@@ -181,8 +186,12 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
         if expected and tree != expected:
             raise UserError(f"the files of {task.repo} (tree {tree[:12]}) are not the task's starting files (tree {expected[:12]}): "
                             "the repository changed since the run was exported; restore it or export again")
-        ctx = ToolContext(workspace=workspace, sandbox=open_sandbox(workspace, scratch, isolated=config.get("isolated", True)),
-                          scratch=scratch)
+        try:
+            sandbox = open_sandbox(workspace, scratch, isolated=config.get("isolated", True),
+                                   alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR (/app), as the runner does
+        except ValueError as exc:  # a working folder the sandbox cannot show at its path here
+            raise UserError(f"the episode's sandbox cannot be made: {exc}") from None
+        ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch)
         setup_text = plugin.setup(task, ctx)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

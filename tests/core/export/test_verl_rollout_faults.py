@@ -1,0 +1,80 @@
+"""``HorizonTool`` where a rollout goes wrong in ways the newcomer found: a Terminal-Bench task's
+files at /app, a plugin reward that raises, an exported repository that is gone from this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from core import eval as ev
+from core.errors import UserError
+from core.export import export_runs
+from core.plugin import load_plugin
+from core.trainers import verl as adapter
+from core.trainers.verl import HorizonTool
+
+SUITE = Path(__file__).resolve().parents[3] / "suites" / "terminal-bench"
+FINISH = {"summary": "done"}
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+
+
+class _AgentData:
+    """What verl's ``ToolAgentLoop`` passes to ``execute`` as ``agent_data`` (the fields a tool may use)."""
+
+    def __init__(self, request_id: str):
+        self.request_id = request_id
+        self.extra_fields: dict = {}
+
+
+def verl_export(run_id: str, home: Path, out: Path) -> tuple[dict, dict[str, HorizonTool]]:
+    """The verl export of one run: its row, and one ``HorizonTool`` per tool config entry."""
+    result = export_runs([run_id], "verl", out, home=home)
+    parquet, config = result.files
+    (row,) = pq.read_table(parquet).to_pylist()
+    tools = {}
+    for entry in yaml.safe_load(config.read_text())["tools"]:
+        tool = HorizonTool(config={**entry["config"], "horizon_home": str(home)}, tool_schema=entry["tool_schema"])
+        tools[tool.name] = tool
+    return row, tools
+
+
+def create_kwargs(row: dict, name: str) -> dict:
+    return row["extra_info"]["tools_kwargs"][name]["create_kwargs"]
+
+
+@pytest.fixture
+def closing_episodes():
+    yield
+    adapter.close_all()
+
+
+@needs_bwrap
+def test_terminal_bench_episode_sees_its_files_at_app(horizon_home, tmp_path, closing_episodes):
+    (task,) = ev.load_suite(SUITE, ["fix-calc"])
+    (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy="reference", policy_config=None, limits={"max_steps": 5},
+                               pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path / "scripts")  # fmt: skip
+    result = ev.run_episode(spec)
+    assert result.run_id and result.reward == 1.0, result
+    row, tools = verl_export(result.run_id, horizon_home, tmp_path / "export" / "tasks.parquet")
+    assert "/app" in row["prompt"][-1]["content"]  # the prompt tells the model where its files are
+    assert json.loads(create_kwargs(row, "shell")["metadata"])["workspace_alias"] == "/app"
+
+    async def trajectory():
+        kwargs = create_kwargs(row, "shell")
+        for tool in tools.values():
+            await tool.create("req-tb", **kwargs)
+        try:
+            return await tools["shell"].execute("req-tb", {"command": "cat /app/calc.py"})
+        finally:
+            for tool in tools.values():
+                await tool.release("req-tb")
+
+    seen, _, metrics = asyncio.run(trajectory())
+    assert metrics["is_error"] == 0.0, seen.text
+    assert "def " in seen.text  # calc.py as the task's Dockerfile put it at /app
