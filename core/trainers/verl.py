@@ -157,9 +157,10 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
     prompt names work.
 
     Raises:
-        PluginNotFound, UserError: unknown plugin, no such repository, the plugin's ``validate``
-            refused the task, the copied files are not the exported ``start_tree``, or the
-            sandbox cannot show the workspace at its alias (an alias with ``isolated`` off included).
+        PluginNotFound, UserError: unknown plugin, the exported repository is missing on this
+            machine, the plugin's ``validate`` refused the task, the copied files are not the
+            exported ``start_tree``, or the sandbox cannot show the workspace at its alias
+            (an alias with ``isolated`` off included).
         SandboxUnavailable: isolation is on and bwrap cannot start here.
     """
     name = kwargs.get("plugin") or config.get("plugin")
@@ -178,6 +179,9 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
     scratch.mkdir(parents=True)
     try:
         if task.repo is not None:
+            if not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
+                raise UserError(f"the task's starting repository {task.repo} (from the export) is missing on this machine; "
+                                "the rollout workers need the same path, or export the tasks again where they run")
             ws.copy_repository(task.repo, workspace)
         else:
             workspace.mkdir()

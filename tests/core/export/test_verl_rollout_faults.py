@@ -78,3 +78,30 @@ def test_terminal_bench_episode_sees_its_files_at_app(horizon_home, tmp_path, cl
     seen, _, metrics = asyncio.run(trajectory())
     assert metrics["is_error"] == 0.0, seen.text
     assert "def " in seen.text  # calc.py as the task's Dockerfile put it at /app
+
+
+@pytest.fixture(scope="module")
+def coding_export(episodes, tmp_path_factory):
+    """The verl export of the real ``py_fix`` run (row and tool config path)."""
+    out = tmp_path_factory.mktemp("verl-faults") / "tasks.parquet"
+    return episodes.ids["py_fix"], episodes.home, out
+
+
+def test_a_moved_repository_names_the_exported_path(coding_export, tmp_path, closing_episodes):
+    run_id, home, _ = coding_export
+    row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
+    gone = tmp_path / "moved-away" / "python-user-service"
+    kwargs = {**create_kwargs(row, "view_file"), "repo": str(gone)}
+
+    async def start():
+        with pytest.raises(UserError) as caught:
+            await tools["view_file"].create("req-m", **kwargs)
+        instance_id, _ = await tools["view_file"].create(create_kwargs=kwargs)
+        seen = await tools["view_file"].execute(instance_id, {"path": "users/service.py"}, agent_data=_AgentData("m"))
+        return caught.value, seen
+
+    error, (seen, _, metrics) = asyncio.run(start())
+    for text in (str(error), seen.text):
+        assert f"starting repository {gone}" in text and "missing on this machine" in text
+        assert "same path" in text and "--repo" not in text
+    assert metrics["is_error"] == 1.0
