@@ -48,7 +48,9 @@ exceptions. Observations are not cut here: verl cuts them (``max_tool_response_l
 
 "Not applicable" rewards (``core.reward``: nothing to judge) have no place in verl's float:
 ``calc_reward`` and ``compute_score`` give 0.0 for them, log a warning, and ``compute_score``
-says so in its ``horizon_scored`` field, so that a trainer can filter such samples out.
+says so in its ``horizon_scored`` field, so that a trainer can filter such samples out. A reward
+that raises is no reason to stop a rollout either: it is logged, ``execute`` names it in the
+``finish`` observation and its ``reward_failed`` metric, and the sample gets 0.0, not scored.
 
 Without verl installed, ``HorizonTool`` subclasses a local stand-in with the same methods and
 ``ToolResponse`` is a local model with verl's fields (``text``, ``image``, ``video``).
@@ -79,7 +81,7 @@ from core.reward import RewardResult, Trajectory, aevaluate
 from core.sandbox import open_sandbox
 from core.tools import Tool, ToolContext, ToolResult
 
-__all__ = ["EPISODE_FIELD", "REWARD_FIELD", "HorizonTool", "ToolResponse", "close_all", "compute_score", "episodes_dir"]
+__all__ = ["EPISODE_FIELD", "REWARD_ERROR_FIELD", "REWARD_FIELD", "SCORED_FIELD", "HorizonTool", "ToolResponse", "close_all", "compute_score", "episodes_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ log = logging.getLogger(__name__)
 EPISODE_FIELD = "horizon_episode"
 REWARD_FIELD = "horizon_reward"
 SCORED_FIELD = "horizon_scored"
+#: ``agent_data.extra_fields`` key set when the plugin's reward raised: why (the reward is then 0.0, not scored).
+REWARD_ERROR_FIELD = "horizon_reward_error"
 
 try:  # verl imports torch and Ray: present on a training node, never required by Horizon
     from verl.tools.base_tool import BaseTool as _Base
@@ -276,6 +280,17 @@ async def _judge(episode: _Episode) -> RewardResult:
     return episode.verdict
 
 
+async def _judge_safely(episode: _Episode) -> tuple[RewardResult | None, str]:
+    """``_judge``, with a reward that raises (a crash in the plugin, a wrong return type) caught:
+    ``(verdict, "")``, or ``(None, "ExcType: message")`` when it failed (logged with its traceback).
+    A failed verdict is not kept: the next call tries again."""
+    try:
+        return await _judge(episode), ""
+    except Exception as exc:  # noqa: BLE001 - a failed reward is a failed sample, never the end of a rollout
+        log.exception("Horizon episode %s: the %s plugin's reward failed; verl gets 0.0", episode.key, episode.task.plugin)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def _scalar(result: RewardResult, key: str) -> float:
     """The verdict as verl's float: 0.0 when not applicable (logged)."""
     if result.applicable:
@@ -363,18 +378,24 @@ class HorizonTool(_Base):
             **kwargs: ``agent_data`` (verl's ``AgentData``) in the agent loop; the rest is ignored.
 
         Returns:
-            ``(observation, 0.0, metrics)``; metrics: ``duration_s`` (seconds), ``is_error`` and
-            ``done`` (the call ended the episode) as floats 0/1, so that verl can average them.
-            Every failure, the episode's own start included, is an error observation.
+            ``(observation, 0.0, metrics)``; metrics: ``duration_s`` (seconds), ``is_error``,
+            ``done`` (the call ended the episode) and ``reward_failed`` (the plugin's reward,
+            computed at ``done`` in the agent loop, raised) as floats 0/1, so that verl can
+            average them. Every failure, the episode's own start and the reward included, is an
+            observation, never an exception: a reward that raises is logged, its reason is
+            appended to the observation and kept in ``extra_fields["horizon_reward_error"]``, and
+            the trajectory's reward is 0.0 with ``horizon_scored`` False.
         """
         agent_data = kwargs.get("agent_data")
         start = time.perf_counter()
+        reward_failed = False
         try:
             episode = await self._episode_for(instance_id, agent_data)
         except Exception as exc:  # noqa: BLE001 - the model sees why; the rollout goes on
             log.warning("Horizon episode for %s could not start: %s", self.name, exc)
             text = f"the Horizon episode could not start: {type(exc).__name__}: {exc}"
-            return ToolResponse(text=text), 0.0, {"duration_s": time.perf_counter() - start, "is_error": 1.0, "done": 0.0}
+            metrics = {"duration_s": time.perf_counter() - start, "is_error": 1.0, "done": 0.0, "reward_failed": 0.0}
+            return ToolResponse(text=text), 0.0, metrics
         async with episode.lock:
             if episode.done:
                 result = ToolResult(output="the episode has ended (finish was called); no further tool calls are run", is_error=True)
@@ -385,21 +406,30 @@ class HorizonTool(_Base):
                 episode.verdict = None  # the files may have changed
                 episode.done = result.done
                 if result.done and isinstance(getattr(agent_data, "extra_fields", None), dict):
-                    verdict = await _judge(episode)
-                    agent_data.extra_fields[REWARD_FIELD] = _scalar(verdict, episode.key)
-                    agent_data.extra_fields[SCORED_FIELD] = verdict.applicable
-        metrics = {"duration_s": time.perf_counter() - start, "is_error": float(result.is_error), "done": float(result.done)}
+                    verdict, failure = await _judge_safely(episode)
+                    if verdict is None:
+                        agent_data.extra_fields.update({REWARD_FIELD: 0.0, SCORED_FIELD: False, REWARD_ERROR_FIELD: failure})
+                        text = f"{result.output}\n\nthe episode's reward failed ({failure}); it counts as 0.0, not scored"
+                        result = ToolResult(output=text, is_error=result.is_error, done=result.done, data=result.data)
+                        reward_failed = True
+                    else:
+                        agent_data.extra_fields[REWARD_FIELD] = _scalar(verdict, episode.key)
+                        agent_data.extra_fields[SCORED_FIELD] = verdict.applicable
+        metrics = {"duration_s": time.perf_counter() - start, "is_error": float(result.is_error), "done": float(result.done),
+                   "reward_failed": float(reward_failed)}
         return ToolResponse(text=result.output), 0.0, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        """The plugin's reward for the episode as it is now, in [0, 1] (0.0 when not applicable).
+        """The plugin's reward for the episode as it is now, in [0, 1] (0.0 when not applicable, or
+        when the reward raised: logged with its traceback).
 
         Raises:
             UserError: no open episode for ``instance_id``.
         """
         episode = await self._episode_for(instance_id, kwargs.get("agent_data"))
         async with episode.lock:
-            return _scalar(await _judge(episode), episode.key)
+            verdict, _ = await _judge_safely(episode)
+            return 0.0 if verdict is None else _scalar(verdict, episode.key)
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Let go of ``instance_id``: a per-call id is forgotten (its episode lives on with the

@@ -87,6 +87,44 @@ def coding_export(episodes, tmp_path_factory):
     return episodes.ids["py_fix"], episodes.home, out
 
 
+def test_a_reward_that_raises_is_an_observation_not_a_crash(coding_export, tmp_path, monkeypatch, closing_episodes):
+    run_id, home, out = coding_export
+    row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
+    plugin_class = type(load_plugin("coding"))
+
+    def broken(self, task, trajectory):
+        raise RuntimeError("the test runner is gone")
+
+    monkeypatch.setattr(plugin_class, "reward", broken)
+    agent_data = _AgentData("r")
+
+    async def finish():
+        instance_id, _ = await tools["finish"].create(create_kwargs=create_kwargs(row, "finish"))
+        try:
+            return await tools["finish"].execute(instance_id, FINISH, agent_data=agent_data)
+        finally:
+            await tools["finish"].release(instance_id)
+
+    seen, reward, metrics = asyncio.run(finish())
+    assert "reward failed" in seen.text and "RuntimeError: the test runner is gone" in seen.text
+    assert reward == 0.0 and metrics["done"] == 1.0 and metrics["reward_failed"] == 1.0
+    assert agent_data.extra_fields[adapter.REWARD_FIELD] == 0.0 and agent_data.extra_fields[adapter.SCORED_FIELD] is False
+    assert "the test runner is gone" in agent_data.extra_fields[adapter.REWARD_ERROR_FIELD]
+    assert adapter.compute_score("horizon/coding", "", "{}", extra_info={**row["extra_info"], **agent_data.extra_fields}) == {
+        "score": 0.0, "horizon_scored": False}
+
+    async def per_trajectory():  # verl's SGLang rollout asks calc_reward at the end: 0.0, not an exception
+        kwargs = create_kwargs(row, "finish")
+        await tools["finish"].create("req-r", **kwargs)
+        try:
+            await tools["finish"].execute("req-r", FINISH)
+            return await tools["finish"].calc_reward("req-r")
+        finally:
+            await tools["finish"].release("req-r")
+
+    assert asyncio.run(per_trajectory()) == 0.0
+
+
 def test_a_moved_repository_names_the_exported_path(coding_export, tmp_path, closing_episodes):
     run_id, home, _ = coding_export
     row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
