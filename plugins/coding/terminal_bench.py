@@ -6,8 +6,9 @@ is done and running ``tests/test.sh``, which installs pytest and writes 1 to
 installs from the network): the task's pytest files are copied from the task folder into the run's
 scratch folder (never into the workspace, and only at the end, so the agent cannot read them),
 and Horizon's pytest runs them in a fresh sandbox on a copy of the final workspace, shown at the
-Dockerfile's ``WORKDIR`` (``/app``; its ``.git`` folders kept: they are the task's own), from that folder, with the Dockerfile's ``ENV`` and the
-task's verifier environment. The outcomes are read from pytest's JUnit XML report by the coding
+Dockerfile's ``WORKDIR`` (``/app``; its ``.git`` folders kept: they are the task's own), from that folder, with the Dockerfile's ``ENV``, the
+task's verifier environment (Terminal-Bench 1: its compose service's ``environment``) and ``TEST_DIR``,
+the tests' folder. The outcomes are read from pytest's JUnit XML report by the coding
 plugin's own reader (``plugins.coding.testing``).
 
 The reward is 1.0 when every test passes (skipped tests aside) and 0.0 otherwise, as in
@@ -98,7 +99,9 @@ def run_task_tests(
         "--tb=short", "--color=no", "-q", "-rN",
         *(str(tests / t) for t in tb["tests"]),
     ]  # fmt: skip
-    env = {**sandbox_env(run_dir), **tb.get("env", {}), **tb.get("test_env", {})}
+    test_dir = str(tests)  # Terminal-Bench 1's compose file sets TEST_DIR=${T_BENCH_TEST_DIR} (/tests there)
+    test_env = {k: v.replace("${T_BENCH_TEST_DIR}", test_dir).replace("$T_BENCH_TEST_DIR", test_dir) for k, v in tb.get("test_env", {}).items()}
+    env = {**sandbox_env(run_dir), **tb.get("env", {}), **test_env, "TEST_DIR": test_dir}
     result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs
     output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
     write_new(run_dir / "output.txt", output)

@@ -38,7 +38,8 @@ class TerminalBenchTask:
         solution: ``solve.sh``/``solution.sh``, or None.
         test_timeout_s: seconds the tests may run.
         agent_timeout_s: the agent's time limit in seconds, as the task gives it (not enforced).
-        test_env: extra environment of the tests (Harbor's ``[verifier] env``).
+        test_env: extra environment of the tests (Harbor's ``[verifier] env``; Terminal-Bench 1's
+            compose service's ``environment``).
         config: the task file as read (``task.toml`` or ``task.yaml``).
     """
 
@@ -106,11 +107,10 @@ def read_task(folder: Path) -> TerminalBenchTask:
         instruction = config.get("instruction")
         if not isinstance(instruction, str) or not instruction.strip():
             raise UserError(f"{folder / 'task.yaml'} is not a valid task file: instruction: a non-empty text is required")
-        dockerfile = _tb1_dockerfile(folder)
+        dockerfile, test_env = _tb1_dockerfile(folder)
         environment = parse_dockerfile(dockerfile, folder)
         test_timeout = _seconds(config.get("max_test_timeout_sec"), DEFAULT_TEST_TIMEOUT_S, folder / "task.yaml")
         agent_timeout = _seconds(config.get("max_agent_timeout_sec"), None, folder / "task.yaml")
-        test_env = {}
         solution = folder / "solution.sh"
     if not instruction.strip():
         raise UserError(f"{folder / 'instruction.md'} is empty; it holds what the agent is asked")
@@ -164,14 +164,18 @@ def _seconds(value: Any, default: float | None, path: Path) -> float | None:
     return float(value)
 
 
-def _tb1_dockerfile(folder: Path) -> Path:
-    """The Dockerfile a Terminal-Bench 1 task's docker-compose.yaml builds (default ``Dockerfile``).
+def _tb1_dockerfile(folder: Path) -> tuple[Path, dict[str, str]]:
+    """The Dockerfile a Terminal-Bench 1 task's docker-compose.yaml builds (default ``Dockerfile``),
+    and its service's ``environment`` (a list of ``KEY=value`` or a mapping; entries without a
+    value, passed through from the host, are left out), e.g. ``TEST_DIR=${T_BENCH_TEST_DIR}``.
 
     Raises:
-        UserError: the compose file defines more than one service, or a service without a build.
+        UserError: the compose file defines more than one service, or a service without a build,
+            or an ``environment`` that is neither a list nor a mapping.
     """
     compose = folder / "docker-compose.yaml"
     name = "Dockerfile"
+    env: dict[str, str] = {}
     if compose.is_file():
         services = _read_yaml(compose).get("services") or {}
         if not isinstance(services, dict) or len(services) != 1:
@@ -185,10 +189,17 @@ def _tb1_dockerfile(folder: Path) -> Path:
             if build.get("context", ".") not in (".", "./"):
                 raise UserError(f"{compose}: needs Docker: its build context is {build['context']}, not the task folder")
             name = build.get("dockerfile", name)
+        listed = service.get("environment") or {}
+        if isinstance(listed, list):
+            env = dict(str(e).split("=", 1) for e in listed if "=" in str(e))
+        elif isinstance(listed, dict):
+            env = {str(k): str(v) for k, v in listed.items() if v is not None}
+        else:
+            raise UserError(f"{compose}: the service's environment must be a list of KEY=value or a mapping")
     dockerfile = (folder / name).resolve()
     if not dockerfile.is_file() or not dockerfile.is_relative_to(folder):
         raise UserError(f"task {folder.name}: the Dockerfile {folder / name} is missing")
-    return dockerfile
+    return dockerfile, env
 
 def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
     """What a run of the task carries in ``Task.metadata`` (JSON values).

@@ -291,3 +291,23 @@ def test_a_task_without_pytest_files_is_refused(tmp_path):
     (folder / "tests" / "test.sh").write_text("#!/bin/bash\ntest -f /app/out.txt\n")
     with pytest.raises(UserError, match=r"tests has no pytest files .*grades Terminal-Bench tasks with their pytest files, and tests/test.sh is not run"):
         ev.load_task(folder)
+
+
+@needs_bwrap
+def test_tests_get_test_dir_and_the_compose_services_environment(tmp_path):
+    folder = tmp_path / "tb1"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.yaml").write_text("instruction: Say hi.\n")
+    (folder / "Dockerfile").write_text("FROM python:3.13\nWORKDIR /app\n")
+    (folder / "tests" / "test_outputs.py").write_text("def test_x():\n    pass\n")
+    for environment in ("    environment:\n      - TEST_DIR=${T_BENCH_TEST_DIR}\n      - MODE=strict\n      - FROM_HOST\n",
+                        "    environment:\n      TEST_DIR: ${T_BENCH_TEST_DIR}\n      MODE: strict\n"):  # fmt: skip
+        (folder / "docker-compose.yaml").write_text(f"services:\n  client:\n    build:\n      dockerfile: Dockerfile\n{environment}")
+        assert tb.read_task(folder).test_env == {"TEST_DIR": "${T_BENCH_TEST_DIR}", "MODE": "strict"}
+    run = grade(tmp_path, """\
+        import os
+        def test_env():
+            assert os.environ["MODE"] == "strict"
+            assert os.path.isfile(os.path.join(os.environ["TEST_DIR"], "test_outputs.py"))
+        """, {}, test_env=tb.read_task(folder).test_env)
+    assert run.outcomes == {"test_outputs.py::test_env": "passed"}, run.output
