@@ -125,6 +125,7 @@ def open_sandbox(
     allow_network: bool = False,
     readonly: list[Path] | None = None,
     alias: Path | str | None = None,
+    binds: dict[Path, Path] | None = None,
 ) -> Sandbox:
     """The sandbox for one episode: bubblewrap isolation unless the user opted out.
 
@@ -137,14 +138,17 @@ def open_sandbox(
         readonly: extra host paths visible read-only inside (isolated only).
         alias: a second path where commands see the workspace (``/app`` for a Terminal-Bench
             task); isolated only.
+        binds: ``{host path: path inside}`` shown read-only where the host has nothing (a
+            Terminal-Bench task's tests at ``/tests``); isolated only.
 
     Raises:
         SandboxUnavailable: ``isolated`` and bwrap cannot work here (see ``self_check``).
-        UserError: an ``alias`` without isolation (only the sandbox can show the workspace there).
+        UserError: an ``alias`` or ``binds`` without isolation (only the sandbox can show them there).
     """
     if not isolated:
-        if alias is not None:
-            raise UserError(f"this task expects its files at {alias}, which only the sandbox can provide; run it without --no-sandbox")
+        if alias is not None or binds:
+            where = alias if alias is not None else ", ".join(map(str, (binds or {}).values()))
+            raise UserError(f"this task expects its files at {where}, which only the sandbox can provide; run it without --no-sandbox")
         return UnconfinedSandbox(workspace, scratch, limits=limits)
     self_check()
-    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias)
+    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds)

@@ -21,10 +21,12 @@ What a command sees:
 * no network but its own loopback (unless ``allow_network``), no capabilities, a new session (no
   terminal to inject keystrokes into), a fixed environment (the host's holds API keys);
 * with ``alias`` (e.g. ``/app``, where a Terminal-Bench task's tests expect the files), the workspace
-  a second time at that path, its ``.git`` read-only there too. A new folder cannot be made in the
-  host's read-only ``/``, so then ``/`` is built from the host's top-level entries, each bound
-  read-only (symbolic links recreated), in bwrap's own root, which is made read-only once every
-  mount point exists.
+  a second time at that path, its ``.git`` read-only there too, and ``binds`` (e.g. a Terminal-Bench
+  task's tests at ``/tests``) read-only at theirs. A new folder cannot be made in the host's
+  read-only ``/``, so then ``/`` is built from the host's top-level entries, each bound read-only
+  (symbolic links recreated), in bwrap's own root, which is made read-only once every mount point
+  exists; where the new folder's parent exists on the host (``/srv`` for ``/srv/app``), the host
+  folders above it are rebuilt the same way, one level deeper each (``alias_parents``).
 
 When the command's first process exits, the pid namespace's init exits and the kernel kills
 everything left in the namespace: detached processes (``setsid``, double fork, ``nohup &``) die
@@ -137,13 +139,21 @@ def secret_paths() -> tuple[list[Path], list[Path]]:
     return files, dirs
 
 
-def root_entries() -> list[tuple[Path, str | None]]:
-    """The host's top-level entries but ``/proc`` and ``/dev``: ``(path, link target or None)``, sorted."""
+def root_entries(expand: Sequence[Path] = ()) -> list[tuple[Path, str | None]]:
+    """The host's top-level entries but ``/proc`` and ``/dev``: ``(path, link target or None)``,
+    sorted; a folder in ``expand`` (``alias_parents``) is replaced by its own entries, likewise."""
     found: list[tuple[Path, str | None]] = []
-    for entry in sorted(Path("/").iterdir()):
-        if entry.name in ("proc", "dev"):
-            continue
-        found.append((entry, os.readlink(entry) if entry.is_symlink() else None))
+
+    def walk(folder: Path) -> None:
+        for entry in sorted(folder.iterdir()):
+            if folder == Path("/") and entry.name in ("proc", "dev"):
+                continue
+            if entry in expand and not entry.is_symlink():
+                walk(entry)
+                continue
+            found.append((entry, os.readlink(entry) if entry.is_symlink() else None))
+
+    walk(Path("/"))
     return found
 
 
@@ -157,6 +167,7 @@ def build_bwrap_argv(
     env: dict[str, str],
     alias: Path | None = None,
     root: Sequence[tuple[Path, str | None]] = (),
+    binds: Sequence[tuple[Path, Path]] = (),
     allow_network: bool = False,
     readonly: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
@@ -182,8 +193,11 @@ def build_bwrap_argv(
         env: the complete environment of the command (nothing else is inherited).
         alias: an absolute path where the workspace is bound a second time, read-write (its
             ``readonly`` paths read-only there too); None: none.
-        root: with ``alias``, the host's top-level entries (``root_entries``) that make up ``/``
-            instead of the host's ``/`` itself, so that bwrap can make the alias's mount point.
+        root: with ``alias`` (or ``binds``), the host's entries (``root_entries``) that make up
+            ``/`` instead of the host's ``/`` itself, so that bwrap can make the mount points; it
+            must not be empty then.
+        binds: ``(host path, path inside)`` pairs bound read-only after the workspace and scratch
+            (with ``root`` only).
         allow_network: share the host's network namespace instead of a loopback-only one.
         readonly: paths bound read-only last, on top of everything (e.g. ``workspace/.git``);
             each must exist.
@@ -209,7 +223,7 @@ def build_bwrap_argv(
     # Run as root, bwrap would leave the command every capability in its namespaces, enough to
     # remount the read-only / read-write. Nothing to drop for an ordinary user.
     args += ["--cap-drop", "ALL"]
-    if alias is None:
+    if not root:
         args += ["--ro-bind", "/", "/"]
     else:  # bwrap's own root (a tmpfs) holds the host's entries and the alias; read-only at the end
         for path, target in root:
@@ -238,11 +252,14 @@ def build_bwrap_argv(
         writable = scratch / SCRATCH_WRITABLE
         args += ["--bind", str(scratch), str(scratch), "--remount-ro", str(scratch)]
         args += ["--bind", str(writable), str(writable)]
+    if root:
+        for host, inside in binds:
+            args += ["--ro-bind", str(host), str(inside)]
     for path in readonly:
         args += ["--ro-bind", str(path), str(path)]
         if alias is not None and path.is_relative_to(workspace):  # a bind does not carry read-only submounts
             args += ["--ro-bind", str(path), str(alias / path.relative_to(workspace))]
-    if alias is not None:
+    if root:
         args += ["--remount-ro", "/"]
     args += ["--chdir", str(cwd), "--clearenv"]
     for key, value in env.items():
@@ -270,12 +287,14 @@ class BwrapSandbox:
             rlimits only).
         alias: an absolute path (e.g. ``/app``) where commands also see the workspace,
             read-write; commands still start in the workspace's real path.
+        binds: ``{host path: absolute path inside}``: more folders or files shown read-only
+            where the host has none (e.g. a Terminal-Bench task's tests at ``/tests``); each path
+            inside is checked as ``alias`` is, and may not lie in the workspace, scratch or alias.
 
     Raises:
         SandboxUnavailable: bwrap is not installed.
-        ValueError: ``workspace`` is not a folder, or ``alias`` cannot be a mount point here
-            (relative, a system folder, holding the workspace, or a new folder inside an
-            existing read-only one).
+        ValueError: ``workspace`` is not a folder, or ``alias`` (or a path of ``binds``) cannot
+            be a mount point here (see ``check_alias``).
     """
 
     isolated = True
@@ -290,12 +309,21 @@ class BwrapSandbox:
         readonly: list[Path] | None = None,
         use_cgroups: bool = True,
         alias: Path | str | None = None,
+        binds: dict[Path, Path] | dict[str, str] | None = None,
     ):
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ValueError(f"sandbox workspace is not a folder: {workspace}")
         self.scratch = Path(scratch).resolve()
-        self.alias = _checked_alias(Path(alias), [self.workspace, self.scratch]) if alias is not None else None
+        self.alias = check_alias(Path(alias), [self.workspace, self.scratch]) if alias is not None else None
+        self.binds: list[tuple[Path, Path]] = []
+        for host, inside in (binds or {}).items():
+            target = check_alias(Path(inside), [self.workspace, self.scratch])
+            if any(target.is_relative_to(p) for p in (self.workspace, self.scratch, self.alias) if p is not None):
+                raise ValueError(f"the bind {target} would lie in the workspace, scratch or alias folder")
+            self.binds.append((Path(host).resolve(), target))
+        # Host folders rebuilt from their entries so that the mount points can be made in them.
+        self._rebuilt = sorted({p for t in [self.alias, *(b for _, b in self.binds)] if t is not None for p in alias_parents(t)})
         self.scratch.mkdir(parents=True, exist_ok=True)
         (self.scratch / SCRATCH_WRITABLE).mkdir(exist_ok=True)
         self.limits = limits or SandboxLimits()
@@ -312,8 +340,10 @@ class BwrapSandbox:
         self._masked, secret_dirs = secret_paths()
         self._hidden = hidden_dirs()
         self._hidden += [d for d in secret_dirs if d not in self._hidden]
-        self._python = python_prefixes()
-        self._root = root_entries() if self.alias is not None else []
+        # A Python prefix above a rebuilt folder (/usr for /usr/src/app) would cover it again;
+        # outside the hidden folders (or the alias would be in a tmpfs), so the root shows it anyway.
+        self._python = [p for p in python_prefixes() if not any(d.is_relative_to(p) for d in self._rebuilt)]
+        self._root = root_entries(self._rebuilt) if self.alias is not None or self.binds else []
         sweep_orphans_once()
         resolv = Path("/etc/resolv.conf").resolve()
         if allow_network and resolv.is_relative_to("/run"):
@@ -354,7 +384,7 @@ class BwrapSandbox:
             full_env = {**command_env(extra, home="/tmp", tmpdir="/tmp"), OWNER_VAR: str(os.getpid())}
             git = self.workspace / ".git"  # a folder, or a file in a git worktree
             readonly = [git] if git.exists() and not git.is_symlink() else []
-            readonly += [p for p in self.readonly if p.exists()]
+            readonly += [p for p in self.readonly if p.exists() and not any(d.is_relative_to(p) for d in self._rebuilt)]
             status_r, status_w = os.pipe()
             block_r, block_w = os.pipe()
             status = _StatusReader(status_r)
@@ -367,6 +397,7 @@ class BwrapSandbox:
                 env=full_env,
                 alias=self.alias,
                 root=self._root,
+                binds=self.binds,
                 allow_network=self.allow_network,
                 readonly=readonly,
                 hidden=self._hidden,
@@ -538,11 +569,20 @@ def sweep_orphans(proc: Path = Path("/proc")) -> list[int]:
     return killed
 
 
-def _checked_alias(alias: Path, keep: list[Path]) -> Path:
-    """``alias`` normalised, if the workspace can be bound there (see ``BwrapSandbox``).
+def check_alias(alias: Path, keep: list[Path]) -> Path:
+    """``alias`` normalised, if the workspace (or a bind) can be mounted there (see ``BwrapSandbox``).
+
+    Args:
+        alias: the absolute path inside the sandbox.
+        keep: folders the mount may not cover (the workspace and scratch).
+
+    Returns:
+        The path, normalised.
 
     Raises:
-        ValueError: it cannot, and why.
+        ValueError: it cannot, and why: relative, a system folder (or ``/proc``, ``/dev``,
+            ``/sys``, ``/boot`` and below), covering a ``keep`` folder, or under a file, a
+            symbolic link or a folder that cannot be listed (``alias_parents``).
     """
     if not alias.is_absolute():
         raise ValueError(f"the workspace alias must be an absolute path, not {alias}")
@@ -552,10 +592,35 @@ def _checked_alias(alias: Path, keep: list[Path]) -> Path:
         raise ValueError(f"the workspace alias {alias} would cover a system folder")
     if any(path.is_relative_to(alias) for path in keep):
         raise ValueError(f"the workspace alias {alias} would cover the workspace or scratch folder itself")
-    made_inside = top == Path("/tmp") or any(alias.is_relative_to(h) for h in hidden_dirs())  # tmpfs: writable
-    if not (alias.is_dir() or not top.exists() or made_inside):
-        raise ValueError(f"the workspace alias {alias} cannot be made: {top} exists on this machine and is read-only in the sandbox")
+    alias_parents(alias)
     return alias
+
+
+def alias_parents(alias: Path) -> list[Path]:
+    """The host folders above a mount point (normalised, absolute) that the sandbox's root rebuilds
+    from their entries, top first, so that bwrap can make the mount point in them: none when it
+    exists as a folder, lies in a tmpfs (``/tmp``, a hidden folder), or its top folder is new.
+
+    Raises:
+        ValueError: it exists but is not a folder, or a folder above it is a symbolic link, not
+            a folder, or cannot be listed.
+    """
+    if alias.is_dir() or alias.parts[1:2] == ("tmp",) or any(alias.is_relative_to(h) for h in hidden_dirs()):
+        return []
+    if os.path.lexists(alias):
+        raise ValueError(f"the workspace alias {alias} cannot be made: it exists on this machine and is not a folder")
+    parents: list[Path] = []
+    for parent in reversed(alias.parents[:-1]):  # /srv, then /srv/www, ...
+        if not os.path.lexists(parent):
+            break
+        if parent.is_symlink() or not parent.is_dir():
+            raise ValueError(f"the workspace alias {alias} cannot be made: {parent} is a symbolic link or not a folder on this machine")
+        try:
+            os.listdir(parent)
+        except OSError as exc:
+            raise ValueError(f"the workspace alias {alias} cannot be made: {parent} cannot be listed ({exc.strerror})") from None
+        parents.append(parent)
+    return parents
 
 
 class _StatusReader:

@@ -5,10 +5,11 @@ is done and running ``tests/test.sh``, which installs pytest and writes 1 to
 ``/logs/verifier/reward.txt`` when every test passes, else 0. Here ``test.sh`` is not run (it
 installs from the network): the task's pytest files are copied from the task folder into the run's
 scratch folder (never into the workspace, and only at the end, so the agent cannot read them),
+shown read-only at ``/tests`` as well (where Terminal-Bench puts them; ``TEST_DIR`` says so),
 and Horizon's pytest runs them in a fresh sandbox on a copy of the final workspace, shown at the
 Dockerfile's ``WORKDIR`` (``/app``; its ``.git`` folders kept: they are the task's own), from that folder, with the Dockerfile's ``ENV``, the
 task's verifier environment (Terminal-Bench 1: its compose service's ``environment``) and ``TEST_DIR``,
-the tests' folder. The outcomes are read from pytest's JUnit XML report by the coding
+``/tests``. The outcomes are read from pytest's JUnit XML report by the coding
 plugin's own reader (``plugins.coding.testing``).
 
 The reward is 1.0 when every test passes (skipped tests aside) and 0.0 otherwise, as in
@@ -31,6 +32,8 @@ from plugins.coding.testing import TestRun, clip_output, new_run_dir, parse_pyte
 REWARD_VERSION = "terminal-bench/1"
 #: ``Task.metadata`` key of a Terminal-Bench task (``core.eval.terminal_bench.METADATA_KEY``).
 METADATA_KEY = "terminal_bench"
+#: Where the grading sandbox shows the tests' copy (read-only), as Terminal-Bench's container does.
+TESTS_INSIDE = Path("/tests")
 
 
 def is_terminal_bench(task: Task) -> bool:
@@ -88,7 +91,8 @@ def run_task_tests(
     tests = grading_scratch / "tests"  # read-only inside: scratch is, but for scratch/runs
     shutil.copytree(Path(tb["folder"]) / "tests", tests, symlinks=True)
     limits = (limits or SandboxLimits()).model_copy(update={"timeout_s": float(tb["test_timeout_s"])})
-    sandbox = open_sandbox(copy, grading_scratch, isolated=isolated, limits=limits, alias=tb["workdir"])
+    # The tests at /tests too, where Terminal-Bench copies them (tests read their own files there).
+    sandbox = open_sandbox(copy, grading_scratch, isolated=isolated, limits=limits, alias=tb["workdir"], binds={tests: TESTS_INSIDE})
     run_dir = new_run_dir(grading_scratch, "pytest")
     report = run_dir / "report.xml"
     argv = [
@@ -99,7 +103,7 @@ def run_task_tests(
         "--tb=short", "--color=no", "-q", "-rN",
         *(str(tests / t) for t in tb["tests"]),
     ]  # fmt: skip
-    test_dir = str(tests)  # Terminal-Bench 1's compose file sets TEST_DIR=${T_BENCH_TEST_DIR} (/tests there)
+    test_dir = str(TESTS_INSIDE)  # Terminal-Bench 1's compose file sets TEST_DIR=${T_BENCH_TEST_DIR} (/tests there)
     test_env = {k: v.replace("${T_BENCH_TEST_DIR}", test_dir).replace("$T_BENCH_TEST_DIR", test_dir) for k, v in tb.get("test_env", {}).items()}
     env = {**sandbox_env(run_dir), **tb.get("env", {}), **test_env, "TEST_DIR": test_dir}
     result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs

@@ -4,6 +4,7 @@ second view of the workspace at /app, and grading real episodes of suites/termin
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -160,11 +161,34 @@ def test_sandbox_shows_the_workspace_again_at_the_alias(tmp_path):
 def test_alias_must_be_a_place_a_folder_can_be_bound(tmp_path):
     (tmp_path / "ws").mkdir()
     for bad, why in [("app", "absolute"), ("/usr", "system folder"), ("/", "system folder"), (str(tmp_path), "workspace or scratch"),
-                     ("/usr/local/app", "cannot be made")]:  # fmt: skip
+                     ("/etc/passwd/app", "cannot be made"), ("/etc/passwd", "not a folder")]:  # fmt: skip
         with pytest.raises(ValueError, match=why):
             BwrapSandbox(tmp_path / "ws", tmp_path / "scratch", alias=bad)
     with pytest.raises(UserError, match="only the sandbox can provide"):
         open_sandbox(tmp_path / "ws", tmp_path / "scratch", isolated=False, alias="/app")
+    with pytest.raises(ValueError, match="would lie in the workspace"):
+        BwrapSandbox(tmp_path / "ws", tmp_path / "scratch", alias="/app", binds={tmp_path: "/app/tests"})
+
+
+@needs_bwrap
+@pytest.mark.parametrize("alias", ["/srv/app", "/usr/src/app", "/opt/app", "/home/app", "/var/www/app"])
+def test_alias_under_an_existing_host_folder(tmp_path, alias):
+    workspace, scratch, extra = tmp_path / "ws", tmp_path / "scratch", tmp_path / "extra"
+    workspace.mkdir()
+    extra.mkdir()
+    (workspace / "seed.txt").write_text("seed")
+    (extra / "data.txt").write_text("data")
+    sandbox = BwrapSandbox(workspace, scratch, alias=alias, binds={extra: "/tests"})
+    parent = str(Path(alias).parent)
+    script = f"cat {alias}/seed.txt /tests/data.txt && echo made > {alias}/made.txt && python -c 'print(1)'"
+    result = sandbox.run(["bash", "-c", script])
+    assert result.exit_code == 0 and result.stdout == "seeddata1\n", result.stderr
+    assert (workspace / "made.txt").read_text() == "made\n"
+    for path in (f"{parent}/new-file", "/tests/new-file", "/usr/new-file"):  # the host folders stay read-only
+        assert sandbox.run(["bash", "-c", f"echo no > {path}"]).exit_code != 0, path
+    if Path(parent).is_dir():  # what the host folder holds is still seen
+        listed = sandbox.run(["ls", "-A", parent]).stdout.split()
+        assert set(os.listdir(parent)) <= set(listed), listed
 
 
 # --------------------------------------------------------------------------- episodes
@@ -211,7 +235,7 @@ def grade(tmp_path: Path, test_source: str, workspace_files: dict[str, str], **t
     from plugins.coding.terminal_bench import run_task_tests
 
     task = tmp_path / "task"
-    (task / "tests").mkdir(parents=True)
+    (task / "tests").mkdir(parents=True, exist_ok=True)
     (task / "tests" / "test_outputs.py").write_text(textwrap.dedent(test_source))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -311,3 +335,21 @@ def test_tests_get_test_dir_and_the_compose_services_environment(tmp_path):
             assert os.path.isfile(os.path.join(os.environ["TEST_DIR"], "test_outputs.py"))
         """, {}, test_env=tb.read_task(folder).test_env)
     assert run.outcomes == {"test_outputs.py::test_env": "passed"}, run.output
+
+
+@needs_bwrap
+def test_tests_read_their_own_files_at_slash_tests(tmp_path):
+    (tmp_path / "task" / "tests").mkdir(parents=True)
+    (tmp_path / "task" / "tests" / "expected.txt").write_text("ok")
+    run = grade(tmp_path, """\
+        import os
+        def test_out():
+            assert open('/app/out.txt').read() == open('/tests/expected.txt').read()
+            assert os.environ['TEST_DIR'] == '/tests'
+        """, {"out.txt": "ok"})
+    assert run.outcomes == {"test_outputs.py::test_out": "passed"}, run.output
+
+
+def test_a_workdir_under_an_existing_host_folder_loads(tmp_path):
+    folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /srv/app\n")
+    assert ev.load_task(folder).metadata["workspace_alias"] == "/srv/app"
