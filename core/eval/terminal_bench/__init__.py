@@ -7,14 +7,20 @@ Two layouts are read (``suites/README.md``, "Terminal-Bench tasks"):
       TASK/instruction.md          what the agent is asked (Markdown)
       TASK/task.toml               [metadata] (free-form), [agent] timeout_sec, [verifier] timeout_sec and env,
                                    [environment] (resources; docker_image: a prebuilt image, refused)
-      TASK/environment/Dockerfile  the container; environment/ is its build context
+      TASK/environment/Dockerfile  the container; environment/ is its build context (may be
+                                   missing: then a prebuilt docker_image, refused)
       TASK/tests/test.sh           the verifier (writes /logs/verifier/reward.txt), plus test_*.py
       TASK/solution/solve.sh       the reference solution (optional)
 
 * Terminal-Bench 1: ``task.yaml`` (``instruction``, ``max_agent_timeout_sec``,
   ``max_test_timeout_sec``, ...), ``Dockerfile`` and ``docker-compose.yaml`` at the task's root
   (the build context), ``run-tests.sh``, ``solution.sh`` (or ``solution.yaml``, keystrokes: not
-  replayed), ``tests/``.
+  replayed), ``tests/``; the compose service's ``environment:`` (a list or a mapping) is given
+  to the tests.
+
+``instruction.md`` + ``task.toml`` is enough to be read as Terminal-Bench 2 (Horizon's own task
+folders never have ``instruction.md``). Task files are read as UTF-8, a byte-order mark dropped;
+a file in another encoding is a ``UserError`` naming it.
 
 Sources: Harbor's documentation, https://harborframework.com/docs/tasks,
 https://harborframework.com/docs/task-difference and https://harborframework.com/docs/task-tutorial;
@@ -26,7 +32,8 @@ The wheel ships no benchmark tasks, only that template; the tasks in ``suites/te
 Without Docker. The Dockerfile is read, not built:
 
 * ``WORKDIR`` (the last one) is where the tests expect the files (usually ``/app``): the episode's
-  workspace is shown there by the sandbox (``BwrapSandbox``'s ``alias``), so the agent's commands
+  workspace is shown there by the sandbox (``BwrapSandbox``'s ``alias``; a folder under one this
+  machine has, e.g. ``/srv/app``, is made by rebuilding the folders above it), so the agent's commands
   and the tests see ``/app``; the file tools see the same files relative to the workspace;
 * ``COPY``/``ADD`` of files from the build context make the starting tree (the episode's ``repo``,
   built once into ``$HORIZON_HOME/cache/terminal-bench/``); their targets must lie inside the
@@ -38,7 +45,8 @@ Without Docker. The Dockerfile is read, not built:
   Python, not the image's, which is enough for tasks whose tests need Python and the standard tools;
 * ``RUN`` is accepted only where it changes nothing Horizon lacks: ``mkdir`` inside the working
   folder (made in the starting tree) and ``pip install`` of distributions Horizon's Python already
-  has (at a matching version). CMD, ENTRYPOINT, LABEL, EXPOSE, USER, VOLUME and the like do not
+  has (at a matching version); shell syntax (``;``, ``|``, ``>``, ``$(...)``) is looked for
+  outside quotes only, so ``pip install 'requests>=2,<3'`` is read. CMD, ENTRYPOINT, LABEL, EXPOSE, USER, VOLUME and the like do not
   shape the files and are ignored.
 
 Refused, with a ``UserError`` that names the file, the line and why ("needs Docker: ..."): any
@@ -47,12 +55,15 @@ a second ``FROM`` (multi-stage build) or ``COPY --from``, ``ADD`` of a URL or an
 to a path outside the working folder or from outside the build context, a ``.dockerignore`` with
 ``!`` exceptions, a Dockerfile without ``WORKDIR``, a ``docker-compose.yaml`` with more than the
 one service built from the task's Dockerfile (Terminal-Bench 1) or any in ``environment/``
-(Harbor), and a Harbor task with a prebuilt ``docker_image`` and no Dockerfile.
+(Harbor), a Harbor task with a prebuilt ``docker_image`` and no Dockerfile, and a task whose
+``tests/`` has no pytest files (``test_*.py``, ``*_test.py``; its ``test.sh`` is not run).
 
 The tests' ``test.sh``/``run-tests.sh`` are not run (they install uv or pytest from the network):
 the grader (``plugins.coding.terminal_bench``) runs the task's ``test_*.py``/``*_test.py`` files with
-Horizon's pytest, in the sandbox, from a copy of ``tests/`` in the run's scratch folder. Tests that
-read their own files through ``/tests/...`` or need packages Horizon's Python lacks fail there.
+Horizon's pytest, in the sandbox, on a copy of the final workspace (its ``.git`` folders kept: the
+run's baseline is kept outside the workspace), from a copy of ``tests/`` in the run's scratch folder,
+also shown read-only at ``/tests`` (``TEST_DIR=/tests``). Tests that need packages Horizon's
+Python lacks fail there.
 The agent's time limit (``[agent] timeout_sec``) is recorded, not enforced: ``agent eval
 --time-limit`` is.
 """
