@@ -13,7 +13,8 @@ instruction, starting tree); runs without a verified reward (None, not 0) are le
 
 One JSON line per trajectory: ``group_id`` (SHA-256 of the task key, 16 hex digits),
 ``group_size``, ``run_id``, ``reward``, ``advantage``, ``group_mean``, ``group_std``, ``plugin``,
-``task``, ``messages``, ``tools``.
+``task``, ``reward_version``, ``reward_status``, ``correct`` (``core.export.tasks.reward_labels``),
+``messages``, ``tools``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from core.export.sft import write_jsonl
 from core.export.source import RunRecord
-from core.export.tasks import group_by_task
+from core.export.tasks import group_by_task, reward_labels
 
 EPS = 1e-6
 
@@ -55,7 +56,7 @@ def grpo_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
         for run, reward, adv in zip(group, rewards, advantages(rewards)):
             rows.append({
                 "group_id": gid, "group_size": len(group), "run_id": run.run_id, "reward": reward, "advantage": adv,
-                "group_mean": mean, "group_std": std, "plugin": run.plugin, "task": run.instruction,
+                "group_mean": mean, "group_std": std, "plugin": run.plugin, "task": run.instruction, **reward_labels(run),
                 "messages": run.openai_messages(), "tools": run.tools,
             })
     return rows

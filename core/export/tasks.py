@@ -27,6 +27,12 @@ SkyRL (https://skyrl.readthedocs.io/en/latest/datasets/dataset-preparation.html)
 ``data_source``, ``prompt``, ``env_class`` and ``reward_spec`` ``{"method": "rule", "ground_truth"}``,
 plus optional ``extra_info``.
 
+Both rows' ``extra_info`` carries what judged the exported runs, one entry per run of ``run_ids``
+(in that order): ``reward_version`` (``RewardResult.version``, ``"<plugin>:unversioned"`` for runs
+judged before versions were stored), ``reward_status`` (``scored``, ``not_applicable`` or
+``not_judged``) and ``correct`` (solved, or null when not judged or not applicable), so that data
+judged by different reward versions is never mixed silently.
+
 ``ground_truth`` is JSON text: the starting tree and repository, and what the reward checks
 against (the set-up test outcomes ``before`` and the ``targets`` that must pass, for the coding
 reward).
@@ -42,10 +48,28 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from core.export.sft import is_correct, reward_version
 from core.export.source import RunRecord
 
 AGENT_NAME = "tool_agent"
 DEFAULT_TOOL_CLASS = "core.trainers.verl.HorizonTool"
+
+
+def reward_status(run: RunRecord) -> str:
+    """How the plugin's reward judged ``run``: ``scored``, ``not_applicable`` (nothing to judge), or
+    ``not_judged`` (the run never reached its end, or no verdict was stored)."""
+    if run.row.get("status") != "finished":
+        return "not_judged"
+    stored = run.row.get("reward_status")
+    if stored:
+        return str(stored)
+    return "scored" if run.row.get("reward") is not None else "not_judged"  # a run stored before reward_status was
+
+
+def reward_labels(run: RunRecord) -> dict[str, Any]:
+    """``{"reward_version", "reward_status", "correct"}`` of ``run``: what judged it, how, and whether
+    it counts as solved (``core.export.sft.reward_version``, ``reward_status``, ``core.export.sft.is_correct``)."""
+    return {"reward_version": reward_version(run), "reward_status": reward_status(run), "correct": is_correct(run)}
 
 
 def group_by_task(runs: list[RunRecord]) -> list[list[RunRecord]]:
@@ -86,6 +110,7 @@ def _extra_info(runs: list[RunRecord], index: int, split: str) -> dict[str, Any]
         "index": index, "split": split, "need_tools_kwargs": True,
         "tools_kwargs": {t["function"]["name"]: {"create_kwargs": create} for t in first.tools},
         "instruction": first.instruction, "run_ids": [r.run_id for r in runs],
+        **{key: [reward_labels(r)[key] for r in runs] for key in ("reward_version", "reward_status", "correct")},
     }
 
 
@@ -141,9 +166,17 @@ def tool_config(runs: list[RunRecord], tool_class: str = DEFAULT_TOOL_CLASS) -> 
 
 
 def write_task_parquet(rows: list[dict[str, Any]], out: Path) -> None:
-    """Write rows as Parquet (Arrow infers the nested types from the rows)."""
+    """Write rows as Parquet (Arrow infers the nested types from the rows; ``extra_info.correct``
+    is ``list<bool>`` even when every value is null, where Arrow would infer ``list<null>``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), out)
+    table = pa.Table.from_pylist(rows)
+    if "extra_info" in table.column_names:
+        info = table.schema.field("extra_info").type
+        if isinstance(info, pa.StructType) and info.get_field_index("correct") >= 0:
+            fields = [f.with_type(pa.list_(pa.bool_())) if f.name == "correct" else f for f in info]
+            index = table.column_names.index("extra_info")
+            table = table.set_column(index, "extra_info", table.column("extra_info").cast(pa.struct(fields)))
+    pq.write_table(table, out)
 
 
 def write_verl(runs: list[RunRecord], out: Path, tool_class: str = DEFAULT_TOOL_CLASS) -> tuple[int, Path]:

@@ -13,6 +13,11 @@ SkyRL's step-wise trajectories):
   header), ``response_ids`` what the model generated, every mask value 1; ``reward`` is the
   episode's reward on the last step and 0.0 on the others.
 
+Every row also carries the run's ``reward_version``, ``reward_status`` (``scored``,
+``not_applicable``, ``not_judged``) and ``correct`` (null when not judged or not applicable),
+``core.export.tasks.reward_labels``, so that data judged by different reward versions is never
+mixed silently.
+
 Token source. Where every model call of a run stored the engine's own token ids (vLLM with
 ``return_token_ids``), the rows are ``token_source: "engine"`` (``engine_token_rows``). Otherwise
 they are ``token_source: "retokenized"``: the stored text rendered with the chat template of the bundled
@@ -43,6 +48,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from core.errors import ModelUnavailable
 from core.export.source import RunRecord
+from core.export.tasks import reward_labels
 from core.policy.embedded import bundled_model_path, to_plain_chat
 
 TOKEN_SCHEMA = pa.schema([
@@ -58,6 +64,9 @@ TOKEN_SCHEMA = pa.schema([
     ("token_source", pa.string()),
     ("tokenizer", pa.string()),
     ("quality_flags", pa.list_(pa.string())),
+    ("reward_version", pa.string()),
+    ("reward_status", pa.string()),
+    ("correct", pa.bool_()),
 ])
 
 
@@ -172,7 +181,7 @@ def token_rows(run: RunRecord, tok: Retokenizer, flags: list[str] | None = None)
     if first is None:
         return []
     common = {"run_id": run.run_id, "logprobs": None, "token_source": "retokenized", "tokenizer": tok.name,
-              "quality_flags": list(flags or [])}
+              "quality_flags": list(flags or []), **reward_labels(run)}
     prompt = [t for s in segments[:first] for t in s.ids]  # the opening and the first assistant header
     response = [t for s in segments[first:] for t in s.ids]
     mask = [int(s.trainable) for s in segments[first:] for _ in s.ids]
@@ -205,6 +214,7 @@ def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[di
         return None
     flags = list(flags or [])
     model = str(run.row.get("policy") or "")
+    labels = reward_labels(run)
     rows = []
     for k, call in enumerate(calls):
         ids, logprobs = call["completion_token_ids"], call["completion_logprobs"]
@@ -213,7 +223,7 @@ def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[di
             "run_id": run.run_id, "kind": "step", "step": call["step"], "prompt_ids": call["prompt_token_ids"],
             "response_ids": ids, "loss_mask": [1] * len(ids), "logprobs": logprobs if logprobs and len(logprobs) == len(ids) else None,
             "reward": run.reward if last else (None if run.reward is None else 0.0), "reward_index": len(ids) - 1,
-            "token_source": "engine", "tokenizer": model, "quality_flags": flags,
+            "token_source": "engine", "tokenizer": model, "quality_flags": flags, **labels,
         })
     prompt = calls[0]["prompt_token_ids"]
     response: list[int] = []
@@ -235,7 +245,7 @@ def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[di
     last_model_token = max(i for i, m in enumerate(mask) if m) if any(mask) else 0
     return [{"run_id": run.run_id, "kind": "trajectory", "step": None, "prompt_ids": prompt, "response_ids": response,
              "loss_mask": mask, "logprobs": logprobs_all, "reward": run.reward, "reward_index": last_model_token,
-             "token_source": "engine", "tokenizer": model, "quality_flags": flags}, *rows]
+             "token_source": "engine", "tokenizer": model, "quality_flags": flags, **labels}, *rows]
 
 
 def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -84,7 +85,7 @@ def test_openai_fine_tuning_lines_follow_the_documented_format(exported):
     assert any("answers no earlier" in p for p in problems) and any("robot" in p for p in problems)
 
 
-def test_verl_task_parquet_and_tool_config(exported):
+def test_verl_task_parquet_and_tool_config(episodes, exported):
     result = exported["verl"]
     parquet, config = result.files
     ds = load_dataset("parquet", data_files=str(parquet), split="train")
@@ -103,10 +104,24 @@ def test_verl_task_parquet_and_tool_config(exported):
         assert all(kwargs[n]["create_kwargs"]["start_tree"] == truth["start_tree"] for n in tool_names)
     assert sorted(len(r["extra_info"]["run_ids"]) for r in ds) == [1, 6]
     assert all(t["class_name"] and t["config"]["type"] == "native" for t in tools)
+    info_type = pq.read_schema(parquet).field("extra_info").type
+    assert info_type.field("correct").type.value_type == pa.bool_() and info_type.field("reward_version").type.value_type == pa.string()
+    assert_reward_labels_per_run(episodes, ds)
 
 
-def test_skyrl_rows_follow_skyrls_dataset_format(exported):
+def assert_reward_labels_per_run(episodes, ds):
+    """Each task row's ``extra_info`` names, per run of ``run_ids``, the reward that judged it, how, and the outcome."""
+    solved = {"py_fix", "java_fix", "py_edit", "py_view_edit"}
+    for row in ds:
+        info = row["extra_info"]
+        assert info["reward_version"] == ["coding-tests/1"] * len(info["run_ids"])
+        assert info["reward_status"] == ["scored"] * len(info["run_ids"])
+        assert info["correct"] == [name in solved for name in [next(n for n, i in episodes.ids.items() if i == r) for r in info["run_ids"]]]
+
+
+def test_skyrl_rows_follow_skyrls_dataset_format(episodes, exported):
     ds = load_dataset("parquet", data_files=str(exported["skyrl"].files[0]), split="train")
+    assert_reward_labels_per_run(episodes, ds)
     assert len(ds) == 2
     assert {"data_source", "prompt", "env_class", "reward_spec"} <= set(ds.column_names)
     for row in ds:
@@ -140,6 +155,8 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         assert tok.decode(whole["prompt_ids"]).startswith("<|im_start|>system\n")
         assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
         assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
+        for r in mine:  # step rows and the trajectory row alike
+            assert (r["reward_version"], r["reward_status"], r["correct"]) == ("coding-tests/1", "scored", True)
         assert [tok.decode(s["response_ids"]) for s in steps] == said
         assert all(set(s["loss_mask"]) == {1} for s in steps)
         assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [1.0]
@@ -169,6 +186,9 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     assert by_name["py_fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
     (java,) = next(g for g in groups.values() if len(g) == 1)
     assert java["advantage"] == 0.0 and java["group_size"] == 1
+    for name, r in {**by_name, "java_fix": java}.items():
+        assert (r["reward_version"], r["reward_status"]) == ("coding-tests/1", "scored")
+        assert r["correct"] is (r["reward"] == 1.0), name
 
 
 def test_bad_requests_are_clear_errors_and_lose_nothing(episodes, exported, tmp_path):
@@ -197,3 +217,11 @@ def test_keep_flagged_exports_flagged_runs_with_their_reasons(episodes, tmp_path
     # a run that crashed before its first model turn has nothing to train on, flagged or not
     setup = export_runs([episodes.ids["infra_setup"]], "sft-jsonl", tmp_path / "none.jsonl", home=episodes.home, keep_flagged=True)
     assert setup.exported == [] and "no model turn" in setup.left_out[episodes.ids["infra_setup"]]
+
+
+def test_task_parquet_keeps_correct_a_bool_list_when_no_run_was_judged(tmp_path):
+    from core.export.tasks import write_task_parquet
+
+    write_task_parquet([{"extra_info": {"run_ids": ["a"], "reward_status": ["not_judged"], "correct": [None]}}], tmp_path / "t.parquet")
+    info = pq.read_schema(tmp_path / "t.parquet").field("extra_info").type
+    assert info.field("correct").type.value_type == pa.bool_()
