@@ -21,6 +21,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.export.gates import Flag, GateReport, apply_gates
+from core.export.grpo import left_out_reason
 from core.export.source import RunRecord, load_run, runs_dir, select_runs
 
 __all__ = ["FORMATS", "ExportResult", "Flag", "GateReport", "RunRecord", "apply_gates", "export_runs", "load_run", "select_runs"]
@@ -93,6 +94,8 @@ def export_runs(
             result.left_out[run.run_id] = "; ".join(f"{f.reason}: {f.detail}" for f in flags)
         elif not any(m.role == "assistant" for m in run.messages):
             result.left_out[run.run_id] = "no model turn: nothing to train on"
+        elif fmt == "grpo" and (why := left_out_reason(run)) is not None:
+            result.left_out[run.run_id] = f"{why[0]}: {why[1]}"  # a GRPO group needs every member's reward
         else:
             chosen.append(run)
     if not chosen:

@@ -10,8 +10,9 @@ against the group: with outcome rewards ``r_1..r_G``,
 implementations compute it; ``eps`` = 1e-6. A group of one has no contrast: its advantage is
 0.0 (``std`` undefined). A group is the runs with the same ``RunRecord.task_key`` (plugin,
 instruction, starting tree); runs without a verified reward (None, not 0) are left out, and
-``write_grpo`` says which and why (``GrpoWritten``): ``not judged`` (the run never reached its end,
-or no verdict was stored) or ``reward not applicable`` (the plugin's reward had nothing to judge).
+``export_runs`` says which and why (``left_out_reason``): ``not judged`` (the run never reached
+its end, or no verdict was stored) or ``reward not applicable`` (the plugin's reward had nothing
+to judge).
 
 One JSON line per trajectory: ``group_id`` (SHA-256 of the task key, 16 hex digits),
 ``group_size``, ``run_id``, ``reward``, ``advantage``, ``group_mean``, ``group_std``, ``plugin``,
@@ -23,9 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import statistics
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,37 +35,6 @@ from core.export.tasks import group_by_task, reward_labels, reward_status
 EPS = 1e-6
 NOT_JUDGED = "not judged"
 NOT_APPLICABLE = "reward not applicable"
-
-log = logging.getLogger(__name__)
-
-
-class GrpoWritten(int):
-    """What ``write_grpo`` wrote: the number of rows (it is that ``int``, so existing callers keep
-    working), and the runs it left out for want of a reward.
-
-    Attributes:
-        left_out: ``{run_id: why}``, why starting with a ``reasons`` key (``not judged`` or
-            ``reward not applicable``) followed by ``": "`` and the run's details.
-        reasons: ``{run_id: reason}``, the bare reason of each run left out.
-    """
-
-    left_out: dict[str, str]
-    reasons: dict[str, str]
-
-    def __new__(cls, rows: int, left_out: dict[str, str] | None = None, reasons: dict[str, str] | None = None) -> GrpoWritten:
-        obj = super().__new__(cls, rows)
-        obj.left_out = dict(left_out or {})
-        obj.reasons = dict(reasons or {})
-        return obj
-
-    @property
-    def rows(self) -> int:
-        """The rows written, as a plain ``int``."""
-        return int(self)
-
-    def counts(self) -> dict[str, int]:
-        """How many runs were left out per reason, most frequent first."""
-        return dict(Counter(self.reasons.values()).most_common())
 
 
 def left_out_reason(run: RunRecord) -> tuple[str, str] | None:
@@ -111,27 +79,17 @@ def grpo_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_grpo(runs: list[RunRecord], out: Path) -> GrpoWritten:
+def write_grpo(runs: list[RunRecord], out: Path) -> int:
     """Write GRPO rows as JSON Lines.
 
     Args:
-        runs: the runs to group; those without a verified reward are left out.
+        runs: the runs to group; those without a verified reward are skipped (``export_runs``
+            leaves them out beforehand and says why: ``left_out_reason``).
         out: the JSON Lines file to write (its folder is created).
 
     Returns:
-        A ``GrpoWritten``: the number of rows (an ``int``), with ``left_out`` (``{run_id: why}``)
-        and ``counts()`` (runs left out per reason); the counts are logged as a warning too.
+        The number of rows written.
     """
-    left_out, reasons = {}, {}
-    for run in runs:
-        why = left_out_reason(run)
-        if why is not None:
-            reasons[run.run_id] = why[0]
-            left_out[run.run_id] = f"{why[0]}: {why[1]}"
     rows = grpo_rows(runs)
     write_jsonl(rows, out)
-    written = GrpoWritten(len(rows), left_out, reasons)
-    if left_out:
-        log.warning("GRPO export left out %d runs without a reward: %s", len(left_out),
-                    ", ".join(f"{n} {reason}" for reason, n in written.counts().items()))
-    return written
+    return len(rows)

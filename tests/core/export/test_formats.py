@@ -219,26 +219,23 @@ def test_keep_flagged_exports_flagged_runs_with_their_reasons(episodes, tmp_path
     assert setup.exported == [] and "no model turn" in setup.left_out[episodes.ids["infra_setup"]]
 
 
-def test_grpo_says_which_runs_it_left_out_for_want_of_a_reward(episodes, tmp_path, caplog):
+def test_grpo_says_which_runs_it_left_out_for_want_of_a_reward(episodes, tmp_path):
     from dataclasses import replace
 
-    from core.export.grpo import write_grpo
+    from core.export.grpo import left_out_reason, write_grpo
 
     runs = [load_run(episodes.ids[n], episodes.home) for n in ("py_fix", "py_view", "infra_setup", "infra_mid")]
     inapplicable = replace(runs[1], run_id="inapplicable", row={**runs[1].row, "reward": None, "reward_status": "not_applicable",
                                                                 "correct": None, "reward_summary": "no tests to run"})
-    with caplog.at_level("WARNING", logger="core.export.grpo"):
-        written = write_grpo([*runs, inapplicable], tmp_path / "grpo.jsonl")
-    assert written == 2 and len(read_jsonl(tmp_path / "grpo.jsonl")) == 2
-    assert written.counts() == {"not judged": 2, "reward not applicable": 1}
-    assert set(written.left_out) == {episodes.ids["infra_setup"], episodes.ids["infra_mid"], "inapplicable"}
-    assert written.left_out["inapplicable"] == "reward not applicable: no tests to run"
-    assert written.left_out[episodes.ids["infra_mid"]].startswith("not judged: run crashed")
-    assert "left out 3 runs without a reward: 2 not judged, 1 reward not applicable" in caplog.text
-    # through export_runs (the CLI's call): the rows count is still the int it prints
+    assert write_grpo([*runs, inapplicable], tmp_path / "grpo.jsonl") == 2 and len(read_jsonl(tmp_path / "grpo.jsonl")) == 2
+    assert [left_out_reason(r) for r in runs[:2]] == [None, None]
+    assert left_out_reason(inapplicable) == ("reward not applicable", "no tests to run")
+    assert left_out_reason(runs[3])[0] == "not judged" and left_out_reason(runs[3])[1].startswith("run crashed")
+    # through export_runs (the CLI's call, which prints left_out): the run without a reward is named
     result = export_runs([episodes.ids[n] for n in ("py_fix", "infra_mid")], "grpo", tmp_path / "all.jsonl", home=episodes.home,
                          keep_flagged=True)
-    assert result.rows == 1 and result.rows.counts() == {"not judged": 1} and f"{result.rows}" == "1"
+    assert result.rows == 1 and result.exported == [episodes.ids["py_fix"]]
+    assert result.left_out[episodes.ids["infra_mid"]].startswith("not judged: run crashed")
 
 
 def test_task_parquet_keeps_correct_a_bool_list_when_no_run_was_judged(tmp_path):
