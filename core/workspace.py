@@ -30,9 +30,6 @@ def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, work_
         cmd += [f"--work-tree={work_tree}"]
     proc = subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, errors="surrogateescape")
     if proc.returncode != 0:
-        reverse = subprocess.run(["git", "apply", "--reverse", "--check", str(patch)], cwd=repo, capture_output=True, env=env)
-        if reverse.returncode == 0:
-            raise UserError(f"the patch is already applied to {repo}; nothing changed")
         raise UserError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
 

@@ -286,7 +286,7 @@ async def _judge_safely(episode: _Episode) -> tuple[RewardResult | None, str]:
     A failed verdict is not kept: the next call tries again."""
     try:
         return await _judge(episode), ""
-    except Exception as exc:  # noqa: BLE001 - a failed reward is a failed sample, never the end of a rollout
+    except Exception as exc:
         log.exception("Horizon episode %s: the %s plugin's reward failed; verl gets 0.0", episode.key, episode.task.plugin)
         return None, f"{type(exc).__name__}: {exc}"
 

@@ -115,3 +115,20 @@ def test_a_cut_short_call_is_rolled_back_before_it_runs_again(tmp_path):
     (work / "app.py").write_text("x = 5\n")  # call_1 completes this time
     assert journal.before("call_2") is False  # a new call: nothing to undo
     assert (work / "app.py").read_text() == "x = 5\n"
+
+
+def test_a_failing_git_command_is_a_user_error_naming_it(tmp_path):
+    """A git failure reads as one line with git's own message (it used to raise NameError)."""
+    from core.errors import UserError
+    from core.workspace import restore_tree, snapshot
+
+    workspace, baseline = tmp_path / "ws", tmp_path / "baseline.git"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a\n")
+    snapshot(workspace, baseline)
+    try:
+        restore_tree(workspace, baseline, "0" * 40)  # no such tree
+    except UserError as exc:
+        assert str(exc).startswith("git ") and "failed:" in str(exc)
+    else:
+        raise AssertionError("restoring a missing tree succeeded")

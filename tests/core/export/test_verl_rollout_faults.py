@@ -88,7 +88,7 @@ def coding_export(episodes, tmp_path_factory):
 
 
 def test_a_reward_that_raises_is_an_observation_not_a_crash(coding_export, tmp_path, monkeypatch, closing_episodes):
-    run_id, home, out = coding_export
+    run_id, home, _out = coding_export
     row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
     plugin_class = type(load_plugin("coding"))
 
