@@ -242,7 +242,8 @@ def episode_specs(
             or any other kind, whose ``policy_config`` (``core.runner.policy_spec``) is used as is.
         limits: ``Limits`` as a dict; a scripted policy gets at least one step per turn.
         hard_timeout_s: seconds after which the scheduler kills an episode (default: the
-            limits' ``max_wall_s`` plus 300 s for set-up and verification).
+            limits' ``max_wall_s`` plus 300 s for set-up and verification). A Terminal-Bench
+            task's own agent time limit (``[agent] timeout_sec``) lowers its ``max_wall_s``.
         baseline_runs: 2 asks the coding plugin to run each task's tests twice at set-up, so
             that the export's non-determinism gate can tell a flaky environment (``Task.metadata``).
 
@@ -258,8 +259,12 @@ def episode_specs(
             raise UserError(f"task {task.name} names no plugin; give one (agent eval coding SUITE) or add \"plugin\" to its task file")
         if plugin != "auto" and task_plugin != plugin:
             raise UserError(f"task {task.name} is a {task_plugin} task, not {plugin}; run it with agent eval {task_plugin} (or auto)")
+        # a task's own time limit for the agent (Terminal-Bench's [agent] timeout_sec) caps --time-limit
+        own_limit = (task.metadata.get("terminal_bench") or {}).get("agent_timeout_s")
         for attempt in range(attempts):
             task_limits = dict(limits)
+            if own_limit:
+                task_limits["max_wall_s"] = min(float(task_limits.get("max_wall_s", own_limit)), float(own_limit))
             if policy in SCRIPTED:
                 turns = SCRIPTED[policy](task)
                 script = write_script(turns, scripts_dir / f"{task.name}-{attempt}.jsonl")

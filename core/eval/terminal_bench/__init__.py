@@ -64,8 +64,8 @@ Horizon's pytest, in the sandbox, on a copy of the final workspace (its ``.git``
 run's baseline is kept outside the workspace), from a copy of ``tests/`` in the run's scratch folder,
 also shown read-only at ``/tests`` (``TEST_DIR=/tests``). Tests that need packages Horizon's
 Python lacks fail there.
-The agent's time limit (``[agent] timeout_sec``) is recorded, not enforced: ``agent eval
---time-limit`` is.
+The agent's time limit (``[agent] timeout_sec``, TB1's ``max_agent_timeout_sec``) caps the
+episode's wall-clock limit (``limits.max_wall_s``; ``agent eval --time-limit`` when lower).
 """
 
 from core.eval.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile

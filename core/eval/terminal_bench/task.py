@@ -37,7 +37,7 @@ class TerminalBenchTask:
         tests: its pytest files, relative to ``tests_dir`` (POSIX), sorted.
         solution: ``solve.sh``/``solution.sh``, or None.
         test_timeout_s: seconds the tests may run.
-        agent_timeout_s: the agent's time limit in seconds, as the task gives it (not enforced).
+        agent_timeout_s: the agent's time limit in seconds, as the task gives it (it caps the episode's wall-clock limit).
         test_env: extra environment of the tests (Harbor's ``[verifier] env``; Terminal-Bench 1's
             compose service's ``environment``).
         config: the task file as read (``task.toml`` or ``task.yaml``).

@@ -353,3 +353,18 @@ def test_tests_read_their_own_files_at_slash_tests(tmp_path):
 def test_a_workdir_under_an_existing_host_folder_loads(tmp_path):
     folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /srv/app\n")
     assert ev.load_task(folder).metadata["workspace_alias"] == "/srv/app"
+
+
+def test_the_tasks_own_agent_time_limit_caps_the_episodes(tmp_path, horizon_home):
+    """``[agent] timeout_sec`` of a Harbor task lowers ``--time-limit``; it never raises it."""
+    folder = harbor_task(tmp_path / "timed", "FROM python:3.11-slim\nWORKDIR /app\n")
+    (folder / "task.toml").write_text('version = "1.0"\n[agent]\ntimeout_sec = 90\n[verifier]\ntimeout_sec = 30\n')
+    (task,) = ev.load_suite(folder)
+
+    def wall(limit: float) -> float:
+        (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy="finish-only", policy_config=None,
+                                   limits={"max_steps": 5, "max_wall_s": limit}, pricing={}, isolated=True, home=horizon_home,
+                                   scripts_dir=tmp_path / "scripts")  # fmt: skip
+        return spec.limits["max_wall_s"]
+
+    assert (wall(3600.0), wall(60.0)) == (90.0, 60.0)
