@@ -114,7 +114,7 @@ def _summary(result: RunResult) -> None:
 
 def _run_and_report(run: Run, apply: bool) -> None:
     """Execute a run, print its summary, apply its patch if asked; exit with the run's status."""
-    from core.runner import apply_run
+    from core.runs import apply_run
 
     try:
         result = run.execute()
@@ -207,7 +207,7 @@ def resume(
 @app.command()
 def runs() -> None:
     """List runs, newest first ("killed": its process died; continue it with agent resume)."""
-    from core.runner import list_runs
+    from core.runs import list_runs
 
     # Fixed columns at their natural widths; the task gets what is left (on 80 columns, a few words).
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -228,7 +228,7 @@ def runs() -> None:
 def show(run_id: str = typer.Argument(..., help="the run to print"),
          as_json: bool = typer.Option(False, "--json", help="print the messages as JSON")) -> None:
     """Print a run's trajectory: each message, tool call and observation, and the rewards."""
-    from core.runner import open_store
+    from core.runs import open_store
 
     try:
         with closing(open_store(run_id)) as store:
@@ -261,7 +261,7 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
 @app.command("apply")
 def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to apply")) -> None:
     """Apply a run's final patch to the repository the run was started on."""
-    from core.runner import apply_run
+    from core.runs import apply_run
 
     try:
         repo = apply_run(run_id)

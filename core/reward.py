@@ -198,7 +198,8 @@ class Trajectory(BaseModel):
             RunNotFound: no such run.
             UserError: the run is being written right now, or its store is damaged.
         """
-        from core.runner import open_store, runs_dir  # the runner imports the loop: load it only when needed
+        from core.config import runs_dir
+        from core.runs import open_store
 
         with closing(open_store(run_id, home)) as store:
             return cls.from_store(store, runs_dir(home) / run_id)

@@ -37,7 +37,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.eval.runner import EpisodeResult, EpisodeSpec, run_episode
-from core.runner import mark_killed, new_run_id
+from core.runs import mark_killed, new_run_id
 
 #: Plugins whose episode holds a heavy environment (a Blender process): run in an actor each.
 HEAVY_PLUGINS = frozenset({"threed"})

@@ -31,7 +31,7 @@ from core.errors import HorizonError, SandboxUnavailable, UserError
 from core.eval.metrics import summarize
 from core.eval.policies import SCRIPTED, write_script
 from core.eval.tasks import EvalTask
-from core.runner import mark_killed, new_run_id
+from core.runs import mark_killed, new_run_id
 
 
 class EpisodeSpec(BaseModel):

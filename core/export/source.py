@@ -1,8 +1,7 @@
 """Reading finished runs out of the run store for export: one ``RunRecord`` per run.
 
-Export opens the stores itself (``runs_dir``, ``open_run_store``, ``list_run_rows`` below follow
-``core.runner``'s layout and messages) instead of importing ``core.runner``, which loads the
-whole agent loop (LangGraph, the model clients): seconds of start-up an export does not need.
+Stores are opened through ``core.runs`` (not ``core.runner``, which loads the whole agent loop:
+LangGraph, the model clients, seconds of start-up an export does not need).
 
 A record holds what every exporter and quality gate needs: the run's row (task, plugin,
 status, reward), the history in OpenAI chat format, each tool call's stored record, the reward
@@ -24,9 +23,9 @@ from typing import Any
 import duckdb
 
 from core.config import runs_dir
-from core.errors import PluginNotFound, RunNotFound, UserError
+from core.errors import PluginNotFound, UserError
+from core.runs import list_runs, open_store
 from core.state import Message
-from core.store import RunStore
 
 
 @dataclass
@@ -87,46 +86,6 @@ class RunRecord:
     def openai_messages(self) -> list[dict[str, Any]]:
         """The history as chat-completions message dicts (``Message.to_openai``)."""
         return [m.to_openai() for m in self.messages]
-
-
-def _unreadable(run_id: str, exc: duckdb.Error) -> UserError:
-    if "lock" in str(exc).lower():
-        return UserError(f"run {run_id} is in use by another process; export it when it stops")
-    return UserError(f"the run store of {run_id} is damaged: {exc}")
-
-
-def open_run_store(run_id: str, home: Path | None = None) -> RunStore:
-    """Open a run's store read-only.
-
-    Raises:
-        RunNotFound: no such run.
-        UserError: the run is being written by another process right now, or its store is damaged.
-    """
-    path = runs_dir(home) / run_id / "trajectory.duckdb"
-    if not path.is_file():
-        raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
-    try:
-        return RunStore(path, read_only=True)
-    except duckdb.Error as exc:
-        raise _unreadable(run_id, exc) from None
-
-
-def list_run_rows(home: Path | None = None) -> list[dict[str, Any]]:
-    """``{"run_id", "plugin", "status"}`` per run, oldest first; ``status`` is ``in use`` or ``damaged``
-    for a store that cannot be opened now. Half-made runs (hidden folders) are not listed."""
-    rows = []
-    for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb")):
-        run_id = path.parent.name
-        try:
-            with closing(RunStore(path, read_only=True)) as store:
-                row = store.run()
-        except duckdb.Error as exc:
-            rows.append({"run_id": run_id, "plugin": None, "status": "in use" if "lock" in str(exc).lower() else "damaged"})
-            continue
-        except RunNotFound:
-            continue
-        rows.append({"run_id": run_id, "plugin": row["plugin"], "status": row["status"]})
-    return rows
 
 
 @cache
@@ -199,7 +158,7 @@ def load_run(run_id: str, home: Path | None = None) -> RunRecord:
         UserError: the run is being written by another process, its store is damaged, or its
             plugin is not installed.
     """
-    with closing(open_run_store(run_id, home)) as store:
+    with closing(open_store(run_id, home)) as store:
         row = store.run()
         messages = store.messages()
         rewards = store.rewards()
@@ -242,7 +201,7 @@ def select_runs(
     chosen = list(dict.fromkeys(run_ids))
     skipped: list[str] = []
     if all_runs or plugin:
-        for r in list_run_rows(home):
+        for r in reversed(list_runs(home)):  # oldest first
             if r["run_id"] in chosen:
                 continue
             if r["status"] in ("in use", "damaged"):
