@@ -109,10 +109,9 @@ class RewardResult(BaseModel):
             ValueError: no reward given and no component has weight.
         """
         if reward is None:
-            total = sum(c.weight for c in components.values())
-            if total <= 0:
+            reward = _weighted_mean(components)
+            if reward is None:
                 raise ValueError("no component has weight: pass reward= explicitly")
-            reward = sum(c.value * c.weight for c in components.values()) / total
         return cls(reward=reward, components=components, correct=correct, version=version, summary=summary)
 
     @classmethod
@@ -127,10 +126,14 @@ class RewardResult(BaseModel):
 
     def weighted_mean(self) -> float | None:
         """The components' weighted mean ``sum(w * v) / sum(w)``; None if no component has weight."""
-        total = sum(c.weight for c in self.components.values())
-        if total <= 0:
-            return None
-        return sum(c.value * c.weight for c in self.components.values()) / total
+        return _weighted_mean(self.components)
+
+
+def _weighted_mean(components: dict[str, RewardComponent]) -> float | None:
+    total = sum(c.weight for c in components.values())
+    if total <= 0:
+        return None
+    return sum(c.value * c.weight for c in components.values()) / total
 
 
 class Trajectory(BaseModel):

@@ -22,6 +22,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.eval.tasks import EvalTask, diff_edits
+from core.policy.scripted import load_script
 
 Turns = list[dict[str, Any]]
 
@@ -40,7 +41,7 @@ def reference_turns(task: EvalTask) -> Turns:
     if METADATA_KEY in task.metadata:
         return terminal_bench_turns(task.folder, task.metadata)
     if not task.fix_diff.is_file():
-        return _read_script(task.reference_script)
+        return load_script(task.reference_script)  # a ConfigError (a UserError) names the bad line
     edits = diff_edits(task.fix_diff.read_text(encoding="utf-8", errors="surrogateescape"), task.repo)
     turns: Turns = [{"tool": "edit_file", "arguments": edit} for edit in edits]
     turns.append({"tool": "run_tests", "arguments": {}})
@@ -83,22 +84,6 @@ SCRIPTED: dict[str, Callable[[EvalTask], Turns]] = {
     "finish-only": finish_only_turns,
     "edit-tests": edit_tests_turns,
 }
-
-
-def _read_script(path: Path) -> Turns:
-    """The turns of a JSON Lines script (blank lines skipped)."""
-    turns: Turns = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            turn = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number} is not JSON ({exc.msg}); each line is one turn of the reference trajectory") from None
-        if not isinstance(turn, dict):
-            raise UserError(f"{path}:{number} is not a JSON object like {{\"tool\": ..., \"arguments\": {{...}}}}")
-        turns.append(turn)
-    return turns
 
 
 def write_script(turns: Turns, path: Path) -> Path:

@@ -45,9 +45,9 @@ def load_script(path: Path) -> list[dict[str, Any]]:
         try:
             turn = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            raise ConfigError(f"{path}:{n} is not JSON ({exc.msg}); each line is one turn, a tool call") from None
         if not isinstance(turn, dict):
-            raise ConfigError(f"{path}:{n}: each line must be a JSON object")
+            raise ConfigError(f"{path}:{n} is not a JSON object like {{\"tool\": ..., \"arguments\": {{...}}}}")
         turns.append(turn)
     if not turns:
         raise ConfigError(f"{path} has no turns; write one JSON object a line, e.g. {{\"tool\": \"finish\", \"arguments\": {{\"summary\": \"done\"}}}}")

@@ -19,15 +19,13 @@ Terminal-Bench; ``correct`` likewise. Not applicable when the task has no pytest
 from __future__ import annotations
 
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
-from core.safe_io import write_new
 from core.sandbox import SandboxLimits, open_sandbox
-from plugins.coding.testing import TestRun, clip_output, new_run_dir, parse_pytest_report, pytest_command, sandbox_env
+from plugins.coding.testing import TestRun, new_run_dir, pytest_argv, read_pytest_run, sandbox_env
 
 REWARD_VERSION = "terminal-bench/1"
 #: ``Task.metadata`` key of a Terminal-Bench task (``core.eval.terminal_bench.METADATA_KEY``).
@@ -94,28 +92,13 @@ def run_task_tests(
     # The tests at /tests too, where Terminal-Bench copies them (tests read their own files there).
     sandbox = open_sandbox(copy, grading_scratch, isolated=isolated, limits=limits, alias=tb["workdir"], binds={tests: TESTS_INSIDE})
     run_dir = new_run_dir(grading_scratch, "pytest")
-    report = run_dir / "report.xml"
-    argv = [
-        *pytest_command(),
-        "-p", "no:cacheprovider", "-p", "no:langsmith", "--continue-on-collection-errors",
-        f"--junitxml={report}", "-o", "junit_family=xunit1",
-        f"--basetemp={run_dir / 'tmp' / 'pytest'}", f"--rootdir={tests}",
-        "--tb=short", "--color=no", "-q", "-rN",
-        *(str(tests / t) for t in tb["tests"]),
-    ]  # fmt: skip
+    argv = pytest_argv(run_dir, tests, [str(tests / t) for t in tb["tests"]])
     test_dir = str(TESTS_INSIDE)  # Terminal-Bench 1's compose file sets TEST_DIR=${T_BENCH_TEST_DIR} (/tests there)
     test_env = {k: v.replace("${T_BENCH_TEST_DIR}", test_dir).replace("$T_BENCH_TEST_DIR", test_dir) for k, v in tb.get("test_env", {}).items()}
     env = {**sandbox_env(run_dir), **tb.get("env", {}), **test_env, "TEST_DIR": test_dir}
     result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs
-    output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
-    write_new(run_dir / "output.txt", output)
-    run = TestRun(framework="pytest", exit_code=result.exit_code, timed_out=result.timed_out,
-                  output=clip_output(output), run_dir=str(run_dir), duration_s=result.duration_s)  # fmt: skip
-    if report.is_file():
-        try:
-            run.outcomes, run.messages, run.build_failed = parse_pytest_report(tests, report)
-        except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
-            run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
+    run = read_pytest_run(result, run_dir, tests)
+    run.duration_s = result.duration_s
     return run
 
 

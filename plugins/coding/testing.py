@@ -44,7 +44,7 @@ from pydantic import BaseModel, Field
 
 from core.errors import ToolError
 from core.safe_io import read_regular, write_new
-from core.sandbox.base import Sandbox, SandboxLimits
+from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
 from plugins.coding.search import iter_files, shorten
 
 log = logging.getLogger(__name__)
@@ -537,39 +537,49 @@ def _check_selectors(tests: list[str]) -> list[str]:
     return cleaned
 
 
-def _run_pytest(
-    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None
-) -> TestRun:
-    report = run_dir / "report.xml"
-    argv = [
+def pytest_argv(run_dir: Path, rootdir: Path, targets: list[str], *, python: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+    """The pytest command Horizon runs: started safely (``pytest_command``), a JUnit XML report at
+    ``run_dir/report.xml``, no cache, collection errors reported per module, then ``extra``
+    options and the ``targets`` (test ids or paths)."""
+    return [
         *pytest_command(python),
         "-p", "no:cacheprovider",
         "-p", "no:langsmith",  # langsmith's plugin costs 1-2 s at start-up and is never needed here
         "--continue-on-collection-errors",  # one broken module must not hide the others' outcomes
-        *(() if _has_pytest_config(root) else ("-o", f"python_files={UNITTEST_FILES}")),
-        f"--junitxml={report}",
+        *extra,
+        f"--junitxml={run_dir / 'report.xml'}",
         "-o", "junit_family=xunit1",
         f"--basetemp={run_dir / 'tmp' / 'pytest'}",
-        f"--rootdir={root}",
+        f"--rootdir={rootdir}",
         "--tb=short", "--color=no", "-q", "-rN",
-        *tests,
+        *targets,
     ]  # fmt: skip
-    result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
+
+
+def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path) -> TestRun:
+    """A finished pytest command (``pytest_argv``) as a ``TestRun``: its output saved to
+    ``run_dir/output.txt`` and the outcomes read from ``run_dir/report.xml`` (ids relative to
+    ``rootdir``); a report that cannot be read is said so in the output."""
     output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
     write_new(run_dir / "output.txt", output)  # code under test may have planted a link
-    run = TestRun(
-        framework="pytest",
-        exit_code=result.exit_code,
-        timed_out=result.timed_out,
-        output=clip_output(output),
-        run_dir=str(run_dir),
-    )
+    run = TestRun(framework="pytest", exit_code=result.exit_code, timed_out=result.timed_out,
+                  output=clip_output(output), run_dir=str(run_dir))  # fmt: skip
+    report = run_dir / "report.xml"
     if report.is_file():
         try:
-            run.outcomes, run.messages, run.build_failed = parse_pytest_report(root, report)
+            run.outcomes, run.messages, run.build_failed = parse_pytest_report(rootdir, report)
         except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
             run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
     return run
+
+
+def _run_pytest(
+    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None
+) -> TestRun:
+    unittest_files = () if _has_pytest_config(root) else ("-o", f"python_files={UNITTEST_FILES}")
+    argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files)
+    result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
+    return read_pytest_run(result, run_dir, root)
 
 
 def _java_selectors(root: Path, tests: list[str]) -> list[str]:
