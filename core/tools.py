@@ -58,12 +58,16 @@ class ToolContext:
         scratch: run-private folder outside the workspace (test reports, full outputs).
         plugin_state: plugin-private data for this episode, e.g. the baseline test outcomes;
             plugins persist what must survive a resume under ``scratch`` themselves.
+        baseline: the run's git database of its starting files (``core.workspace.snapshot``),
+            outside the workspace, when the episode has one: a reward grades the patch against
+            it (``core.workspace.diff`` and ``materialize``).
     """
 
     workspace: Path
     sandbox: "Sandbox"
     scratch: Path
     plugin_state: dict[str, Any] = field(default_factory=dict)
+    baseline: Path | None = None
 
     def resolve(self, relative: str) -> Path:
         """Resolve a model-given path inside the workspace.

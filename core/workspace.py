@@ -1,9 +1,18 @@
 """Episode workspaces: a private copy of the user's repository, and the patch that leaves it.
 
 The user's files are never touched during a run. The workspace is a copy; a snapshot of it is
-committed at the start into a git database kept outside the workspace (``baseline.git``), so
-the agent can neither see nor rewrite the baseline, and the patch is ``git diff`` against it.
-The user's files change only through ``apply_patch`` (``agent run --apply`` or ``agent apply``).
+stored at the start in a git database kept outside the workspace (``baseline.git``), so the
+agent can neither see nor rewrite the baseline, and the patch is the diff from that snapshot.
+The user's files change only through ``core.apply`` (``agent run --apply`` or ``agent apply``).
+
+No git process ever looks at the workspace (``core.gitstore``): Horizon reads its files itself
+and git only stores and compares the bytes. Two trees are kept at the start:
+
+- the **baseline** (``HEAD``): the files a patch may change: everything but ``.gitignore``-d
+  files and ``ALWAYS_EXCLUDED`` (build outputs, caches, installed environments);
+- the **start** (``START_REF``): everything the workspace held but caches (``CACHES``), so that
+  a grader can rebuild the starting files exactly, installed packages and build outputs
+  included, and put the patch on top (``materialize``).
 """
 
 from __future__ import annotations
@@ -11,99 +20,226 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
+from core import gitstore
 from core.errors import UserError
+from core.gitstore import Entry
 
+#: Files that never count as content: caches a program writes for itself (bytecode, test-runner
+#: caches, compiled classes) and Horizon's own folder. They are not carried into a grading copy.
+CACHES = [".horizon/", "__pycache__/", "*.pyc", "*.pyo", ".pytest_cache/", ".ruff_cache/", ".mypy_cache/", "*.class"]
 # Build outputs and caches never belong in a patch, whatever the repository's .gitignore says.
-ALWAYS_EXCLUDED = [".horizon/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ruff_cache/", "target/", "*.class", ".venv/", "node_modules/"]
+ALWAYS_EXCLUDED = [*CACHES, "target/", ".venv/", "node_modules/"]
+#: The ref of the start tree in ``baseline.git``.
+START_REF = "refs/horizon/start"
+_IDENTITY = ("-c", "user.name=horizon", "-c", "user.email=horizon@localhost")
 
 
-def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, work_tree: Path | None = None) -> str:
-    """Run git and return its output; bytes that are not UTF-8 (a Latin-1 source file in a diff)
-    survive as surrogate escapes, so writing the text back with the same handler is byte-exact."""
-    cmd = ["git", "-c", "safe.directory=*", "-c", "core.autocrlf=false"]
-    if git_dir is not None:
-        cmd += [f"--git-dir={git_dir}"]
-    if work_tree is not None:
-        cmd += [f"--work-tree={work_tree}"]
-    proc = subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, errors="surrogateescape")
-    if proc.returncode != 0:
-        raise UserError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+def _user_git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run git in the user's own repository (content the user chose to work on), with what could
+    run a program switched off: no hooks, no fsmonitor, no submodule recursion, no pager."""
+    hardening = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
+                 "-c", "core.untrackedCache=false", "-c", "diff.external="]  # fmt: skip
+    env = {**gitstore.git_env(), "HOME": os.environ.get("HOME", "/nonexistent")}
+    env.pop("GIT_CONFIG_GLOBAL")  # the user's own ignore rules (core.excludesFile) still apply
+    env["GIT_CEILING_DIRECTORIES"] = str(repo.resolve().parent)
+    try:
+        return subprocess.run(["git", *hardening, *args], cwd=repo, capture_output=True, env=env, check=False)
+    except FileNotFoundError:
+        raise UserError("git is not installed; install it (Debian: apt-get install git)") from None
 
 
-def _is_git_repo(path: Path) -> bool:
-    proc = subprocess.run(
-        ["git", "-c", "safe.directory=*", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True
-    )
-    return proc.returncode == 0 and Path(proc.stdout.strip()).resolve() == path.resolve()
+def _repository_kind(path: Path) -> str:
+    """``work tree`` when ``path`` is the top of a git work tree, ``bare`` for a bare repository,
+    else ``plain``."""
+    if not (path / ".git").exists():
+        if (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir():
+            return "bare"
+        return "plain"
+    proc = _user_git(path, "rev-parse", "--show-toplevel")
+    top = proc.stdout.decode(errors="surrogateescape").strip()
+    return "work tree" if proc.returncode == 0 and top and Path(top).resolve() == path.resolve() else "plain"
 
 
 def copy_repository(repo: Path, dest: Path) -> None:
     """Copy ``repo`` to ``dest`` (which must not exist).
 
-    In a git repository, the tracked and untracked-but-not-ignored files are copied, plus
+    In a git work tree, the tracked and untracked-but-not-ignored files are copied, submodules
+    and nested repositories as plain folders (their files, and their ``.git`` as data), plus
     ``.git`` (the sandbox mounts it read-only); elsewhere everything but ``ALWAYS_EXCLUDED``.
+    Nothing is followed out of ``repo``: links are copied as links.
 
     Raises:
-        UserError: ``repo`` is not a folder.
+        UserError: ``repo`` is not a folder, or it is a bare repository (no files to work on).
     """
     if not repo.is_dir():
         raise UserError(f"{repo} is not a folder; pass --repo PATH to a repository")
-    if _is_git_repo(repo):
-        listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=repo).split("\0")
-        dest.mkdir(parents=True)
-        for rel in filter(None, listed):
-            src = repo / rel
-            if not src.exists() and not src.is_symlink():
-                continue  # deleted in the working tree but still in the index
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target, follow_symlinks=False)
-        shutil.copytree(repo / ".git", dest / ".git", symlinks=True)
-    else:
-        patterns = [p.rstrip("/") for p in ALWAYS_EXCLUDED]
+    kind = _repository_kind(repo)
+    if kind == "bare":
+        raise UserError(f"{repo} is a bare git repository (no working files); clone it first: git clone {repo} DIR, then --repo DIR")
+    patterns = [p.rstrip("/") for p in ALWAYS_EXCLUDED]
+    if kind == "plain":
         shutil.copytree(repo, dest, symlinks=True, ignore=shutil.ignore_patterns(*patterns))
+        return
+    proc = _user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if proc.returncode != 0:
+        raise UserError(f"git ls-files failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
+    listed = os.fsdecode(proc.stdout).split("\0")
+    dest.mkdir(parents=True)
+    for rel in dict.fromkeys(filter(None, listed)):
+        src, target = repo / rel, dest / rel
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree but still in the index
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir() and not src.is_symlink():  # a submodule or a nested repository: its files as data
+            shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*patterns))
+        else:
+            shutil.copy2(src, target, follow_symlinks=False)
+    shutil.copytree(repo / ".git", dest / ".git", symlinks=True)
+
+
+def _stat_cache(baseline: Path) -> gitstore.StatCache:
+    return gitstore.StatCache(baseline / "horizon-stat.json")
+
+
+def _tracked(baseline: Path) -> list[str]:
+    """Paths in the baseline tree: git ignores no tracked file, and neither does a snapshot."""
+    head = baseline / "HEAD"
+    if not (baseline / "refs" / "heads").exists() or not head.exists():
+        return []
+    try:
+        return [e.path for e in gitstore.list_tree(baseline, "HEAD")]
+    except UserError:  # no commit yet
+        return []
+
+
+def _entries(workspace: Path, baseline: Path, excluded: list[str], *, tracked: list[str], read_gitignore: bool) -> list[Entry]:
+    """Store every file of the workspace that a snapshot keeps as a blob; return their entries."""
+    cache = _stat_cache(baseline)
+    fresh: dict[str, list] = {}
+    entries = []
+    for rel, info in gitstore.scan(workspace, always_excluded=excluded, tracked=tracked, read_gitignore=read_gitignore):
+        sha = cache.lookup(rel, info)
+        if sha is None:
+            try:
+                sha = gitstore.write_blob(baseline, gitstore.read_file_bytes(workspace / rel, info))
+            except OSError:
+                continue  # it changed or vanished while read: a program in the sandbox is no longer running, so rare
+        fresh[rel] = [cache.key(info), sha]
+        entries.append(Entry(rel, gitstore.git_mode(info), sha))
+    cache.save({**cache.entries, **fresh} if len(cache.entries) < 4 * len(fresh) + 1000 else fresh)
+    return entries
 
 
 def snapshot(workspace: Path, baseline: Path) -> None:
-    """Commit the workspace as it is now into the git database ``baseline`` (outside it)."""
-    _git("init", "-q", "--bare", str(baseline))
-    (baseline / "info").mkdir(exist_ok=True)
-    (baseline / "info" / "exclude").write_text("\n".join(ALWAYS_EXCLUDED) + "\n")
-    _git("add", "-A", git_dir=baseline, work_tree=workspace)
-    _git(
-        "-c", "user.name=horizon", "-c", "user.email=horizon@localhost", "commit", "-q", "--allow-empty",
-        "-m", "baseline", git_dir=baseline, work_tree=workspace,
-    )
-
-
-def diff(workspace: Path, baseline: Path) -> str:
-    """Return the unified diff (git format, binary-safe) from the baseline to the workspace now."""
-    _git("add", "-A", git_dir=baseline, work_tree=workspace)
-    return _git("diff", "--cached", "--binary", "HEAD", git_dir=baseline, work_tree=workspace)
+    """Store the workspace as it is now in a new git database ``baseline`` (outside it): the
+    baseline tree as ``HEAD``'s commit and the start tree (caches left out) at ``START_REF``."""
+    gitstore.init(baseline)
+    start = gitstore.write_tree(baseline, _entries(workspace, baseline, CACHES, tracked=[], read_gitignore=False),
+                                baseline / "start.index")  # fmt: skip
+    tree = gitstore.write_tree(baseline, _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=[], read_gitignore=True),
+                               baseline / "index")  # fmt: skip
+    commit = gitstore.git(baseline, *_IDENTITY, "commit-tree", tree, "-m", "baseline").decode().strip()
+    gitstore.git(baseline, "update-ref", "HEAD", commit)
+    gitstore.git(baseline, "update-ref", START_REF, start)
 
 
 def save_tree(workspace: Path, baseline: Path) -> str:
     """Store the workspace's current files in the baseline database; return the tree's hash.
 
-    Files that ``ALWAYS_EXCLUDED`` or the repository's .gitignore exclude are not saved.
+    Files that ``ALWAYS_EXCLUDED`` or the repository's .gitignore exclude are not saved, unless
+    they are in the baseline tree (tracked). The database's index then lists this tree.
     """
-    _git("add", "-A", git_dir=baseline, work_tree=workspace)
-    return _git("write-tree", git_dir=baseline, work_tree=workspace).strip()
+    entries = _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=_tracked(baseline), read_gitignore=True)
+    return gitstore.write_tree(baseline, entries, baseline / "index")
+
+
+def diff_trees(baseline: Path, old: str, new: str) -> str:
+    """The unified diff (git format, binary-safe, renames detected) from tree ``old`` to ``new``.
+    Bytes that are not UTF-8 survive as surrogate escapes, so writing the text back with the same
+    handler is byte-exact."""
+    out = gitstore.git(baseline, "diff-tree", "-r", "-p", "-M", "--binary", "--no-textconv", "--no-ext-diff", "--no-color", old, new)
+    return out.decode("utf-8", "surrogateescape")
+
+
+def changed_paths(baseline: Path, old: str, new: str) -> list[str]:
+    """Every path that differs between trees ``old`` and ``new`` (added, deleted, modified, or
+    either side of a rename), sorted."""
+    out = gitstore.git(baseline, "diff-tree", "-r", "--name-only", "--no-renames", "-z", old, new)
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
+
+
+def diff(workspace: Path, baseline: Path) -> str:
+    """Return the unified diff (git format, binary-safe) from the baseline to the workspace now."""
+    return diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline))
+
+
+def _make_parents(root: Path, rel: str) -> Path:
+    """Make the folders above ``root/rel`` as real folders, replacing any file or link in the way
+    (a link there could lead a write out of ``root``); return ``root/rel``."""
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            current.mkdir()
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            current.unlink()
+            current.mkdir()
+    return root / rel
+
+
+def write_entries(root: Path, baseline: Path, entries: list[Entry]) -> None:
+    """Write ``entries`` (blobs in ``baseline``) under ``root``, replacing what is at each path,
+    never following a link that is there."""
+    blobs = gitstore.read_blobs(baseline, (e.sha for e in entries))
+    for entry in entries:
+        target = _make_parents(root, entry.path)
+        if target.is_symlink() or target.exists():
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+        data = blobs[entry.sha]
+        if entry.mode == "120000":
+            os.symlink(os.fsdecode(data), target)
+            continue
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if entry.mode == "100755" else 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
 
 
 def restore_tree(workspace: Path, baseline: Path, tree: str) -> None:
     """Make the workspace's files exactly those of ``tree`` (from ``save_tree``).
 
-    Changed and deleted files are restored and files the tree lacks are removed; ignored files
-    (build outputs, caches) are left alone, as are ``.git`` and ``.horizon``.
+    Changed and deleted files are restored and files the tree lacks are removed (and folders
+    left empty by that); ignored files (build outputs, caches) are left alone, as are ``.git``
+    and ``.horizon``. Horizon writes the files itself, never through a link in the workspace.
     """
-    _git("read-tree", tree, git_dir=baseline, work_tree=workspace)
-    _git("checkout-index", "-a", "-f", git_dir=baseline, work_tree=workspace)
-    _git("clean", "-f", "-d", "-q", git_dir=baseline, work_tree=workspace)
+    wanted = {e.path: e for e in gitstore.list_tree(baseline, tree)}
+    now = {e.path: e for e in _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=list(wanted), read_gitignore=True)}
+    for rel in sorted(set(now) - set(wanted), reverse=True):
+        (workspace / rel).unlink(missing_ok=True)
+        parent = (workspace / rel).parent
+        while parent != workspace and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    write_entries(workspace, baseline, [e for p, e in wanted.items() if now.get(p) != e])
+
+
+def materialize(baseline: Path, dest: Path, patch: str) -> None:
+    """Rebuild the run's starting files (the start tree, caches left out) in ``dest`` (which must
+    not exist) and apply ``patch`` there: the files a reviewer of the patch would get.
+
+    Raises:
+        UserError: the patch does not apply to the starting files (git's reason in the text).
+    """
+    dest.mkdir(parents=True)
+    write_entries(dest, baseline, gitstore.list_tree(baseline, START_REF))
+    if patch.strip():
+        gitstore.git(baseline, "apply", "--whitespace=nowarn", "-", input=patch.encode("utf-8", "surrogateescape"), cwd=dest)
 
 
 class CallJournal:

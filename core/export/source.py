@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from contextlib import closing
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from core import gitstore
 from core.config import runs_dir
 from core.errors import PluginNotFound, UserError
 from core.runs import list_runs, open_store
@@ -109,12 +109,12 @@ def plugin_tools(plugin: str) -> tuple[tuple[str, ...], frozenset[str]]:
 
 
 def baseline_git(folder: Path, *args: str) -> str | None:
-    """Run git on a run's ``baseline.git`` (the starting snapshot); its output, or None on failure."""
-    proc = subprocess.run(
-        ["git", "-c", "safe.directory=*", f"--git-dir={folder / 'baseline.git'}", *args],
-        check=False, capture_output=True, text=True, errors="surrogateescape",
-    )
-    return proc.stdout if proc.returncode == 0 else None
+    """Run git on a run's ``baseline.git`` (the starting snapshot) with ``core.gitstore``'s
+    scrubbed environment; its output, or None on failure."""
+    try:
+        return gitstore.git(folder / "baseline.git", *args).decode("utf-8", "surrogateescape")
+    except UserError:
+        return None
 
 
 def root_commit(folder: Path) -> str:

@@ -199,7 +199,7 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
                                    alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR (/app), as the runner does
         except ValueError as exc:  # a working folder the sandbox cannot show at its path here
             raise UserError(f"the episode's sandbox cannot be made: {exc}") from None
-        ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch)
+        ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch, baseline=folder / "baseline.git")
         setup_text = plugin.setup(task, ctx)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

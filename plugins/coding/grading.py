@@ -1,22 +1,33 @@
-"""The end-of-episode test run, SWE-bench style: on a copy of the workspace with the test files reset.
+"""The end-of-episode test run, SWE-bench style: the starting files plus the patch, test files reset.
 
-SWE-bench grades a model's patch by applying it, then putting the task's own test files in
-place, then running the tests (Jimenez et al., 2024, section 2.2). Here, before the agent starts,
-``save_original_tests`` copies every test file (``testing.test_files``) into the run's scratch
-folder, which the agent's commands cannot write. At the end, ``grading_run`` copies the
-workspace (without ``.git``; files under ``node_modules`` are hard links) into scratch, writes the original test files back into the copy,
-deletes test files the agent added (a new ``conftest.py`` could rewrite outcomes), and runs the
-suite there in a fresh sandbox of the same kind. The workspace itself is not touched, so the
-run's final diff still shows every edit the agent made, test edits included.
+SWE-bench grades a model's patch by applying it to a clean checkout, then putting the task's
+own test files in place, then running the tests (Jimenez et al., 2024, section 2.2). Here the
+clean checkout is the run's start tree (``core.workspace.materialize``: every file the workspace
+held at the start, installed packages and build outputs included, caches left out), and the
+patch is the run's final diff, the same text a reviewer reads and ``agent apply`` applies. So
+what the agent left in the workspace outside the patch (bytecode, pytest's rewrite caches,
+edits to ignored files, nested ``.git`` folders) never reaches the grader.
+
+Before the agent starts, ``save_original_tests`` copies every test file (``testing.test_files``)
+into the run's scratch folder, which the agent's commands cannot write. At the end,
+``grading_run`` builds the patched copy in scratch, writes the original test files back into
+it, deletes test files the patch added (a new ``conftest.py`` could rewrite outcomes), and runs
+the suite there in a fresh sandbox of the same kind, with bytecode caches redirected to an
+empty folder. The workspace itself is not touched.
 """
 
 from __future__ import annotations
 
-import os
+import hashlib
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from core import workspace as ws
+from core.errors import UserError
 from core.sandbox.base import Sandbox
+from plugins.coding.checker_inputs import checker_changes
+from plugins.coding.reward import edited_test_files, file_digests
 from plugins.coding.testing import TestRun, new_run_dir, run_test_suite, test_files
 
 ORIGINAL_TESTS_DIR = "original_tests"
@@ -58,18 +69,6 @@ def _sandbox_like(sandbox: Sandbox, workspace: Path, scratch: Path) -> Sandbox:
     return type(sandbox)(workspace, scratch, limits=sandbox.limits)  # another Sandbox implementation
 
 
-def _copy_or_link(source: str, target: str) -> None:
-    """Copy a file; hard-link it instead inside ``node_modules`` (installed packages are large, and
-    no test writes into them), falling back to a copy where links are not possible."""
-    if "/node_modules/" in source:
-        try:
-            os.link(source, target, follow_symlinks=False)
-            return
-        except OSError:
-            pass
-    shutil.copy2(source, target, follow_symlinks=False)
-
-
 def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[str, list[str]]:
     """Put the original test files back into ``copy`` and delete test files that were not there.
 
@@ -96,22 +95,60 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[s
     return {"restored": sorted(restored), "removed": sorted(removed)}
 
 
-def grading_run(sandbox: Sandbox, workspace: Path, scratch: Path, original_list: list[str]) -> tuple[TestRun, dict[str, list[str]]]:
-    """Run the whole suite on a copy of ``workspace`` whose test files are the originals.
+@dataclass
+class Graded:
+    """The end-of-episode grading run.
+
+    Attributes:
+        run: the test run on the patched copy (None when the patch did not apply).
+        reset: what ``reset_tests`` changed (``{"restored": [...], "removed": [...]}``).
+        edited_tests: test files the patch changes, adds or deletes.
+        checker_changes: why the patch changes the test runner's configuration or loading
+            (``plugins.coding.checker_inputs``); empty when it does not.
+        patch_sha256: SHA-256 of the graded patch's bytes (UTF-8, surrogate escapes kept), so
+            the verdict names the exact text it judged.
+        patch_error: why the patch did not apply to the starting files ("" when it did).
+    """
+
+    run: TestRun | None
+    reset: dict[str, list[str]] = field(default_factory=dict)
+    edited_tests: list[str] = field(default_factory=list)
+    checker_changes: list[str] = field(default_factory=list)
+    patch_sha256: str = ""
+    patch_error: str = ""
+
+
+def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path, original_list: list[str],
+                original_digests: dict[str, str]) -> Graded:  # fmt: skip
+    """Run the whole suite on the starting files plus the run's patch, test files reset.
 
     Args:
         sandbox: the episode's sandbox (its kind and limits are reused).
-        workspace: the workspace at the end of the episode (left unchanged).
+        workspace: the workspace at the end of the episode (only its patch is taken).
+        baseline: the run's git database (``core.workspace.snapshot``).
         scratch: the run's scratch folder holding ``original_tests``.
         original_list: the test files saved at the start (``save_original_tests``).
+        original_digests: ``{test file: sha256}`` at the start (``reward.file_digests``).
 
     Returns:
-        ``(run, reset)``: the test run on the copy, and what ``reset_tests`` changed.
+        A ``Graded`` record.
     """
+    tree = ws.save_tree(workspace, baseline)
+    patch = ws.diff_trees(baseline, "HEAD^{tree}", tree)
+    digest = hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
     folder = new_run_dir(scratch, "grading")
-    copy = folder / "workspace"
-    shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"), copy_function=_copy_or_link)
+    (folder / "patch.diff").write_text(patch, errors="surrogateescape")
+    copy, start = folder / "workspace", folder / "start"
+    try:
+        ws.materialize(baseline, copy, patch)
+    except UserError as exc:
+        return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
+    ws.materialize(baseline, start, "")
+    edited = edited_test_files(original_digests, file_digests(copy, test_files(copy)))
+    changed = ws.changed_paths(baseline, "HEAD^{tree}", tree)
+    reasons = checker_changes(start, copy, changed, set(original_list) | set(test_files(copy)))
+    shutil.rmtree(start, ignore_errors=True)
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list)
     grading_scratch = folder / "scratch"
     run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
-    return run, reset
+    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest)

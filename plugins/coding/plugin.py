@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+from core import workspace as ws
 from core.plugin import Task
-from core.reward import RewardResult, Trajectory
+from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
-from plugins.coding.reward import REWARD_VERSION, edited_test_files, file_digests, grade
+from plugins.coding.reward import REWARD_VERSION, file_digests, grade
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
@@ -83,6 +84,10 @@ class CodingPlugin:
                 are recorded as ``flaky``, named to the agent, and flag the episode for the
                 export's non-determinism gate. It doubles the set-up's test time.
         """
+        if ctx.baseline is None:  # a driver without a run folder: keep the starting files ourselves
+            ctx.baseline = ctx.scratch / "baseline.git"
+            if not (ctx.baseline / "HEAD").is_file():
+                ws.snapshot(ctx.workspace, ctx.baseline)
         run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
         baseline = {
             "framework": run.framework,
@@ -135,16 +140,25 @@ class CodingPlugin:
             return terminal_bench_reward(task, trajectory)
         ctx = trajectory.require_context(self.name)
         baseline = json.loads((ctx.scratch / BASELINE_FILE).read_text())
-        edited = edited_test_files(baseline["test_files"], file_digests(ctx.workspace, test_files(ctx.workspace)))
-        if "original_tests" in baseline:
-            final, reset = grading_run(ctx.sandbox, ctx.workspace, ctx.scratch, baseline["original_tests"])
-        else:  # a baseline saved before test files were kept: grade in place
-            final, reset = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch), None
+        base_db = ctx.baseline or next((p for p in (ctx.scratch / "baseline.git", ctx.scratch.parent / "baseline.git")
+                                        if (p / "HEAD").is_file()), ctx.scratch / "baseline.git")  # fmt: skip
+        if "original_tests" not in baseline or not (base_db / "HEAD").is_file():
+            raise ValueError(f"the coding reward needs the run's starting files (set-up's {BASELINE_FILE} and the git "
+                             f"database {base_db}); this episode has neither, so its patch cannot be graded")  # fmt: skip
+        graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"])
+        if graded.run is None:
+            return RewardResult(
+                reward=0.0, correct=False, version=REWARD_VERSION,
+                summary=f"the run's patch does not apply to its starting files: {graded.patch_error}; reward 0",
+                components={"patch_applies": RewardComponent(value=0.0, detail={"patch_sha256": graded.patch_sha256})},
+            )  # fmt: skip
+        final = graded.run
         if baseline["framework"] is None and not final.outcomes:
             return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
         declared = task.metadata
         return grade(
-            baseline["outcomes"], final.outcomes, edited,
-            report_trusted=final.report_trusted, exit_code=final.exit_code, reset=reset, before_rerun=baseline.get("rerun_outcomes"),
+            baseline["outcomes"], final.outcomes, graded.edited_tests,
+            report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
+            checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
         )  # fmt: skip

@@ -30,7 +30,7 @@ from pathlib import Path
 from core.reward import RewardComponent, RewardResult
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "coding-tests/1"
+REWARD_VERSION = "coding-tests/2"
 
 
 def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
@@ -64,6 +64,8 @@ def grade(
     fail_to_pass: list[str] | None = None,
     pass_to_pass: list[str] | None = None,
     before_rerun: dict[str, str] | None = None,
+    checker_changes: list[str] | None = None,
+    patch_sha256: str = "",
 ) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
@@ -82,6 +84,9 @@ def grade(
         before_rerun: a second set-up run's outcomes on the same starting files, when set-up
             ran twice; kept in the ``fail_to_pass`` detail (``before_rerun``) for the export's
             non-determinism gate. It does not change the reward.
+        checker_changes: why the patch changes the test runner's configuration or what it
+            loads (``plugins.coding.checker_inputs``); any makes the reward 0.
+        patch_sha256: the SHA-256 of the graded patch, for the record.
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
@@ -106,8 +111,11 @@ def grade(
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     untouched = 0.0 if edited_tests else 1.0
-    reward = share if not broken and not edited_tests and report_trusted else 0.0
-    if not report_trusted:
+    checker = list(checker_changes or [])
+    reward = share if not broken and not edited_tests and not checker and report_trusted else 0.0
+    if checker:
+        summary = f"the patch changes how the tests are run, not only the code under test ({'; '.join(checker[:3])}): reward 0"
+    elif not report_trusted:
         summary = f"the test command exited with code {exit_code}, which contradicts its report: outcomes not trusted, reward 0"
     elif edited_tests:
         summary = f"test files were edited ({', '.join(edited_tests)}): reward 0"
@@ -128,6 +136,9 @@ def grade(
             "pass_to_pass": RewardComponent(value=p2p, weight=0.0, detail={"kept": len(kept), "broken": broken}),
             "tests_untouched": RewardComponent(
                 value=untouched, weight=0.0, detail={"edited": edited_tests, "reset_before_grading": reset or {}}
+            ),
+            "checker_untouched": RewardComponent(
+                value=0.0 if checker else 1.0, weight=0.0, detail={"changes": checker, "patch_sha256": patch_sha256}
             ),
             "exit_code_agrees": RewardComponent(
                 value=1.0 if report_trusted else 0.0, weight=0.0, detail={"exit_code": exit_code}
