@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import json
-from contextlib import closing
+import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from core.config import load_settings
+from core.config import horizon_home, load_settings, make_data_folder
 from core.errors import HorizonError, UserError
 from core.state import Usage
+from core.text import terminal_safe
 
 if TYPE_CHECKING:
     from core.runner import Run, RunResult
@@ -34,14 +36,39 @@ if TYPE_CHECKING:
 # when they need it, so `agent --help` is instant and Ctrl-C while starting is a clean exit.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Horizon: long-horizon agents for coding, 3D and finance.")
-# soft_wrap: long lines (code, diffs, paths) are never broken at the terminal's width
-console = Console(highlight=False, soft_wrap=True)
+# soft_wrap: long lines (code, diffs, paths) are never broken at the terminal's width;
+# emoji=False: ":smile:" in a tool's output is printed as written, not as an emoji
+console = Console(highlight=False, soft_wrap=True, emoji=False)
 EXIT_INTERRUPTED = 130  # the shell's convention for a run stopped by Ctrl-C
 
 
+def _safe(text: object) -> str:
+    """``text`` ready for rich markup: control and escape sequences removed (``terminal_safe``: a
+    tool's output cannot clear the screen or write the clipboard) and markup escaped (``[red]`` in
+    it is printed, not interpreted). Every piece of text the CLI prints that a model, a tool, a
+    repository, a run folder or a server produced goes through here."""
+    return escape(terminal_safe("" if text is None else str(text)))
+
+
 def _short(text: str | None, width: int = 90) -> str:
-    one_line = " ".join((text or "").split())
+    """``text`` on one line, cut to ``width`` characters (made terminal-safe first, so the width
+    counts what is shown); still to be escaped for markup (``_safe``)."""
+    one_line = " ".join(terminal_safe(text or "").split())
     return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+class _SafeStderrHandler(logging.Handler):
+    """Python's last-resort log handler (warnings of a library with no logging set up), but with
+    each record made terminal-safe: a model server's error text reaches stderr in them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(terminal_safe(self.format(record)) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never raise; the stdlib reports it
+            self.handleError(record)
+
+
+logging.lastResort = _SafeStderrHandler(logging.WARNING)
 
 
 class StepPrinter:
@@ -55,23 +82,23 @@ class StepPrinter:
         if kind == "model":
             self.usage = data["total"]
             if data["message"].content and not data["message"].tool_calls:
-                console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {escape(_short(data['message'].content))}")
+                console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {_safe(_short(data['message'].content))}")
         elif kind == "tool":
             call = data["call"]
-            head = "(no tool call)" if call is None else f"{call.name}({_short(call.arguments, 60)})"
+            head = "(no tool call)" if call is None else f"{_short(call.name, 60)}({_short(call.arguments, 60)})"
             colour = "red" if data["is_error"] else "green"
             console.print(
-                f"[dim]step {data['step']:>3}[/]  [bold]{escape(head)}[/]  [{colour}]→ {escape(_short(data['output'], 70))}[/]"
+                f"[dim]step {data['step']:>3}[/]  [bold]{_safe(head)}[/]  [{colour}]→ {_safe(_short(data['output'], 70))}[/]"
                 f"  [dim]{self.usage.total_tokens:,} tok  {data['duration_s']:.1f}s[/]"
             )
         elif kind == "verify":
             r = data["reward"]
             verdict = f"reward {r.reward:.3f}" if r.applicable else "reward not applicable"
-            console.print(f"[bold]verify[/]  {escape(r.summary)}  [dim]{verdict}, {escape(r.version)}[/]")
+            console.print(f"[bold]verify[/]  {_safe(r.summary)}  [dim]{verdict}, {_safe(r.version)}[/]")
         elif kind == "setup":  # the first paragraph of what set-up found (the rest is in agent show)
-            lines = (data["text"] or "").strip().split("\n\n", 1)[0].splitlines()
+            lines = terminal_safe(data["text"] or "").strip().split("\n\n", 1)[0].splitlines()
             for line in lines[:8]:
-                console.print(f"[dim]setup      {escape(line)}[/]")
+                console.print(f"[dim]setup      {_safe(line)}[/]")
             if len(lines) > 8:
                 console.print(f"[dim]setup      … {len(lines) - 8} more lines (agent show RUN_ID)[/]")
         elif kind == "compaction":
@@ -96,8 +123,8 @@ def _reward_text(reward: float | None, status: str | None, digits: int = 3) -> s
 def _summary(result: RunResult) -> None:
     s = result.state
     table = Table.grid(padding=(0, 2))
-    table.add_row("run", result.run_id)
-    table.add_row("outcome", f"{result.exit_status.value}: {escape(result.exit_detail)}")
+    table.add_row("run", _safe(result.run_id))
+    table.add_row("outcome", f"{result.exit_status.value}: {_safe(result.exit_detail)}")
     judged_na = s.verified and result.reward is None
     table.add_row("reward", "n/a (not applicable: nothing to judge)" if judged_na else _reward_text(result.reward, None))
     table.add_row("steps", str(result.steps))
@@ -108,7 +135,7 @@ def _summary(result: RunResult) -> None:
     table.add_row("cost", f"{s.cost:.4f}")
     table.add_row("time", f"{s.active_s:.1f} s")
     size = result.patch_path.stat().st_size if result.patch_path.exists() else 0
-    table.add_row("patch", f"{result.patch_path} ({size:,} bytes)" if size else f"{result.patch_path} (empty)")
+    table.add_row("patch", f"{_safe(result.patch_path)} ({size:,} bytes)" if size else f"{_safe(result.patch_path)} (empty)")
     console.print(table)
 
 
@@ -131,7 +158,7 @@ def _run_and_report(run: Run, apply: bool) -> None:
 
 
 def _fail(exc: HorizonError) -> None:
-    console.print(f"[red]error:[/] {escape(str(exc))}")
+    console.print(f"[red]error:[/] {_safe(exc)}")
     raise typer.Exit(2 if isinstance(exc, UserError) else 1)
 
 
@@ -171,8 +198,8 @@ def run(
             Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
             pricing=settings.pricing_for(spec["kind"]), isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
         )
-        console.print(f"[bold]{plugin}[/]: {escape(task)}  [dim]({the_policy.name}, repo {repo.resolve()})[/]")
-        console.print(f"[dim]run {started.run_id}  workspace {started.episode.ctx.workspace}[/]")
+        console.print(f"[bold]{_safe(plugin)}[/]: {_safe(task)}  [dim]({_safe(the_policy.name)}, repo {_safe(repo.resolve())})[/]")
+        console.print(f"[dim]run {_safe(started.run_id)}  workspace {_safe(started.episode.ctx.workspace)}[/]")
         if no_sandbox:
             console.print("[yellow]warning: --no-sandbox: the agent's commands run WITHOUT isolation, as you[/]")
         _run_and_report(started, apply)
@@ -195,10 +222,10 @@ def resume(
         opened = Run.open(run_id, settings=load_settings(), policy_overrides=overrides, on_event=StepPrinter())
         state = opened.state()
         if state is not None and state.verified:
-            console.print(f"run {run_id} has already finished")
+            console.print(f"run {_safe(run_id)} has already finished")
         else:
             done = state.step if state else 0
-            console.print(f"resuming {run_id} after step {done}")
+            console.print(f"resuming {_safe(run_id)} after step {done}")
         _run_and_report(opened, apply)
     except HorizonError as exc:
         _fail(exc)
@@ -218,8 +245,8 @@ def runs() -> None:
     table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=room)
     for r in list_runs():
         table.add_row(
-            r["run_id"], r.get("plugin") or "", r.get("status") or "", r.get("exit_status") or "",
-            _reward_text(r.get("reward"), r.get("reward_status"), 2), str(r.get("steps") or 0), escape(_short(r.get("task"), 50)),
+            _safe(r["run_id"]), _safe(r.get("plugin")), _safe(r.get("status")), _safe(r.get("exit_status")),
+            _reward_text(r.get("reward"), r.get("reward_status"), 2), str(r.get("steps") or 0), _safe(_short(r.get("task"), 50)),
         )
     console.print(table)
 
@@ -228,10 +255,10 @@ def runs() -> None:
 def show(run_id: str = typer.Argument(..., help="the run to print"),
          as_json: bool = typer.Option(False, "--json", help="print the messages as JSON")) -> None:
     """Print a run's trajectory: each message, tool call and observation, and the rewards."""
-    from core.runs import open_store
+    from core.runs import reading_store
 
     try:
-        with closing(open_store(run_id)) as store:
+        with reading_store(run_id) as store:
             row, messages, rewards = store.run(), store.messages(), store.rewards()
     except HorizonError as exc:
         _fail(exc)
@@ -239,21 +266,21 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
     if as_json:
         print(json.dumps({"run": row, "messages": [m.to_openai() for m in messages], "rewards": rewards}, default=str, indent=1))
         return
-    console.print(f"[bold]{row['run_id']}[/]  {row['plugin']}: {escape(row['task'])}  [dim]{row['policy']}[/]")
+    console.print(f"[bold]{_safe(row['run_id'])}[/]  {_safe(row['plugin'])}: {_safe(row['task'])}  [dim]{_safe(row['policy'])}[/]")
     for m in messages:
         if m.role == "assistant":
             for c in m.tool_calls:
-                console.print(f"[cyan]assistant[/] → {escape(c.name)}({escape(c.arguments)})")
+                console.print(f"[cyan]assistant[/] → {_safe(c.name)}({_safe(c.arguments)})")
             if m.content:
-                console.print(f"[cyan]assistant[/] {escape(m.content)}")
+                console.print(f"[cyan]assistant[/] {_safe(m.content)}")
         else:
-            console.print(f"[magenta]{m.role}[/]{' ' + m.name if m.name else ''}: {escape(m.content or '')}")
+            console.print(f"[magenta]{_safe(m.role)}[/]{' ' + _safe(m.name) if m.name else ''}: {_safe(m.content)}")
     for name, r in rewards.items():
-        console.print(f"[bold]reward[/] {escape(name)} = {r['value']:.3f} (weight {r['weight']})")
-    console.print(f"outcome: {row['exit_status']} ({escape(row['exit_detail'] or '')}), patch {row['patch_path']}")
+        console.print(f"[bold]reward[/] {_safe(name)} = {r['value']:.3f} (weight {r['weight']})")
+    console.print(f"outcome: {_safe(row['exit_status'])} ({_safe(row['exit_detail'])}), patch {_safe(row['patch_path'])}")
     if row.get("reward_version"):  # judged by the plugin's reward (core.reward)
-        console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({escape(row['reward_version'])}, "
-                      f"{row['reward_status']}): {escape(row.get('reward_summary') or '')}")
+        console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({_safe(row['reward_version'])}, "
+                      f"{_safe(row['reward_status'])}): {_safe(row.get('reward_summary'))}")
     else:
         console.print(f"reward {_reward_text(row['reward'], None)}")
 
@@ -287,7 +314,6 @@ def serve(
     """Start a local model server for agents and point Horizon's config at it (Ctrl-C stops it)."""
     import shlex
 
-    from core.config import horizon_home
     from core.serve import check_engine, engine_command, serve_options, start_server, stop_server, write_config
 
     try:
@@ -298,11 +324,11 @@ def serve(
             print(command)
             return
         check_engine(opts.chosen_engine)
-        log = horizon_home() / "serve" / f"{opts.chosen_engine}-{opts.port}.log"
-        console.print(f"starting {escape(command)}\n[dim]log: {log}; waiting for {opts.base_url}/models[/]")
+        log = make_data_folder(horizon_home() / "serve") / f"{opts.chosen_engine}-{opts.port}.log"
+        console.print(f"starting {_safe(command)}\n[dim]log: {_safe(log)}; waiting for {_safe(opts.base_url)}/models[/]")
         process = start_server(opts, log=log, timeout_s=timeout)
         config = write_config(opts.base_url, opts.name)
-        console.print(f"[green]serving[/] {escape(opts.name)} at [bold]{opts.base_url}[/]; wrote {config}, "
+        console.print(f"[green]serving[/] {_safe(opts.name)} at [bold]{_safe(opts.base_url)}[/]; wrote {_safe(config)}, "
                       "so agent run uses it. Ctrl-C stops the server.")
         import signal
 
@@ -356,6 +382,7 @@ def eval_cmd(
         if policy not in EVAL_SCRIPTED:
             config = policy_spec("openai" if base_url and policy == "auto" else policy, settings)
         pricing = settings.pricing_for(config["kind"] if config else "scripted")
+        make_data_folder(horizon_home() / "evals")  # an unwritable HORIZON_HOME: one line, not a traceback
         out_dir = new_eval_dir()
         specs = episode_specs(
             chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
@@ -367,17 +394,20 @@ def eval_cmd(
         return
     where = f"Ray at {ray_address}" if backend == "ray" and ray_address else f"{backend}, {workers} workers"
     twice = ", tests run twice at set-up" if baseline_runs > 1 else ""
-    console.print(f"[bold]eval[/] {plugin} on {len(chosen)} tasks of {suite} x {attempts} attempts, policy {policy}, {where}{twice}")
-    console.print(f"[dim]results stream to {out_dir / 'results.jsonl'}[/]")
+    console.print(f"[bold]eval[/] {_safe(plugin)} on {len(chosen)} tasks of {_safe(suite)} x {attempts} attempts, policy {_safe(policy)}, "
+                  f"{_safe(where)}{twice}")
+    console.print(f"[dim]results stream to {_safe(out_dir / 'results.jsonl')}[/]")
 
     def line(r: Any) -> None:
         mark = "[green]resolved[/]" if r.resolved else "[red]not resolved[/]"
         reward = _reward_text(r.reward, r.reward_status, 2)
         retried = f"  tries {r.tries}" if r.tries > 1 else ""
-        infra = f"  [yellow]infrastructure: {escape(r.infra_failure)}[/]" if r.infra_failure else ""
-        console.print(f"  {r.task} #{r.attempt}  {mark}  reward {reward}  {r.exit_status}  run {r.run_id or '-'}  {r.seconds:.0f} s{retried}{infra}")
+        infra = f"  [yellow]infrastructure: {_safe(r.infra_failure)}[/]" if r.infra_failure else ""
+        console.print(f"  {_safe(r.task)} #{r.attempt}  {mark}  reward {reward}  {_safe(r.exit_status)}  run {_safe(r.run_id or '-')}  "
+                      f"{r.seconds:.0f} s{retried}{infra}")
+        why = terminal_safe(r.summary).strip()
         if r.exit_status == "error" and not r.infra_failure:  # why it could not run (the rest is in results.jsonl)
-            console.print(f"    [red]{escape(r.summary.strip().splitlines()[0] if r.summary.strip() else 'no detail')}[/]")
+            console.print(f"    [red]{_safe(why.splitlines()[0] if why else 'no detail')}[/]")
 
     try:
         summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line, backend=backend,
@@ -390,7 +420,7 @@ def eval_cmd(
     for name in ("task", "attempts", "resolved", *ks, "mean reward", "cost"):
         table.add_column(name, no_wrap=True)
     for name, t in summary["tasks"].items():
-        table.add_row(name, str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
+        table.add_row(_safe(name), str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
                       _maybe(t["mean_reward"], ".2f"), f"{t['cost']:.4f}")
     table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
                   *(f"{summary[key]:.3f}" for key in ks), _maybe(summary["mean_reward"], ".3f"), f"{summary['cost']:.4f}")
@@ -409,7 +439,7 @@ def plugins() -> None:
     from core.plugin import discover
 
     for name, ep in discover().items():
-        console.print(f"{name}  [dim]{ep.value}[/]")
+        console.print(f"{_safe(name)}  [dim]{_safe(ep.value)}[/]")
 
 
 @app.command("export")
@@ -439,16 +469,16 @@ def export_cmd(
     table.add_column("runs", justify="right")
     table.add_row("checked", str(len(result.gates.flags)))
     for reason, count in result.gates.counts().items():
-        table.add_row(reason, str(count))
+        table.add_row(_safe(reason), str(count))
     table.add_row("passed", str(len(result.gates.passed())))
     console.print(table)
     for run_id, why in {**dict.fromkeys(unreadable, "cannot be read now"), **result.left_out}.items():
-        console.print(f"[yellow]left out[/] {run_id}: {escape(_short(why, 160))}")
+        console.print(f"[yellow]left out[/] {_safe(run_id)}: {_safe(_short(why, 160))}")
     if not result.exported:
         console.print("[red]error:[/] no run left to export; --keep-flagged exports flagged runs with their reasons")
         raise typer.Exit(1)
     files = ", ".join(str(f) for f in result.files)
-    console.print(f"wrote {result.rows} {fmt} rows from {len(result.exported)} runs to {escape(files)}")
+    console.print(f"wrote {result.rows} {_safe(fmt)} rows from {len(result.exported)} runs to {_safe(files)}")
 
 
 threed_app = typer.Typer(no_args_is_help=True, help="3D plugin utilities.")
@@ -464,7 +494,7 @@ def threed_build_addon(output: Path = typer.Option(Path("."), "--output", "-o", 
         path = build_addon(output)
     except OSError as exc:
         _fail(UserError(f"cannot write the add-on zip to {output}: {exc.strerror or exc}"))
-    console.print(f"wrote {escape(str(path))}")
+    console.print(f"wrote {_safe(path)}")
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ own. The embedded model runs in-process and always costs 0 (``Settings.pricing_f
 
 from __future__ import annotations
 
+import errno
 import os
 import tomllib
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from core.errors import ConfigError
+from core.errors import ConfigError, UserError
 from core.state import Pricing
 
 
@@ -37,8 +38,45 @@ def horizon_home() -> Path:
 
 
 def runs_dir(home: Path | None = None) -> Path:
-    """The folder holding one subfolder per run (``$HORIZON_HOME/runs``)."""
+    """The folder holding one subfolder per run (``$HORIZON_HOME/runs``); only the path: reading
+    needs no folder (no runs yet), writing makes it with ``make_data_folder``."""
     return (home or horizon_home()) / "runs"
+
+
+def make_data_folder(path: Path) -> Path:
+    """Make a folder of Horizon's data (``runs_dir()``, ``evals``, ...) with its parents, and check
+    that Horizon can write in it.
+
+    Args:
+        path: the folder, normally under ``horizon_home()``.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        UserError: it cannot be made or written (no permission, a read-only file system, a file in
+            the way, a full disk): one line naming the folder, the operating system's reason, and
+            what to do (fix the permissions or point ``HORIZON_HOME`` elsewhere).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):  # EROFS counts even for root
+            raise PermissionError(errno.EACCES, "not writable")
+    except OSError as exc:
+        raise UserError(_unwritable(path, exc)) from None
+    return path
+
+
+def _unwritable(path: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        reason += ": a file stands where a folder should be"
+    home = horizon_home()
+    if os.environ.get("HORIZON_HOME"):
+        fix = f"make it writable, or set HORIZON_HOME to a folder you can write (it is {home})"
+    else:
+        fix = f"make {home} yours (e.g. sudo chown -R $USER {home}), or set HORIZON_HOME to a folder you can write"
+    return f"cannot write Horizon's data folder {path} ({reason}); {fix}"
 
 
 class Settings(BaseSettings):
@@ -114,8 +152,16 @@ class Settings(BaseSettings):
 
 
 def config_files() -> list[Path]:
-    """The config files read, lowest priority first (missing ones are skipped)."""
-    return [f for f in (horizon_home() / "config.toml", Path("horizon.toml")) if f.is_file()]
+    """The config files read, lowest priority first (missing ones are skipped; one whose folder
+    cannot be read is kept, so that ``load_settings`` says so instead of a traceback)."""
+    return [f for f in (horizon_home() / "config.toml", Path("horizon.toml")) if _present(f)]
+
+
+def _present(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # e.g. HORIZON_HOME without read permission: reading it fails with the reason
+        return True
 
 
 def _check_file(path: Path) -> None:

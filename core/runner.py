@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import workspace as ws
-from core.checkpoint import PruningSqliteSaver
-from core.config import Settings, runs_dir
+from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
+from core.config import Settings, make_data_folder, runs_dir
 from core.errors import ConfigError, ModelUnavailable, UserError
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Task, load_plugin
@@ -117,6 +117,29 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
     return EmbeddedPolicy()
 
 
+def _open_checkpoints(folder: Path, run_id: str, keep: int) -> PruningSqliteSaver:
+    """A run's checkpointer, its newest checkpoint checked (``core.checkpoint.open_checkpoints``).
+
+    Raises:
+        UserError: ``damaged: <file> (...)`` with what to do, or the file cannot be opened.
+    """
+    path = folder / "checkpoints.sqlite"
+    try:
+        return open_checkpoints(path, keep=keep, thread_id=run_id)
+    except CheckpointsDamaged as exc:
+        raise _damaged_checkpoints(folder, run_id, str(exc)) from None
+    except sqlite3.Error as exc:
+        raise UserError(f"cannot open {path} ({exc}); check its permissions and the file system") from None
+
+
+def _damaged_checkpoints(folder: Path, run_id: str, reason: str) -> UserError:
+    return UserError(
+        f"damaged: {folder / 'checkpoints.sqlite'} ({reason}); the run cannot be resumed from its checkpoints. Its "
+        f"trajectory is kept (agent show {run_id}), and so are its patch ({folder / 'patch.diff'}) and workspace; "
+        f"start the task again with agent run, and delete {folder} when you no longer need it"
+    )
+
+
 class Run:
     """An open run: its folder, store, checkpointer and episode. Use ``Run.start`` or ``Run.open``."""
 
@@ -144,12 +167,8 @@ class Run:
             limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,
             journal=ws.CallJournal(folder / "workspace", folder / "baseline.git", folder / "inflight.json"),
         )
-        con = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
-        # WAL with synchronous=NORMAL: a commit survives a killed process; after a power loss the
-        # last checkpoints may be lost, never corrupted, and the run store (ahead of them) fills the gap.
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-        return Run(run_id, folder, store, episode, PruningSqliteSaver(con, keep=config.get("keep_checkpoints", 20)), con)
+        checkpointer = _open_checkpoints(folder, run_id, config.get("keep_checkpoints", 20))
+        return Run(run_id, folder, store, episode, checkpointer, checkpointer.conn)
 
     @classmethod
     def start(
@@ -174,13 +193,15 @@ class Run:
 
         Raises:
             PluginNotFound, UserError: unknown plugin, the repository is not a folder, the
-                plugin's ``validate`` refused the task, or ``run_id`` is taken or not a plain name.
+                plugin's ``validate`` refused the task, ``run_id`` is taken or not a plain name,
+                or Horizon's runs folder cannot be written (``make_data_folder``).
             SandboxUnavailable: isolation was asked for and cannot start here.
         """
         plugin = load_plugin(task.plugin)  # fail before copying anything
         validate = getattr(plugin, "validate", None)
         if validate is not None:
             validate(task)  # the plugin's own check of its task files and inputs
+        make_data_folder(runs_dir(home))  # an unwritable HORIZON_HOME is one line, before anything is copied
         chosen = run_id
         run_id = chosen or new_run_id()
         folder = runs_dir(home) / run_id
@@ -252,18 +273,29 @@ class Run:
 
         Raises:
             RunNotFound: no such run.
-            UserError: the run is in use by another process, or its store is damaged.
+            UserError: the run is in use by another process, or its store or its checkpoint database
+                is damaged (``damaged: <file> (...)``, with what to do) or cannot be opened.
         """
         store = open_store_for_writing(run_id, home)
-        row = store.run()
-        config = row["config"]
-        task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None,
-                    metadata=config.get("task_metadata", {}))
-        if policy_overrides:
-            config["policy"].update(policy_overrides)
-            store.update_run(config=json.dumps(config))
-        folder = runs_dir(home) / run_id
-        return cls._open_parts(folder, run_id, task, make_policy(config["policy"], settings), config, on_event, store)
+        try:
+            row = store.run()
+            config = row["config"]
+            task = Task(plugin=row["plugin"], instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None,
+                        metadata=config.get("task_metadata", {}))
+            if policy_overrides:
+                config["policy"].update(policy_overrides)
+                store.update_run(config=json.dumps(config))
+            folder = runs_dir(home) / run_id
+            opened = cls._open_parts(folder, run_id, task, make_policy(config["policy"], settings), config, on_event, store)
+        except BaseException:
+            store.close()  # a run that cannot be opened does not keep its store's write lock
+            raise
+        try:
+            opened.state()  # the newest checkpoint, read as resuming reads it: damage shows now, as one line
+        except Exception as exc:  # noqa: BLE001 - whatever LangGraph raises on a checkpoint it cannot follow
+            opened.close()
+            raise _damaged_checkpoints(folder, run_id, f"its newest checkpoint cannot be read: {type(exc).__name__}: {exc}") from None
+        return opened
 
     @property
     def _graph_config(self) -> dict[str, Any]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 
@@ -23,7 +24,8 @@ from core.config import runs_dir
 from core.errors import RunNotFound, UserError
 from core.store import RunStore
 
-__all__ = ["RUN_ID", "apply_run", "list_runs", "mark_killed", "new_run_id", "open_store", "open_store_for_writing"]
+__all__ = ["RUN_ID", "apply_run", "list_runs", "mark_killed", "new_run_id", "open_store", "open_store_for_writing", "reading_store",
+           "store_error", "store_problem"]
 
 
 #: What a run id may look like: it names the run's folder.
@@ -53,7 +55,7 @@ def mark_killed(run_id: str, reason: str, home: Path | None = None, wait_s: floa
                 store.update_run(status="killed", exit_detail=reason)
                 return True
         except duckdb.Error as exc:
-            if not _is_lock_error(exc) or time.monotonic() > deadline:
+            if store_problem(exc) != "in use" or time.monotonic() > deadline:
                 return False
             time.sleep(0.2)
         except RunNotFound:
@@ -77,15 +79,62 @@ def new_run_id(taken: set[str] | None = None) -> str:
     return run_id
 
 
-def _is_lock_error(exc: duckdb.Error) -> bool:
-    return "lock" in str(exc).lower()
+def store_problem(exc: duckdb.Error) -> Literal["in use", "unreadable", "damaged"]:
+    """Tell why DuckDB refused a run store, from its error type and text (DuckDB 1.x and 2.x).
+
+    Args:
+        exc: what ``duckdb.connect`` or a query on the store raised.
+
+    Returns:
+        ``in use``: another process holds the file's lock (``IO Error: Could not set lock on
+        file``), or this process has it open with other settings; ``unreadable``: the operating
+        system refused the file (``IO Error: Cannot open file ...: Permission denied``, a read-only
+        file system, a file from a newer DuckDB), the file itself is not known to be bad;
+        ``damaged``: the file is not a DuckDB database, or a block fails its checksum, or any
+        other error reading it (``Corrupt database file``, a serialization or internal error).
+    """
+    text = str(exc)
+    if isinstance(exc, duckdb.IOException) and "Could not set lock on file" in text:
+        return "in use"
+    if isinstance(exc, duckdb.ConnectionException) and "different configuration than existing connections" in text:
+        return "in use"  # open in this very process (read-write), asked for read-only, or the reverse
+    if isinstance(exc, duckdb.IOException) and "not a valid DuckDB database file" not in text:
+        return "unreadable"
+    return "damaged"
+
+
+def store_error(run_id: str, path: Path, exc: duckdb.Error) -> UserError:
+    """The one-line error for a run store DuckDB refused (``store_problem`` says which kind).
+
+    Args:
+        run_id: the run.
+        path: its ``trajectory.duckdb``.
+        exc: what DuckDB raised.
+
+    Returns:
+        A ``UserError`` to raise: in use (try again later), cannot be opened (permissions), or
+        ``damaged: <file> (<DuckDB's words>); ...`` with where the patch and workspace are kept.
+    """
+    reason = str(exc).strip().splitlines()[0].replace(str(path), path.name) if str(exc).strip() else type(exc).__name__
+    problem = store_problem(exc)
+    if problem == "in use":
+        return UserError(f"run {run_id} is in use by another process; try again when it stops")
+    if problem == "unreadable":
+        return UserError(f"cannot open the run store {path} ({reason}); check its permissions and the file system")
+    folder = path.parent
+    return UserError(
+        f"damaged: {path} ({reason}); the run cannot be shown or resumed. Its patch is kept in {folder / 'patch.diff'} "
+        f"(apply it with git apply) and its workspace in {folder / 'workspace'}; delete {folder} to drop the run"
+    )
 
 
 def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """Return one row per run, newest first.
 
     ``status`` is ``in use`` for a run another process is writing now, ``killed`` for one whose
-    process died without a word (it can be resumed), ``damaged`` for an unreadable store.
+    process died without a word (it can be resumed), ``damaged`` for a store that is not a DuckDB
+    database or fails its checksums, ``unreadable`` for one the operating system refuses
+    (``store_problem``). ``agent show RUN_ID`` says what to do about it.
     """
     rows = []
     for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb"), reverse=True):  # not half-made ones
@@ -95,7 +144,7 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
                 if row["status"] == "running":  # killed: its totals were never written; count its steps
                     row["steps"] = store.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
         except duckdb.Error as exc:
-            rows.append({"run_id": path.parent.name, "status": "in use" if _is_lock_error(exc) else "damaged"})
+            rows.append({"run_id": path.parent.name, "status": store_problem(exc)})
             continue
         except RunNotFound:
             continue
@@ -110,21 +159,35 @@ def open_store_for_writing(run_id: str, home: Path | None = None) -> RunStore:
 
     Raises:
         RunNotFound: no such run.
-        UserError: the run is in use by another process, or its store is damaged.
+        UserError: the run is in use by another process, its store cannot be opened, or it is
+            damaged (``damaged: <file> (...)``, with what to do).
     """
     return _open_store(run_id, home, read_only=False)
 
 
 def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
+    if not RUN_ID.fullmatch(run_id):  # a path ("../x") or a name with control characters is no run id
+        raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     path = runs_dir(home) / run_id / "trajectory.duckdb"
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # Horizon's folder itself cannot be read (permissions)
+        raise UserError(f"cannot read {runs_dir(home)} ({exc.strerror or exc}); check its permissions, or set HORIZON_HOME") from None
+    if not found:
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     try:
-        return RunStore(path, read_only=read_only)
+        store = RunStore(path, read_only=read_only)
     except duckdb.Error as exc:
-        if _is_lock_error(exc):
-            raise UserError(f"run {run_id} is in use by another process; try again when it stops") from None
-        raise UserError(f"the run store of {run_id} is damaged ({path}): {exc}") from None
+        raise store_error(run_id, path, exc) from None
+    try:
+        store.run()  # the run's row: a store whose blocks are garbled fails here, not midway through a command
+    except duckdb.Error as exc:
+        store.close()
+        raise store_error(run_id, path, exc) from None
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def open_store(run_id: str, home: Path | None = None) -> RunStore:
@@ -135,6 +198,23 @@ def open_store(run_id: str, home: Path | None = None) -> RunStore:
         UserError: the run is being written by another process right now, or its store is damaged.
     """
     return _open_store(run_id, home, read_only=True)
+
+
+@contextmanager
+def reading_store(run_id: str, home: Path | None = None) -> Iterator[RunStore]:
+    """``with reading_store(run_id) as store:`` the run's store, read-only, closed at the end; a
+    DuckDB error while reading it inside the block (a garbled block) becomes the same one-line
+    ``UserError`` as ``open_store``'s.
+
+    Raises:
+        RunNotFound: no such run.
+        UserError: in use, cannot be opened, or damaged (``store_error``).
+    """
+    with closing(open_store(run_id, home)) as store:
+        try:
+            yield store
+        except duckdb.Error as exc:
+            raise store_error(run_id, store.path, exc) from None
 
 
 def apply_run(run_id: str, home: Path | None = None) -> Path:

@@ -351,17 +351,57 @@ def sandbox_env(run_dir: Path) -> dict[str, str]:
 
 
 def new_run_dir(scratch: Path, label: str) -> Path:
-    """Make a fresh numbered folder ``<scratch>/runs/NNN-label`` for one command's files."""
+    """Make a fresh numbered folder ``<scratch>/runs/NNN-label`` for one command's files.
+
+    The sandboxed commands can write ``scratch/runs`` (``SCRATCH_WRITABLE``), so they may fill it
+    with entries or plant the next names. The next number is kept in ``scratch/runs.next``, which
+    they cannot write (the folder is counted once, for a run from before the counter); a name that
+    is taken is skipped, and after a few taken names a random suffix makes the name unguessable.
+    So the cost does not grow with the folder's size, and no number of planted entries makes a
+    call fail: only the file system can (a full disk, a quota, a folder at its link limit).
+
+    Args:
+        scratch: the run's scratch folder.
+        label: what the folder is for (``pytest``, ``junit``, ``static``, ``grading``).
+
+    Returns:
+        The new, empty folder; it did not exist before this call, so nothing in it was planted.
+
+    Raises:
+        ToolError: the folder cannot be made; the message says why (the loop shows it to the
+            model as an observation).
+    """
+    import errno
+    import secrets
+
     base = scratch / "runs"
-    base.mkdir(parents=True, exist_ok=True)
-    for number in range(len(list(base.iterdir())) + 1, 100000):
-        candidate = base / f"{number:03d}-{label}"
+    counter = scratch / "runs.next"  # beside runs/, so only Horizon writes it (scratch is read-only inside)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
         try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
-    raise RuntimeError(f"cannot make a run folder under {base}")
+            number = max(1, int(read_regular(counter).decode("ascii").strip()))
+        except (OSError, ValueError):  # no counter yet (a new run, or one from before it): count once
+            with os.scandir(base) as entries:
+                number = sum(1 for _ in entries) + 1
+        for attempt in range(20):
+            name = f"{number:03d}-{label}" if attempt < 3 else f"{number:03d}-{label}-{secrets.token_hex(4)}"
+            try:
+                (base / name).mkdir()
+            except FileExistsError:  # an earlier call's folder, or one a command planted
+                number += 1
+                continue
+            try:
+                write_new(counter, f"{number + 1}\n")
+            except OSError:  # only a hint: the next call skips the names that are taken
+                pass
+            return base / name
+        raise OSError(errno.EEXIST, "20 names in a row are taken")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ToolError(
+            f"cannot make a folder for this command's files in {base} ({reason}); nothing was run. "
+            "If a command filled the disk or that folder, delete what it wrote there and try again"
+        ) from None
 
 
 def clip_output(text: str, head: int = OUTPUT_HEAD_CHARS, tail: int = OUTPUT_TAIL_CHARS) -> str:
