@@ -4,7 +4,11 @@ Everything here only reads the workspace. ``search_code`` uses ripgrep (``rg``, 
 ``ripgrep``) when it is installed: rg walks and searches a large tree several times faster
 than Python can. It is told to follow the same rules as ``iter_files`` (``.gitignore`` files
 of the repository only, hidden files included, ``SKIPPED_DIRS`` left out, files over
-``MAX_SEARCH_FILE_BYTES`` and binary files skipped, symbolic links not followed). A pattern
+``MAX_SEARCH_FILE_BYTES`` and binary files skipped, symbolic links not followed). rg runs in
+Horizon's own process, not in the sandbox, on files the agent wrote, so it runs inert: no
+configuration file (``--no-config``: ``RIPGREP_CONFIG_PATH`` could name a ``.ripgreprc`` in the
+workspace), no preprocessor (``--no-pre``) or decompressor (``--no-search-zip``) programs, no
+links followed, an empty environment, a time limit. A pattern
 that Python accepts but ripgrep's regex engine does not (look-around, back-references) is
 searched in Python instead, as is everything when rg is missing or
 ``HORIZON_SEARCH_BACKEND=python`` is set. Ordering can differ between the two only in which
@@ -17,7 +21,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,35 +144,38 @@ def iter_files(
 
 
 def _walk(
-    root: Path, directory: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None, visited: list[Path] | None = None
+    root: Path, top: Path, ignores: _Ignores, suffixes: tuple[str, ...] | None, visited: list[Path] | None = None
 ) -> Iterator[Path]:
-    if visited is not None:
-        visited.append(directory)
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return
-    subdirs: list[Path] = []
-    for entry in entries:
-        path = Path(entry.path)
+    """Depth first, a folder's files before its sub-folders; a stack, not recursion (any depth)."""
+    stack: list[tuple[Path, _Ignores]] = [(top, ignores)]
+    while stack:
+        directory, ignores = stack.pop()
+        if visited is not None:
+            visited.append(directory)
         try:
-            is_dir = entry.is_dir()
-            if entry.is_symlink():
-                target = path.resolve()
-                if target != root and root not in target.parents:
-                    continue
-                if is_dir:
-                    continue  # never follow directory links: no cycles
-        except OSError:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:  # gone, unreadable, or a path over the system's length limit
             continue
-        if is_dir:
-            if entry.name in SKIPPED_DIRS or ignores.ignored(path, True):
+        subdirs: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+                if entry.is_symlink():
+                    target = path.resolve()
+                    if target != root and root not in target.parents:
+                        continue
+                    if is_dir:
+                        continue  # never follow directory links: no cycles
+            except (OSError, RuntimeError):  # RuntimeError: a link loop (Python 3.11's resolve)
                 continue
-            subdirs.append(path)
-        elif (suffixes is None or entry.name.endswith(suffixes)) and entry.is_file() and not ignores.ignored(path, False):
-            yield path
-    for sub in subdirs:
-        yield from _walk(root, sub, ignores.child(sub), suffixes, visited)
+            if is_dir:
+                if entry.name in SKIPPED_DIRS or ignores.ignored(path, True):
+                    continue
+                subdirs.append(path)
+            elif (suffixes is None or entry.name.endswith(suffixes)) and entry.is_file() and not ignores.ignored(path, False):
+                yield path
+        stack.extend((sub, ignores.child(sub)) for sub in reversed(subdirs))
 
 
 @dataclass
@@ -213,10 +222,18 @@ def search_code(root: Path, pattern: str, start: Path | None = None, max_results
         ``SearchResult`` with matches in path then line order.
 
     Raises:
-        ToolError: the pattern is not a valid regular expression.
+        ToolError: the pattern is not a valid regular expression, or ``start`` is neither a
+            folder nor a regular file (a FIFO would block the reader forever).
     """
     regex = compile_pattern(pattern)
     root = root.resolve()
+    if start is not None:
+        try:
+            mode = os.stat(start).st_mode
+        except OSError as exc:
+            raise ToolError(f"{start.name!r} cannot be searched ({exc.strerror})") from None
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise ToolError(f"{start.name!r} is not a regular file or a folder (a FIFO, socket or device) and cannot be searched")
     rg = ripgrep()
     if rg is not None:
         found = _search_with_ripgrep(rg, root, pattern, start, max_results)
@@ -292,7 +309,8 @@ def ripgrep() -> str | None:
 def _search_with_ripgrep(rg: str, root: Path, pattern: str, start: Path | None, max_results: int) -> SearchResult | None:
     """Search with ripgrep under the rules of ``iter_files``; None when rg refuses the pattern or fails."""
     argv = [
-        rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color", "never", "--stats",
+        rg, "--no-config", "--no-pre", "--no-search-zip", "--no-follow",  # inert: see the module docstring
+        "--line-number", "--no-heading", "--with-filename", "--null", "--color", "never", "--stats",
         "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-parent", "--no-ignore-dot",
         "--max-filesize", str(MAX_SEARCH_FILE_BYTES), "--sort", "path",
         *(f"--glob=!{name}" for name in sorted(SKIPPED_DIRS)),
@@ -302,12 +320,17 @@ def _search_with_ripgrep(rg: str, root: Path, pattern: str, start: Path | None, 
     if target != root:
         argv += ["--", target.relative_to(root).as_posix()]
     try:
-        proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        # stderr is not read: a pipe would fill up (one line per unreadable file) and stop rg
+        proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                env={})
     except OSError:
         return None
     matches: list[SearchMatch] = []
     truncated = False
     searched = 0
+    watchdog = threading.Timer(RIPGREP_TIMEOUT_S, proc.kill)  # the read below has no deadline of its own
+    watchdog.daemon = True
+    watchdog.start()
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -330,9 +353,9 @@ def _search_with_ripgrep(rg: str, root: Path, pattern: str, start: Path | None, 
         proc.wait()
         return None
     finally:
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        watchdog.cancel()
+        if proc.stdout is not None:
+            proc.stdout.close()
     if not truncated and proc.returncode not in (0, 1):  # 2: rg's regex engine refused the pattern, or an error
         return None
     return SearchResult(matches, truncated, searched, 0)

@@ -1,14 +1,17 @@
 """Static checks run in the sandbox: ruff for Python, ``javac -Xlint:all`` for Java.
 
 Neither writes into the workspace: ruff runs with ``--no-cache`` and javac writes its classes
-into a scratch folder that is deleted afterwards.
+into a scratch folder that is deleted afterwards. Both run in the sandbox; Horizon's own process
+only lists the source files and reads the checkers' output. The classes folder is written by
+the sandboxed javac (and any annotation processor a repository's jar brings), so it is removed
+without following links and without recursion (``remove_tree``: a 1,500-deep package is fine).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +49,39 @@ class CheckReport:
     findings: list[str] = field(default_factory=list)
     exit_code: int = 0
     problem: str = ""
+
+
+def remove_tree(top: Path) -> None:
+    """Delete the folder ``top`` and everything in it, as ``shutil.rmtree(top, ignore_errors=True)``.
+
+    A loop over a stack, not recursion: a tree any number of folders deep is removed (Python
+    3.11's ``rmtree`` raises ``RecursionError`` past about 1,000). Links are removed, never
+    followed. What cannot be removed (a path over the system's length limit) is left.
+
+    Args:
+        top: the folder to delete; nothing happens when it is missing or not a folder.
+    """
+    folders: list[str] = []
+    stack = [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            folders.append(folder)
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        os.unlink(entry.path)
+        except OSError:
+            continue
+    for folder in reversed(folders):  # children before their parents
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def _has_files(root: Path, target: Path, suffix: str) -> bool:
@@ -105,7 +141,7 @@ def run_javac_lint(
     argv = [javac, "-Xlint:all", "-Xmaxwarns", "500", "-Xmaxerrs", "500", "-encoding", "UTF-8", "-implicit:none",
             "-d", str(classes), "-cp", classpath, f"@{argfile}"]  # fmt: skip
     result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
-    shutil.rmtree(classes, ignore_errors=True)
+    remove_tree(classes)
     report = CheckReport("javac", exit_code=result.exit_code)
     prefix = "" if target in ("", ".") else target.rstrip("/")
     lines = (result.stderr + "\n" + result.stdout).splitlines()

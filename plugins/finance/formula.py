@@ -31,7 +31,8 @@ def evaluate(formula: str, values: dict[str, float]) -> float:
 
     Raises:
         FormulaError: unknown fact id, syntax other than numbers, ``+ - * /`` and parentheses,
-            or division by zero.
+            division by zero, or nesting deeper than Python's parser or stack allows (a formula
+            can come from a file in the workspace).
     """
     names: dict[str, str] = {}
 
@@ -46,7 +47,9 @@ def evaluate(formula: str, values: dict[str, float]) -> float:
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as exc:
-        raise FormulaError(f"formula is not valid arithmetic ({exc.msg}): {formula!r}") from None
+        raise FormulaError(f"formula is not valid arithmetic ({exc.msg}): {formula[:200]!r}") from None
+    except (RecursionError, MemoryError, ValueError):  # nesting or length past the parser's limits
+        raise FormulaError(f"formula is too deeply nested or too long ({len(formula)} characters)") from None
 
     def walk(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
@@ -64,4 +67,7 @@ def evaluate(formula: str, values: dict[str, float]) -> float:
                 raise FormulaError(f"division by zero in {formula!r}") from None
         raise FormulaError(f"only numbers, {{fact_id}}, + - * / and parentheses are allowed in a formula: {formula!r}")
 
-    return walk(tree)
+    try:
+        return walk(tree)
+    except RecursionError:  # a chain of thousands of operators
+        raise FormulaError(f"formula is too deeply nested ({len(formula)} characters)") from None

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HorizonError
+from core.safe_io import make_dirs, read_regular, write_new
 
 KINDS = ("prices", "income_annual", "income_quarterly")
 FILING_LAG_DAYS = {"income_annual": 90, "income_quarterly": 45}
@@ -83,37 +84,69 @@ class Snapshot:
 
 
 class SnapshotStore:
-    """Dated snapshots under one folder (see the module docstring for the layout)."""
+    """Dated snapshots under one folder (see the module docstring for the layout).
+
+    The folder is usually in the workspace, where a copied task folder may have put anything:
+    snapshots are written and read only as regular files below real folders (no link is
+    followed), and a snapshot of the wrong shape is skipped like a damaged one.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
     def save(self, ticker: str, kind: str, params: dict[str, Any], data: Any, fetched_at: datetime, source: str) -> Snapshot:
-        """Write a snapshot atomically and return it."""
+        """Write a snapshot atomically and return it (links on the way are replaced, not followed)."""
         folder = self.root / ticker.upper() / kind
-        folder.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder, self.root)
         path = folder / f"{fetched_at.astimezone(UTC):%Y%m%dT%H%M%SZ}.json"
         body = {"ticker": ticker.upper(), "kind": kind, "fetched_at": fetched_at.astimezone(UTC).isoformat(), "source": source,
                 "params": params, "data": data}
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, indent=1, allow_nan=False))
+        write_new(tmp, json.dumps(body, indent=1, allow_nan=False))
         os.replace(tmp, path)
         return Snapshot(ticker.upper(), kind, fetched_at, params, data, path)
 
     def latest(self, ticker: str, kind: str, not_after: datetime | None = None) -> Snapshot | None:
         """The newest readable snapshot fetched no later than ``not_after`` (any, when None)."""
         folder = self.root / ticker.upper() / kind
-        for path in sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else []:
+        real = Path(os.path.realpath(self.root)) / ticker.upper() / kind
+        if not folder.is_dir() or Path(os.path.realpath(folder)) != real:
+            return None  # missing, or a link on the way out of the snapshot folder
+        for path in sorted(folder.glob("*.json"), reverse=True):
             if not re.fullmatch(r"\d{8}T\d{6}Z\.json", path.name):
                 continue
             try:
-                body = json.loads(path.read_text())
+                body = json.loads(read_regular(path))
                 fetched = datetime.fromisoformat(body["fetched_at"])
-            except (OSError, ValueError, KeyError):
-                continue  # a damaged snapshot is skipped, not trusted
+                if fetched.tzinfo is None or not _well_formed(kind, body["data"]):
+                    continue
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                continue  # a damaged snapshot (or a link, a FIFO, JSON nested past the parser's limit) is skipped, not trusted
             if not_after is None or fetched <= not_after:
                 return Snapshot(body["ticker"], kind, fetched, body.get("params", {}), body["data"], path)
         return None
+
+
+def _well_formed(kind: str, data: Any) -> bool:
+    """True when ``data`` has the shape ``yfinance_fetch`` returns for ``kind`` (so using it cannot raise)."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if kind == "prices":
+        return isinstance(data, list) and all(
+            isinstance(r, dict) and isinstance(r.get("date"), str) and all(number(r.get(k)) for k in ("open", "high", "low", "close", "volume"))
+            for r in data)
+    if not isinstance(data, dict):
+        return False
+    for period, items in data.items():
+        try:
+            date.fromisoformat(period)
+        except (TypeError, ValueError):
+            return False
+        if not isinstance(items, dict) or not all(v is None or number(v) for v in items.values()):
+            return False
+    return True
 
 
 @dataclass

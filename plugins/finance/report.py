@@ -22,6 +22,7 @@ the Sources section gives document, page, line, column and the text as printed f
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ import duckdb
 import matplotlib
 from markdown_it import MarkdownIt
 
+from core.safe_io import make_dirs, write_new
 from plugins.finance.checks import run_checks
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
 from plugins.finance.ingest import ingest
@@ -119,22 +121,40 @@ def verify_figures(con: duckdb.DuckDBPyConnection, manifest: list[dict[str, Any]
         ``(figures that trace, problems)``; a problem names the figure and what failed.
     """
     ok, problems = 0, []
-    for item in manifest:
+    for number, item in enumerate(manifest, 1):
+        # the manifest is a file in the workspace: any shape, any content
+        if not _well_formed_figure(item):
+            problems.append(f"figure {number}: not a figure (needs ref, formula, display, unit, scale, value of the right types)")
+            continue
         ids = fact_ids(item["formula"])
         values = {r[0]: r[1] for r in con.execute("SELECT fact_id, value FROM facts WHERE fact_id IN (SELECT unnest(?))", [ids]).fetchall()}
         try:
             computed = evaluate(item["formula"], values)
+            shown = float(item["display"].rstrip("%").replace(",", ""))
+            decimals = len(item["display"].rstrip("%").split(".")[1]) if "." in item["display"] else 0
+            expected = computed * 100 if item["unit"] == "percent" else computed / item["scale"]
+            wrong = abs(computed - item["value"]) > 1e-9 * max(1.0, abs(computed)) or abs(round(expected, decimals) - shown) > 10 ** -decimals / 2 + 1e-9
         except FormulaError as exc:
             problems.append(f"F{item['ref']}: {exc}")
             continue
-        shown = float(item["display"].rstrip("%").replace(",", ""))
-        decimals = len(item["display"].rstrip("%").split(".")[1]) if "." in item["display"] else 0
-        expected = computed * 100 if item["unit"] == "percent" else computed / item["scale"]
-        if abs(computed - item["value"]) > 1e-9 * max(1.0, abs(computed)) or abs(round(expected, decimals) - shown) > 10 ** -decimals / 2 + 1e-9:
+        except (ValueError, ArithmeticError) as exc:  # a display that is no number, a zero scale, an overflow
+            problems.append(f"F{item['ref']}: cannot be checked ({type(exc).__name__}: {str(exc)[:100]})")
+            continue
+        if wrong:
             problems.append(f"F{item['ref']}: shows {item['display']} but the stored facts give {expected:,.4f}")
             continue
         ok += 1
     return ok, problems
+
+
+def _well_formed_figure(item: Any) -> bool:
+    """True when ``item`` has the keys and value types ``Figure`` writes (numbers not booleans)."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    return (isinstance(item, dict) and isinstance(item.get("formula"), str) and isinstance(item.get("display"), str)
+            and isinstance(item.get("unit"), str) and number(item.get("scale")) and number(item.get("value"))
+            and isinstance(item.get("ref"), (int, str)) and not isinstance(item.get("ref"), bool))
 
 
 def _resolve_concepts(con: duckdb.DuckDBPyConnection, doc: str, formula: str, period: str | None = None) -> str:
@@ -223,7 +243,8 @@ class FinanceReport:
             FormulaError: a question's formula names a concept that was not extracted.
         """
         out = Path(out)
-        (out / "charts").mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out / "charts", out)  # a link planted as charts/ (a copied task folder) is replaced, not followed
         db = self.db or Path(db_path or out / "filings.duckdb")
         statuses = None
         if self.db is None:
@@ -268,10 +289,11 @@ class FinanceReport:
              figures.add(r.lhs_formula, "USD", 1e6), figures.add(r.rhs_formula, "USD", 1e6),
              "holds" if r.passed else "FAILS"] for r in summary.results])
         md += self._sources(con, figures)
-        (out / "figures.json").write_text(json.dumps([f.__dict__ for f in figures.items], indent=1))
+        # write_new: never through a link a copied task folder may hold at these names
+        write_new(out / "figures.json", json.dumps([f.__dict__ for f in figures.items], indent=1))
         text = "\n".join(md) + "\n"
-        (out / "report.md").write_text(text)
-        (out / "report.html").write_text(render_html(text, self.title))
+        write_new(out / "report.md", text)
+        write_new(out / "report.html", render_html(text, self.title))
         return ReportResult(out / "report.md", out / "report.html", charts, figures.items, summary.status)
 
     def _document_section(self, con: duckdb.DuckDBPyConnection, doc: str, figures: Figures, out: Path, charts: list[Path]) -> list[str]:
@@ -362,8 +384,10 @@ class FinanceReport:
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         path = out / "charts" / f"{doc}.png"
-        fig.savefig(path)
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
         plt.close(fig)
+        write_new(path, png.getvalue())
         return path
 
     def _questions_section(self, con: duckdb.DuckDBPyConnection, figures: Figures) -> list[str]:

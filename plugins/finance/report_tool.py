@@ -15,6 +15,7 @@ import duckdb
 from pydantic import BaseModel, Field
 
 from core.errors import ToolError
+from core.safe_io import read_regular
 from core.tools import ToolContext, ToolResult, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError
@@ -58,20 +59,35 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     """The share of the workspace report's figures that trace to stored values (0 when there is no report).
 
     Every number in a table of ``report.md`` must be a listed figure (``[Fn]``) and every figure
-    must re-compute from the database (``verify_figures``).
+    must re-compute from the database (``verify_figures``). Both files are in the workspace, so
+    they are read only as regular files (never through a link, a FIFO or a device) and any
+    content scores, never crashes: a manifest that is not a list of figures, or nested past
+    the JSON parser's limit, scores 0 with the reason.
+
+    Returns:
+        ``(share in [0, 1], detail)``; ``detail["why"]`` says why the share is 0 when no figure
+        could be checked.
     """
-    manifest_path = workspace / REPORT_DIR / "figures.json"
-    markdown = workspace / REPORT_DIR / "report.md"
-    if not manifest_path.is_file() or not markdown.is_file():
-        return 0.0, {"why": "no report was written (report/report.md and report/figures.json)"}
+    folder = workspace / REPORT_DIR
     try:
-        manifest = json.loads(manifest_path.read_text())
+        if folder.is_symlink():
+            raise OSError(f"{REPORT_DIR}/ is a symbolic link")
+        manifest_bytes = read_regular(folder / "figures.json")
+        markdown_text = read_regular(folder / "report.md").decode("utf-8", "replace")
+    except OSError as exc:
+        return 0.0, {"why": f"no report was written (report/report.md and report/figures.json as regular files): {exc}"}
+    try:
+        manifest = json.loads(manifest_bytes)
     except json.JSONDecodeError as exc:
         return 0.0, {"why": f"figures.json is not JSON ({exc.msg})"}
+    except (RecursionError, ValueError) as exc:  # nested past the parser's limit; undecodable bytes
+        return 0.0, {"why": f"figures.json cannot be read ({type(exc).__name__})"}
+    if not isinstance(manifest, list):
+        return 0.0, {"why": f"figures.json is not a list of figures (a JSON {type(manifest).__name__})"}
     if not manifest:
         return 0.0, {"why": "the report has no figures"}
     traced, problems = verify_figures(con, manifest)
-    untraced = untraced_numbers(markdown.read_text(), manifest)
+    untraced = untraced_numbers(markdown_text, manifest)
     share = traced / (len(manifest) + len(untraced))
     return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
 
@@ -81,7 +97,7 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]
 
     Cells of the Sources tables (page, line, column numbers) and period headers are not figures.
     """
-    displays = {f"F{f['ref']}": f["display"] for f in manifest}
+    displays = {f"F{f['ref']}": f["display"] for f in manifest if isinstance(f, dict) and "ref" in f and "display" in f}
     bad = []
     in_sources = False
     for line in markdown.splitlines():

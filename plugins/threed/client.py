@@ -24,6 +24,28 @@ from core.errors import ToolError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0  # importing bpy takes 1-2 s alone; far more on a loaded 2-core machine
 DEFAULT_TIMEOUT_S = 60.0
+#: Variables the worker keeps from Horizon's environment (names, and prefixes ending in "_"):
+#: enough for Blender to find its own configuration, never an API key.
+WORKER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "LC_", "BLENDER_",
+              "OCIO", "OMP_NUM_THREADS")
+
+
+def worker_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The Blender worker's environment: ``WORKER_ENV`` from ``environ`` plus Horizon on ``PYTHONPATH``.
+
+    The worker is not sandboxed and opens files the agent can write, so it gets no secrets
+    (``HORIZON_API_KEY``, cloud credentials) to lose.
+
+    Args:
+        environ: the environment to filter (default ``os.environ``).
+
+    Returns:
+        A new dict of variable names to values.
+    """
+    environ = os.environ if environ is None else environ
+    kept = {k: v for k, v in environ.items() if k in WORKER_ENV or any(k.startswith(p) for p in WORKER_ENV if p.endswith("_"))}
+    kept["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
+    return kept
 
 
 class _WorkerLost(Exception):
@@ -51,16 +73,21 @@ class BlenderWorker:
 
     Args:
         scene_path: the .blend the worker loads at start and saves after each changing call
-            (created empty when missing).
+            (created empty when missing). It is opened with no script run, never through a
+            symbolic link, and never written through one (``plugins.threed.ops.open_scene``).
         log_path: where the worker's stderr (Blender's own messages) is appended.
         python: the interpreter that has ``bpy`` installed (default: this one).
+        root: the folder the scene may name files in (textures, libraries, caches); a path it
+            names outside is dropped when the scene is loaded. Default: the scene's folder.
 
     Attributes:
         restarts: how many times the worker was started again after a crash or hang.
     """
 
-    def __init__(self, scene_path: Path, log_path: Path, *, python: str = sys.executable) -> None:
-        self.scene_path = Path(scene_path)
+    def __init__(self, scene_path: Path, log_path: Path, *, python: str = sys.executable, root: Path | None = None) -> None:
+        scene_path = Path(scene_path)
+        self.scene_path = scene_path.parent.resolve() / scene_path.name  # the worker refuses links on the way
+        self.root = Path(root).resolve() if root is not None else self.scene_path.parent
         self.log_path = Path(log_path)
         self.python = python
         self.restarts = 0
@@ -79,11 +106,10 @@ class BlenderWorker:
 
     def _start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 [self.python, "-m", "plugins.threed.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                cwd=REPO_ROOT, env=env, start_new_session=True,
+                cwd=REPO_ROOT, env=worker_env(), start_new_session=True,
             )
         self._buffer = b""
         self._finalizer = weakref.finalize(self, _kill, self._proc)
@@ -91,8 +117,8 @@ class BlenderWorker:
             hello = self._read_line(time.monotonic() + START_TIMEOUT_S, START_TIMEOUT_S)
             if not hello.get("ready"):
                 raise _WorkerLost(f"said {hello} instead of ready")
-            if self.scene_path.is_file():
-                self._request("open_scene", {"path": str(self.scene_path)}, DEFAULT_TIMEOUT_S, save=False)
+            if os.path.lexists(self.scene_path):
+                self.note_opened(self._request("open_scene", self.open_args(), DEFAULT_TIMEOUT_S, save=False))
             else:
                 self._request("new_scene", {}, DEFAULT_TIMEOUT_S, save=True)
         except (_WorkerLost, ToolError) as exc:
@@ -114,6 +140,29 @@ class BlenderWorker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._stop()
+
+    def open_args(self) -> dict[str, str]:
+        """The arguments of ``open_scene`` for this worker's scene: ``{"path", "root"}``."""
+        return {"path": str(self.scene_path), "root": str(self.root)}
+
+    def note_opened(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Remember, for the next result, what loading the scene refused (scripts, outside files).
+
+        Args:
+            result: ``open_scene``'s answer (``scripts_blocked``, ``dropped``).
+
+        Returns:
+            ``result`` unchanged.
+        """
+        said = []
+        if result.get("scripts_blocked"):
+            said.append("the scene file carries Python (registered text blocks or driver expressions); it was not run")
+        if result.get("dropped"):
+            names = ", ".join(result["dropped"][:10]) + (" ..." if len(result["dropped"]) > 10 else "")
+            said.append(f"files it names outside {self.root} were dropped: {names}")
+        if said:
+            self._note = " ".join(filter(None, [self._note, f"({'; '.join(said)})"]))
+        return result
 
     def ensure_started(self) -> None:
         """Start the worker if none runs (again, after a crash), loading the saved scene."""
@@ -140,7 +189,8 @@ class BlenderWorker:
 
         Returns:
             The operation's result dict; key ``"_note"`` holds a restart notice when the worker
-            had to be started again before this call.
+            had to be started again before this call, or what loading the scene refused (Python
+            not run, files outside ``root`` dropped). ``open_scene`` gets ``root`` by default.
 
         Raises:
             ToolError: the operation failed (the message is Blender's or the operation's), or the
@@ -148,10 +198,14 @@ class BlenderWorker:
                 last saved step before this returns).
         """
         self.ensure_started()
+        if op == "open_scene":
+            args = {"root": str(self.root), **(args or {})}
         try:
             result = self._request(op, args or {}, timeout_s, save=save)
         except _WorkerLost as lost:
             self._restart_after(op, str(lost))
+        if op == "open_scene":
+            return self.note_opened(result)  # said in the next result: callers of open_scene show none
         if self._note:
             result = {**result, "_note": self._note}
             self._note = ""

@@ -150,23 +150,122 @@ def _set_world_color(world: bpy.types.World, color: tuple[float, float, float], 
 def _prepare_session() -> None:
     # no scene.blend1 backup next to every save: the run's git snapshots already keep history
     bpy.context.preferences.filepaths.save_version = 0
-    # a .blend from the user's folder may carry Python (text blocks set to register, drivers):
-    # never run it; this worker is not sandboxed
+    # a .blend in the workspace may carry Python (text blocks set to register, driver expressions)
+    # and a sandboxed run_blender_python step can write one: never run it; this worker is not
+    # sandboxed. bpy as a module starts with auto-run off, but the user's preferences can turn
+    # it on; open_scene also passes use_scripts=False.
     bpy.context.preferences.filepaths.use_scripts_auto_execute = False
 
 
+# -- files this unsandboxed process reads and writes in the workspace -------------------------
+
+
+def _real_folder(path: str, what: str) -> None:
+    """Raise ``OpError`` unless the folder of ``path`` (absolute) is reached without a symbolic link."""
+    folder = os.path.dirname(path)
+    if not os.path.isabs(path) or os.path.realpath(folder) != folder:
+        raise OpError(f"the folder of {what} {path} is, or passes through, a symbolic link (or the path is not absolute); "
+                      "Blender only reads and writes plain folders of the workspace")
+
+
+def _prepare_write(path: str) -> None:
+    """Make ``path`` safe to write from this process: no link on the way, no link or special file there.
+
+    A link at ``path`` itself is removed (Blender then writes a new file, never through the link);
+    so is Blender's temporary ``<path>@`` that ``save_as_mainfile`` writes before renaming it.
+
+    Raises:
+        OpError: the folder passes through a link, or ``path`` is a folder, FIFO or device.
+    """
+    _real_folder(path, "output file")
+    for candidate in (path, path + "@"):
+        if os.path.islink(candidate) or (candidate.endswith("@") and os.path.isfile(candidate)):
+            os.unlink(candidate)
+        elif os.path.lexists(candidate) and not os.path.isfile(candidate):
+            raise OpError(f"{candidate} exists and is not a regular file (a folder, FIFO or device); choose another path")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _confine_file_paths(root: str) -> list[str]:
+    """Drop every external file a loaded .blend names outside ``root``; returns the paths dropped.
+
+    A .blend can name files anywhere (linked libraries, images, fonts, sounds, movie clips,
+    volumes, Alembic/USD caches, simulation cache folders); this process is not sandboxed, so
+    it would read (render, export) or write (caches) them. Libraries outside ``root`` are
+    removed with the data linked from them; every other path outside ``root`` is replaced by a
+    name in the scene's own folder (``//<file name>``, usually missing). Paths are resolved as
+    Blender resolves them (``//`` from the .blend, others from this process's folder), links
+    included; the paths returned are absolute.
+    """
+    root = os.path.realpath(root)
+    dropped: list[str] = []
+
+    def outside(raw: str, library: Any = None) -> str | None:
+        """The absolute path ``raw`` names when it is outside ``root``, else None."""
+        full = bpy.path.abspath(raw, library=library)
+        real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+        return None if _inside(real, root) else real
+
+    for lib in list(bpy.data.libraries):
+        try:
+            far = outside(lib.filepath, getattr(lib, "parent", None))  # an indirect library: relative to its parent
+        except ReferenceError:
+            continue  # removed with its parent already
+        if far:
+            dropped.append(far)
+            bpy.data.libraries.remove(lib)
+
+    def visit(block: Any, path: str, _meta: Any) -> str | None:
+        far = None if not path or path.startswith("<") else outside(path, getattr(block, "library", None))
+        if far is None:
+            return None  # "<builtin>" font, or a path inside root
+        dropped.append(far)
+        name = os.path.basename(path.rstrip("/\\"))
+        return "//" + (name if name not in ("", ".", "..") else "missing")
+
+    bpy.data.file_path_foreach(visit)
+    return dropped
+
+
 def open_scene(args: dict[str, Any]) -> dict[str, Any]:
-    """Load ``args["path"]`` (a .blend), replacing the current scene."""
+    """Load ``args["path"]`` (an absolute .blend path), replacing the current scene, with no script run.
+
+    Python in the file (text blocks registered as modules, driver expressions) is not run, and
+    every file it names outside ``args["root"]`` (default: the scene's folder) is dropped
+    (``_confine_file_paths``).
+
+    Returns:
+        ``{"objects": n, "scripts_blocked": bool, "dropped": [path, ...]}``; ``scripts_blocked``
+        is True when the file carried Python that would have run with auto-run on.
+
+    Raises:
+        OpError: the file is missing, not a regular file, or reached through a symbolic link.
+    """
     path = args["path"]
+    _real_folder(path, "scene file")
+    if os.path.islink(path):
+        raise OpError(f"scene file {path} is a symbolic link; Blender opens only a regular file of the workspace")
     if not os.path.isfile(path):
-        raise OpError(f"scene file {path} does not exist")
+        what = "is not a regular file (a folder, FIFO or device)" if os.path.lexists(path) else "does not exist"
+        raise OpError(f"scene file {path} {what}")
+    _prepare_session()
     bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
     _prepare_session()
-    return {"objects": len(bpy.data.objects)}
+    blocked = bool(bpy.app.autoexec_fail)
+    dropped = _confine_file_paths(args.get("root") or os.path.dirname(path))
+    return {"objects": len(bpy.data.objects), "scripts_blocked": blocked, "dropped": dropped}
 
 
 def save_scene(args: dict[str, Any]) -> dict[str, Any]:
-    """Save the scene to ``args["path"]`` (uncompressed .blend; the checkpoint of each step)."""
+    """Save the scene to ``args["path"]`` (absolute; uncompressed .blend; the checkpoint of each step).
+
+    Raises:
+        OpError: the path is not safe to write (``_prepare_write``).
+    """
+    _prepare_write(args["path"])
     bpy.ops.wm.save_as_mainfile(filepath=args["path"], check_existing=False, compress=False, copy=args.get("copy", False))
     return {"path": args["path"], "bytes": os.path.getsize(args["path"])}
 
@@ -541,7 +640,10 @@ def render_preview(args: dict[str, Any]) -> dict[str, Any]:
     scene.render.resolution_x, scene.render.resolution_y = args.get("width", 320), args.get("height", 240)
     scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = "PNG"
+    if engine == "cycles":
+        scene.cycles.shading_system = False  # no OSL: script nodes in the file are never compiled here
     scene.render.filepath = args["path"]
+    _prepare_write(args["path"])
     start = time.perf_counter()
     bpy.ops.render.render(write_still=True)
     seconds = time.perf_counter() - start
@@ -568,6 +670,9 @@ def export_scene(args: dict[str, Any]) -> dict[str, Any]:
         o.select_set(True)
     bpy.context.view_layer.objects.active = objs[0]
     fmt, path = args["format"], args["path"]
+    _prepare_write(path)
+    if fmt == "obj":
+        _prepare_write(os.path.splitext(path)[0] + ".mtl")  # written next to the .obj
     if fmt == "gltf":
         bpy.ops.export_scene.gltf(filepath=path, export_format="GLB", use_selection=True, export_apply=True)
     elif fmt == "stl":
