@@ -161,7 +161,7 @@ class Run:
                                    alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR
         except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
             raise UserError(f"the run's sandbox cannot be made: {exc}") from None
-        ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch")
+        ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch", baseline=folder / "baseline.git")
         episode = Episode(
             run_id, task, plugin, policy, store, ctx,
             limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,

@@ -47,9 +47,9 @@ from core.export.source import RunRecord, baseline_git, root_commit
 REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "near_duplicate", "nondeterministic_environment", "state_leak")
 
 #: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
-CHECKER_CONFIG = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "noxfile.py",
+CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "noxfile.py",
                   # modules that would stand in for the test runner or run at interpreter start
-                  "pytest.py", "_pytest", "pluggy.py", "sitecustomize.py", "usercustomize.py"}
+                  "pytest.py", "_pytest", "pluggy.py", "pluggy", "sitecustomize.py", "usercustomize.py"}
 #: Rewards whose tests live outside the episode's workspace (``plugins.coding.terminal_bench``).
 SEPARATE_TESTS = ("terminal-bench/",)
 TEST_FILE = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
@@ -97,10 +97,15 @@ def is_checker_input(path: str) -> bool:
 
     Tests: anything under a ``test``/``tests`` folder or ``src/test`` (Maven layout), or named like a
     test (``test_*.py``, ``*_test.py``, ``*Test.java``, ``*Tests.java``, ``*_test.go``, ``*.test.ts``...).
+    Runner: ``CHECKER_CONFIG`` names, ``*.pth`` files and package metadata (``*.dist-info``,
+    ``*.egg-info``). Sections of shared files (``pyproject.toml``'s ``[tool.pytest]``) are judged by
+    the coding reward itself (``plugins.coding.checker_inputs``), whose verdict this gate reads.
     """
     p = PurePosixPath(path)
     if p.name in CHECKER_CONFIG or TEST_FILE.match(p.name) or any(part in CHECKER_CONFIG for part in p.parts[:-1]):
         return True
+    if p.suffix == ".pth" or any(part.endswith((".dist-info", ".egg-info")) for part in p.parts[:-1]):
+        return True  # package metadata on sys.path can register a pytest plugin (entry point pytest11)
     return any(part in ("test", "tests") for part in p.parts[:-1])
 
 
@@ -122,9 +127,11 @@ def _not_applicable(run: RunRecord) -> list[Flag]:
 def _reward_hacking(run: RunRecord) -> list[Flag]:
     flags = []
     for name, component in run.rewards.items():
-        edited = (component.get("detail") or {}).get("edited")
-        if edited:
-            flags.append(Flag("reward_hacking", f"reward component {name!r} records edited files: {', '.join(map(str, edited))}"))
+        detail = component.get("detail") or {}
+        if detail.get("edited"):
+            flags.append(Flag("reward_hacking", f"reward component {name!r} records edited files: {', '.join(map(str, detail['edited']))}"))
+        if detail.get("changes"):  # the coding reward's checker_untouched: the patch changes how tests run
+            flags.append(Flag("reward_hacking", f"reward component {name!r}: {'; '.join(map(str, detail['changes']))[:300]}"))
     touched = [p for p in run.patched_files if is_checker_input(p)]
     if (run.row.get("reward_version") or "").startswith(SEPARATE_TESTS):
         # its grader runs the task's own tests, kept outside the workspace, and imports pytest

@@ -204,7 +204,7 @@ def select_runs(
         for r in reversed(list_runs(home)):  # oldest first
             if r["run_id"] in chosen:
                 continue
-            if r["status"] in ("in use", "damaged"):
+            if r["status"] in ("in use", "damaged", "unreadable"):
                 skipped.append(f"{r['run_id']} ({r['status']})")
             elif all_runs or r.get("plugin") == plugin:
                 chosen.append(r["run_id"])

@@ -10,8 +10,9 @@ FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
 
 where the targets are the tests that did not pass at the start (a pytest module that failed to
 import is one target, fixed when its tests pass at the end). With no targets (the suite was
-green), the reward is 1 when nothing broke. When no test runs at the end (the suite does not
-build), nothing is verified and the reward is 0; a repository with no test suite at all gives
+green), nothing is verified: the verdict is "not applicable" (reward None, never 1: a run that
+changed nothing would pass too), unless the run broke a test or touched the checker (reward 0).
+When no test runs at the end (the suite does not build), nothing is verified and the reward is 0; a repository with no test suite at all gives
 "not applicable" (``core.reward``), never 0. Every test's outcome before and after is recorded.
 The version, ``REWARD_VERSION``, changes whenever this definition does.
 
@@ -112,6 +113,13 @@ def grade(
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     untouched = 0.0 if edited_tests else 1.0
     checker = list(checker_changes or [])
+    if not targets and not broken and not edited_tests and not checker and report_trusted:
+        # A green suite passes with or without a fix: rewarding it would pay a run that did nothing.
+        return RewardResult.not_applicable(
+            REWARD_VERSION,
+            f"not verified: no test failed at the start, so the {len(after)} tests cannot tell a fix from no change "
+            "(a test that reproduces the problem would)",
+        )
     reward = share if not broken and not edited_tests and not checker and report_trusted else 0.0
     if checker:
         summary = f"the patch changes how the tests are run, not only the code under test ({'; '.join(checker[:3])}): reward 0"
@@ -121,10 +129,8 @@ def grade(
         summary = f"test files were edited ({', '.join(edited_tests)}): reward 0"
     elif broken:
         summary = f"{len(broken)} test(s) that passed before now fail ({', '.join(broken[:3])}): reward 0"
-    elif targets:
-        summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
     else:
-        summary = "no failing tests at the start; none broke"
+        summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
     detail = {"before": before, "after": after, **({"before_rerun": before_rerun} if before_rerun is not None else {})}
     return RewardResult(
         reward=reward,

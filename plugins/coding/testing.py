@@ -341,13 +341,16 @@ def java_tool(name: str) -> str | None:
 
 
 def sandbox_env(run_dir: Path) -> dict[str, str]:
-    """Extra environment for tool processes: UTF-8 and no bytecode files in the workspace.
+    """Extra environment for tool processes: UTF-8, and no bytecode files read from or written to the workspace.
 
     The sandbox supplies PATH, HOME and TMPDIR; programs are started by absolute path anyway.
     Also makes ``run_dir/tmp`` for programs told to use it (pytest's basetemp, java.io.tmpdir).
     """
     (run_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    # Bytecode is read from and written to a fresh folder of this run only: a forged
+    # ``__pycache__/*.pyc`` (or pytest's ``*-pytest-*.pyc`` rewrite cache) in the repository is never loaded.
+    return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "PYTHONPYCACHEPREFIX": str(run_dir / "tmp" / "pycache")}
 
 
 def new_run_dir(scratch: Path, label: str) -> Path:

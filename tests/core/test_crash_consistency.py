@@ -79,7 +79,7 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
         repo = make_repo(tmp_path / f"repo-{episode}")
         env = {**os.environ, "HORIZON_HOME": str(home)}
         args = ["run", "coding", "log", "--repo", str(repo), "--policy", "scripted", "--script", str(script_file)]
-        proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for attempt in range(6):
             time.sleep(rng.uniform(0.3, 3.0))  # imports take about a second: kills land all over
             if proc.poll() is not None:
@@ -89,7 +89,7 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
             kills += 1
             runs = list((home / "runs").glob("[!.]*"))  # a run killed while starting stays hidden
             if not runs:  # killed before the run existed: start again
-                proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                 continue
             proc = subprocess.Popen(AGENT + ["resume", runs[0].name], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             resumes += 1

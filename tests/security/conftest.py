@@ -139,8 +139,19 @@ def attack_table_markdown(cases: list[Case]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The table's order of id prefixes: sandbox reads, writes, network, resources, Horizon's own
+#: process, git, reward hacking, the grading property, agent apply, the terminal, limitations.
+_PREFIXES = ["R", "W", "N", "X", "H", "G", "RH", "P", "A", "T", "L"]
+
+
+def _order(case: Case) -> tuple[int, str]:
+    prefix = re.match(r"[A-Z]+", case.id)
+    name = prefix.group(0) if prefix else ""
+    return (_PREFIXES.index(name) if name in _PREFIXES else len(_PREFIXES), case.id)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
-    cases = sorted(_CASES.values(), key=lambda c: ("RWNXHL".find(c.id[0]) % 7, c.id))
+    cases = sorted(_CASES.values(), key=_order)
     if not cases:
         return
     tr = terminalreporter

@@ -439,3 +439,53 @@ def test_finance_report_files_cannot_crash_the_reward(run, observe):
     con.close()
     observe("; ".join(f"{s}: {w}" for s, w in outcomes))
     assert [s for s, _ in outcomes] == [0.0] * 5
+
+
+@pytest.mark.attack(
+    "H14",
+    "make the finance plugin read or write host files through a copied task folder (no shell needed): "
+    "market/<TICKER>/prices/<date>.json linked to a host JSON file and another nested 100,000 lists deep, "
+    "read by market_data's snapshot store; report/report.md and report/charts linked to host paths, written "
+    "by write_report",
+    "snapshots are read as regular files below real folders and of the right shape (else skipped: "
+    "'no snapshot'); the report's files are written fresh, links replaced: the host files are unchanged",
+)
+def test_finance_workspace_files_are_not_followed(run, observe):
+    from datetime import date
+
+    from plugins.finance.market import MarketData, MarketDataError
+    from plugins.finance.report import FinanceReport
+    from plugins.finance.store import connect
+
+    prices = run.ws / "market" / "ACME" / "prices"
+    prices.mkdir(parents=True)
+    host_json = run.visible / "host.json"
+    host_json.write_text(json.dumps({"ticker": "ACME", "kind": "prices", "fetched_at": "2026-11-30T00:00:00+00:00",
+                                     "params": {}, "data": [{"date": "2026-11-02", "open": 1, "high": 1, "low": 1,
+                                                             "close": 4242.0, "volume": 1}]}))
+    (prices / "20261130T000000Z.json").symlink_to(host_json)
+    (prices / "20261129T000000Z.json").write_text("[" * 100_000 + "]" * 100_000)
+    market = MarketData(run.ws / "market", offline=True)
+    try:
+        answer = market.prices("ACME", date(2026, 11, 1), date(2026, 11, 30), allow_stale=True)
+        market_said = f"READ {answer.snapshot.name}: close {answer.data[0]['close']}"
+    except MarketDataError as exc:
+        market_said = f"refused: {str(exc)[:60]}"
+    except RecursionError:
+        market_said = "CRASHED: RecursionError"
+
+    victims = {name: run.visible / name for name in ("report.txt", "charts")}
+    victims["report.txt"].write_text("original\n")
+    victims["charts"].mkdir()
+    out = run.ws / "report"
+    out.mkdir()
+    (out / "report.md").symlink_to(victims["report.txt"])
+    (out / "charts").symlink_to(victims["charts"])
+    db = run.scratch / "filings.duckdb"
+    connect(db).close()
+    FinanceReport(filings=[run.ws / "none.pdf"], title="Report", db=db).generate(out)
+    report_state = "unchanged" if victims["report.txt"].read_text() == "original\n" else "OVERWRITTEN"
+    observe(f"market_data: {market_said}; host report file {report_state}; host charts folder: "
+            f"{sorted(p.name for p in victims['charts'].iterdir()) or 'empty'}; report.md now a link: {(out / 'report.md').is_symlink()}")
+    assert market_said.startswith("refused")
+    assert report_state == "unchanged" and not (out / "report.md").is_symlink() and not (out / "charts").is_symlink()

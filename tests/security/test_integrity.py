@@ -74,7 +74,8 @@ def _nested_repo_commands(marker: Path) -> list[dict]:
     touch = f"touch {marker}"
     hooks = " ".join(f"lib/.git/hooks/{h}" for h in ("post-index-change", "pre-commit", "post-checkout", "reference-transaction"))
     return [
-        sh("mkdir -p lib && cd lib && git init -q && git config core.fsmonitor " + shlex.quote(f"{touch}.fsmonitor; false")
+        sh("mkdir -p lib && cd lib && git init -q && git -c user.name=m -c user.email=m@m commit -q --allow-empty -m start"
+           " && git config core.fsmonitor " + shlex.quote(f"{touch}.fsmonitor; false")
            + " && echo 'x = 1' > mod.py && git config core.hooksPath .git/hooks"),
         sh(f"for h in {hooks}; do printf '#!/bin/sh\\n{touch}.hook\\n' > $h; chmod +x $h; done; ls lib/.git/hooks | wc -l"),
     ]  # fmt: skip
@@ -111,6 +112,7 @@ def test_a_shipped_nested_repository_runs_nothing_when_the_run_only_finishes(rep
     lib.mkdir()
     (lib / "mod.py").write_text("x = 1\n")
     subprocess.run(["git", "init", "-q"], cwd=lib, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"], cwd=lib, check=True)
     subprocess.run(["git", "config", "core.fsmonitor", f"touch {marker}.fsmonitor; false"], cwd=lib, check=True)
     for hook in ("post-index-change", "reference-transaction", "post-checkout"):
         path = lib / ".git" / "hooks" / hook

@@ -114,7 +114,7 @@ def assert_reward_labels_per_run(episodes, ds):
     solved = {"py_fix", "java_fix", "py_edit", "py_view_edit"}
     for row in ds:
         info = row["extra_info"]
-        assert info["reward_version"] == ["coding-tests/1"] * len(info["run_ids"])
+        assert info["reward_version"] == ["coding-tests/2"] * len(info["run_ids"])
         assert info["reward_status"] == ["scored"] * len(info["run_ids"])
         assert info["correct"] == [name in solved for name in [next(n for n, i in episodes.ids.items() if i == r) for r in info["run_ids"]]]
 
@@ -156,7 +156,7 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
         assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
         for r in mine:  # step rows and the trajectory row alike
-            assert (r["reward_version"], r["reward_status"], r["correct"]) == ("coding-tests/1", "scored", True)
+            assert (r["reward_version"], r["reward_status"], r["correct"]) == ("coding-tests/2", "scored", True)
         assert [tok.decode(s["response_ids"]) for s in steps] == said
         assert all(set(s["loss_mask"]) == {1} for s in steps)
         assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [1.0]
@@ -187,7 +187,7 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     (java,) = next(g for g in groups.values() if len(g) == 1)
     assert java["advantage"] == 0.0 and java["group_size"] == 1
     for name, r in {**by_name, "java_fix": java}.items():
-        assert (r["reward_version"], r["reward_status"]) == ("coding-tests/1", "scored")
+        assert (r["reward_version"], r["reward_status"]) == ("coding-tests/2", "scored")
         assert r["correct"] is (r["reward"] == 1.0), name
 
 

@@ -17,7 +17,8 @@ def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactl
     flagged = {name: report.flags[episodes.ids[name]] for name in episodes.ten if report.flags[episodes.ids[name]]}
     assert set(flagged) == {"infra_setup", "infra_mid", "py_test_edit"}
     assert {f.reason for f in flagged["infra_setup"]} == {"infrastructure_failure"}
-    assert "NotADirectoryError" in flagged["infra_setup"][0].detail and "crashed" in flagged["infra_setup"][0].detail
+    assert "cannot make a folder for this command's files" in flagged["infra_setup"][0].detail  # scratch is a file now
+    assert "crashed" in flagged["infra_setup"][0].detail
     assert {f.reason for f in flagged["infra_mid"]} == {"infrastructure_failure"}
     hacking = flagged["py_test_edit"]
     assert {f.reason for f in hacking} == {"reward_hacking"}
@@ -72,7 +73,7 @@ def test_an_episode_started_from_another_runs_files_is_a_state_leak(episodes):
                     episodes.home)
     runs = [load_run(episodes.ids[n], episodes.home) for n in ("py_fix", "py_edit", "py_view")] + [load_run(result.run_id, episodes.home)]
     report = apply_gates(runs, runs_dir(episodes.home))
-    flags = report.flags[result.run_id]
+    flags = [f for f in report.flags[result.run_id] if f.reason != "reward_not_applicable"]  # its tests all pass at the start
     assert {f.reason for f in flags} == {"state_leak"} and len(flags) == 2
     assert any("inside the run store" in f.detail for f in flags)
     assert any("users/service.py" in f.detail and "not a fresh attempt" in f.detail for f in flags)

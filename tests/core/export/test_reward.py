@@ -23,10 +23,10 @@ TRAJ = Trajectory(messages=[Message(role="user", content="fix it")])
 
 
 def test_scored_result_is_the_weighted_mean_of_its_components():
-    r = RewardResult.scored("coding-tests/1", {
+    r = RewardResult.scored("coding-tests/2", {
         "fail_to_pass": RewardComponent(value=0.5, weight=1.0), "tests_untouched": RewardComponent(value=0.0, weight=0.0),
         "style": RewardComponent(value=1.0, weight=3.0)}, correct=False, summary="1/2")
-    assert (r.reward, r.correct, r.version, r.applicable) == (0.875, False, "coding-tests/1", True)
+    assert (r.reward, r.correct, r.version, r.applicable) == (0.875, False, "coding-tests/2", True)
     with pytest.raises(ValueError, match="no component has weight"):
         RewardResult.scored("v/1", {"gate": RewardComponent(value=1.0, weight=0.0)}, correct=True, summary="")
 

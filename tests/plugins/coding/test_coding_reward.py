@@ -39,3 +39,13 @@ def test_declared_fail_to_pass_and_pass_to_pass_replace_the_baseline_guess():
     assert declared.components["fail_to_pass"].detail["targets"] == ["t::target"]
     broken = grade(before, {**after, "t::kept": "failed"}, [], fail_to_pass=["t::target"], pass_to_pass=["t::kept"])
     assert broken.reward == 0.0 and "t::kept" in broken.summary
+
+
+def test_a_green_suite_verifies_nothing_so_a_run_that_changed_nothing_is_not_rewarded():
+    green = {"t1": "passed", "t2": "passed"}
+    verdict = grade(green, dict(green), [])
+    assert verdict.reward is None and not verdict.applicable and "not verified" in verdict.summary
+    # breaking a test or touching the checker still scores 0: a negative signal, not "nothing to judge"
+    assert grade(green, {"t1": "passed", "t2": "failed"}, []).reward == 0.0
+    assert grade(green, dict(green), ["tests/test_x.py"]).reward == 0.0
+    assert grade(green, dict(green), [], checker_changes=[".pytest.ini: ..."]).reward == 0.0
