@@ -417,13 +417,18 @@ def clip_output(text: str, head: int = OUTPUT_HEAD_CHARS, tail: int = OUTPUT_TAI
 def _maven_roots(root: Path, kind: str) -> list[Path]:
     """Folders ``…/src/<kind>/java`` in the repository (``kind``: main or test)."""
     found = []
-    for dirpath, dirnames, _files in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("target", "build", "node_modules"))
-        path = Path(dirpath)
+    stack = [root]  # a stack, not os.walk (recursive in Python 3.11): a 1,500-deep tree is fine
+    while stack:
+        path = stack.pop()
         if path.name == "java" and path.parent.name == kind and path.parent.parent.name == "src":
             found.append(path)
-            dirnames[:] = []
-    return found
+            continue
+        try:
+            children = sorted((e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False)), reverse=True)
+        except OSError:
+            continue
+        stack += [path / d for d in children if not d.startswith(".") and d not in ("target", "build", "node_modules")]
+    return sorted(found)
 
 
 def java_sources(workspace: Path) -> tuple[list[str], list[str]]:

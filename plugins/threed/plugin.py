@@ -10,7 +10,7 @@ from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 from plugins.threed.reward import REWARD_VERSION, grade
 from plugins.threed.spec import load_spec
-from plugins.threed.tools import close_worker, task_spec, threed_tools, worker
+from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
 
 SYSTEM_PROMPT = """\
 You are a 3D artist building a scene in Blender through tools. Units: metres, degrees, watts;
@@ -54,6 +54,7 @@ class ThreeDPlugin:
         Raises:
             UserError: task.json is malformed.
         """
+        save_task_inputs(ctx)
         spec = task_spec(ctx)
         try:
             scene = worker(ctx).call("inspect_scene", {"limit": 20}, save=False)
@@ -82,7 +83,7 @@ class ThreeDPlugin:
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
         finally:
             close_worker(ctx)
-        return grade(spec, exported, ctx.workspace)
+        return grade(spec, exported, task_folder(ctx))  # the reference as set-up saved it, not the workspace's
 
     def validate(self, task: Task) -> None:
         """Refuse a task folder whose ``task.json`` does not parse, before a run is made.

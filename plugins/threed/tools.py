@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,7 +21,7 @@ from core.errors import ToolError
 from core.safe_io import make_dirs, write_new
 from core.tools import Tool, ToolContext, ToolResult, tool
 from plugins.threed.client import BlenderWorker
-from plugins.threed.spec import TaskSpec, load_spec
+from plugins.threed.spec import SPEC_FILE, TaskSpec, load_spec
 
 PYTHON_ENV = "HORIZON_THREED_PYTHON"  # "1" offers run_blender_python (raw bpy code, in the sandbox)
 
@@ -39,10 +40,50 @@ class Args(BaseModel):
 # -- the worker of an episode ----------------------------------------------------------------
 
 
+#: Where set-up keeps the task's own inputs (``task.json`` and the reference mesh), in scratch:
+#: the agent's commands cannot write there, so the reward never reads a file the agent could forge.
+TASK_INPUTS = "task-inputs"
+
+
+def task_folder(ctx: ToolContext) -> Path:
+    """The folder the task's inputs are read from: set-up's copy in scratch (``save_task_inputs``),
+    or the workspace for an episode set up before copies were kept."""
+    saved = ctx.scratch / TASK_INPUTS
+    return saved if saved.is_dir() else ctx.workspace
+
+
+def save_task_inputs(ctx: ToolContext) -> None:
+    """Copy ``task.json`` and its objects' reference meshes from the workspace into ``scratch/TASK_INPUTS``
+    before the agent starts (regular files only; a reference outside the workspace is left out
+    and the reference check then reports it unusable).
+
+    Raises:
+        UserError: ``task.json`` is malformed.
+    """
+    target = ctx.scratch / TASK_INPUTS
+    if target.is_dir():
+        return  # a resumed run keeps the copy made before its first step
+    spec = load_spec(ctx.workspace)
+    staging = ctx.scratch / (TASK_INPUTS + ".partial")  # scratch is Horizon's: no command can write it
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    names = [SPEC_FILE] + [o.reference.path for o in spec.objects if o.reference]
+    for name in names:
+        try:
+            source = ctx.resolve(name)
+        except ToolError:
+            continue
+        if source.is_file() and not source.is_symlink():
+            rel = source.relative_to(ctx.workspace.resolve())
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            write_new(staging / rel, source.read_bytes())
+    os.replace(staging, target)
+
+
 def task_spec(ctx: ToolContext) -> TaskSpec:
-    """The episode's ``task.json`` (read once, kept in ``plugin_state``)."""
+    """The episode's ``task.json`` (read once, kept in ``plugin_state``), from set-up's copy."""
     if "spec" not in ctx.plugin_state:
-        ctx.plugin_state["spec"] = load_spec(ctx.workspace)
+        ctx.plugin_state["spec"] = load_spec(task_folder(ctx))
     return ctx.plugin_state["spec"]
 
 

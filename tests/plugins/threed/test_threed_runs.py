@@ -194,3 +194,15 @@ def test_examples_are_unchanged_by_runs():
     for folder in ("low-table", "pen-holder", "bookshelf"):
         names = sorted(p.name for p in (EXAMPLES / folder).iterdir())
         assert "scene.blend" not in names and "task.json" in names
+
+
+def test_a_reference_mesh_overwritten_by_the_agent_is_not_what_the_reward_reads():
+    # reward hacking: a solid cylinder (no cavity) exported over the task's reference.stl; the
+    # reward must compare against the reference as set-up saved it, outside the agent's reach
+    turns = without_renders(load_script(EXAMPLES / "pen-holder.jsonl"))
+    solid = [t for t in turns if t["arguments"].get("name") != "Cutter" and t["tool"] != "add_modifier"]
+    hack = {"tool": "export_scene", "arguments": {"path": "reference.stl", "format": "stl"}}
+    result, stored = run_episode(EXAMPLES / "pen-holder", [*solid[:2], hack, *solid[2:]])  # exported while alone in the scene
+    assert (stored["workspace"] / "reference.stl").read_bytes() != (EXAMPLES / "pen-holder" / "reference.stl").read_bytes()
+    ref = stored["rewards"]["PenHolder/reference"]
+    assert ref["value"] < 1.0 and result.reward < 1.0, ref  # the solid is not the cup
