@@ -4,7 +4,7 @@
     agent resume RUN_ID      continue an interrupted run
     agent runs               list runs
     agent show RUN_ID        print a trajectory
-    agent apply RUN_ID       apply a run's patch to its repository
+    agent apply RUN_ID [--dry-run] [--yes] [--undo]   review a run's patch, apply it atomically (or undo it)
     agent plugins            list installed plugins
     agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...] [--backend ray|processes]   pass@k over a suite of tasks
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
@@ -141,8 +141,6 @@ def _summary(result: RunResult) -> None:
 
 def _run_and_report(run: Run, apply: bool) -> None:
     """Execute a run, print its summary, apply its patch if asked; exit with the run's status."""
-    from core.runs import apply_run
-
     try:
         result = run.execute()
     finally:
@@ -152,7 +150,7 @@ def _run_and_report(run: Run, apply: bool) -> None:
         console.print(f"[yellow]the run stopped before it ended; continue it with: agent resume {result.run_id}[/]")
         raise typer.Exit(EXIT_INTERRUPTED if result.status == "interrupted" else 1)
     if apply and result.patch_path.stat().st_size:
-        console.print(f"applied the patch to {apply_run(result.run_id)}")
+        _apply_patch_of(result.run_id, yes=True)  # --apply is the consent; links out and .git are still refused
     elif apply:
         console.print("the patch is empty: nothing to apply")
 
@@ -285,17 +283,104 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
         console.print(f"reward {_reward_text(row['reward'], None)}")
 
 
-@app.command("apply")
-def apply_cmd(run_id: str = typer.Argument(..., help="the run whose patch to apply")) -> None:
-    """Apply a run's final patch to the repository the run was started on."""
-    from core.runs import apply_run
+def _apply_patch_of(run_id: str, *, yes: bool, dry_run: bool = False, allow_outside_links: bool = False,
+                    allow_git_dir: bool = False) -> None:
+    """Print the review of a run's patch, ask (or take ``yes``), apply it (``core.apply``), and say
+    honestly what state the repository is in; a non-interactive call without ``yes`` refuses."""
+    from core import apply as transaction
 
+    review = transaction.review_run(run_id)
+    for note in review.notes:
+        console.print(f"[yellow]{_safe(note)}[/]")
+    console.print(f"[bold]the patch of run {_safe(transaction.printable(run_id))}[/]")
+    for line in transaction.format_review(review, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir):
+        style = "red" if line.startswith("x ") else "yellow" if line.startswith("! ") else ""
+        console.print(f"[{style}]{_safe(line)}[/]" if style else _safe(line))
+    refused = review.refusals(allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir)
+    if dry_run:
+        verdict = "would be refused (see the x lines)" if refused else "would apply"
+        console.print(f"dry run: {verdict}; your files are unchanged")
+        return
+    if refused:
+        raise UserError("not applied: " + "; ".join(refused) + "; your files are unchanged")
+    if not yes:
+        if not sys.stdin.isatty():
+            console.print(f"[yellow]not applied:[/] no terminal to ask for confirmation; your files are unchanged. "
+                          f"Apply with: agent apply {_safe(run_id)} --yes")
+            raise typer.Exit(2)
+        if not typer.confirm(f"apply these changes to {transaction.printable(str(review.repo))}?", default=False):
+            console.print("not applied; your files are unchanged")
+            raise typer.Exit(1)
     try:
-        repo = apply_run(run_id)
+        outcome = transaction.apply_run_patch(run_id, review=review, allow_outside_links=allow_outside_links,
+                                              allow_git_dir=allow_git_dir)
+    except KeyboardInterrupt:  # only staging can be interrupted: the swap holds Ctrl-C back
+        console.print("[yellow]stopped before the swap: your files are unchanged[/]")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _print_outcome(outcome)
+
+
+def _print_outcome(outcome: Any) -> None:
+    from core.apply import printable
+
+    for note in outcome.notes:
+        console.print(f"[yellow]{_safe(note)}[/]")
+    repo, run = _safe(printable(str(outcome.repo))), _safe(printable(outcome.run_id))
+    how = "in one atomic swap" if outcome.swap == "exchange" else "by two renames (this filesystem cannot swap atomically)"
+    if outcome.state == "applied":
+        console.print(f"[green]applied the patch[/] of run {run} to {repo}: {outcome.files:,} paths changed, {how}")
+        console.print(f"the old versions are kept in {_safe(printable(str(outcome.backup)))}; undo with: agent apply --undo {run}")
+    else:
+        console.print(f"[green]restored[/] the {outcome.files:,} paths of {repo} that the patch of run {run} changed, as they "
+                      f"were before it ({how}); other files are as you left them")
+    console.print(f"[dim]a shell or editor already inside {repo} still sees the old folder: run 'cd .' there, or reopen it[/]")
+
+
+@app.command("apply")
+def apply_cmd(
+    run_id: str = typer.Argument(..., help="the run whose patch to apply (or, with --undo, to take back)"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask (required when stdin is not a terminal)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the review (or what --undo would restore); change nothing"),
+    undo: bool = typer.Option(False, "--undo", help="put back the files the run's apply changed, as they were before it"),
+    allow_outside_links: bool = typer.Option(False, "--allow-outside-links", help="apply symbolic links that point outside the repository"),
+    allow_git_dir: bool = typer.Option(False, "--allow-git-dir", help="apply changes inside .git"),
+) -> None:
+    """Review a run's final patch, then apply it to the repository the run was started on in one
+    atomic step (the old files kept for --undo)."""
+    try:
+        if not undo:
+            _apply_patch_of(run_id, yes=yes, dry_run=dry_run, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir)
+            return
+        from core import apply as transaction
+        from core.config import runs_dir
+
+        for note in transaction.recover_run(run_id):  # a killed apply or undo is finished first
+            console.print(f"[yellow]{_safe(note)}[/]")
+        record = transaction.undo_summary(runs_dir() / run_id / "apply.json")
+        files = record["files"]
+        console.print(f"undo the apply of run {_safe(transaction.printable(run_id))} ({_safe(str(record['applied_at']))}) "
+                      f"in {_safe(transaction.printable(record['repo']))}: {record['paths']:,} paths go back "
+                      f"({len(files['added'])} added files removed, {len(files['modified'])} modified and "
+                      f"{len(files['deleted'])} deleted restored, {len(files['renamed'])} renames reversed)")
+        if dry_run:
+            console.print("dry run: your files are unchanged")
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                console.print(f"[yellow]not undone:[/] no terminal to ask for confirmation; your files are unchanged. "
+                              f"Undo with: agent apply --undo {_safe(run_id)} --yes")
+                raise typer.Exit(2)
+            if not typer.confirm("undo it?", default=False):
+                console.print("not undone; your files are unchanged")
+                raise typer.Exit(1)
+        try:
+            outcome = transaction.undo_run(run_id)
+        except KeyboardInterrupt:
+            console.print("[yellow]stopped before the swap: your files are unchanged[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        _print_outcome(outcome)
     except HorizonError as exc:
         _fail(exc)
-        return
-    console.print(f"applied the patch of {run_id} to {repo}")
 
 
 @app.command()

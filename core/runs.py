@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 import duckdb
 
-from core import workspace as ws
 from core.config import runs_dir
 from core.errors import RunNotFound, UserError
 from core.store import RunStore
@@ -217,16 +216,22 @@ def reading_store(run_id: str, home: Path | None = None) -> Iterator[RunStore]:
             raise store_error(run_id, store.path, exc) from None
 
 
-def apply_run(run_id: str, home: Path | None = None) -> Path:
-    """Apply a run's final patch to the repository it was started on; return that repository.
+def apply_run(run_id: str, home: Path | None = None, *, allow_outside_links: bool = False, allow_git_dir: bool = False) -> Path:
+    """Apply a run's final patch to the repository it was started on, as one reviewed, atomic
+    transaction (``core.apply.apply_run_patch``: the old files are kept for ``agent apply --undo``);
+    return that repository. The caller has the user's consent: the review is not shown here.
+
+    Args:
+        run_id: the run.
+        home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
+        allow_outside_links: apply symbolic links whose target leaves the repository.
+        allow_git_dir: apply changes inside ``.git``.
 
     Raises:
-        RunNotFound, UserError: no such run, no repository, or the patch does not apply.
+        RunNotFound, UserError: no such run, no repository, the patch is refused (a link out of
+            the repository, a change in ``.git``), already applied or does not apply; the
+            repository is unchanged in each case.
     """
-    with closing(open_store(run_id, home)) as store:
-        row = store.run()
-    if not row["repo"]:
-        raise UserError(f"run {run_id} has no repository to apply a patch to")
-    repo = Path(row["repo"])
-    ws.apply_patch(repo, runs_dir(home) / run_id / "patch.diff")
-    return repo
+    from core.apply import apply_run_patch
+
+    return apply_run_patch(run_id, home, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir).repo
