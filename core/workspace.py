@@ -270,29 +270,3 @@ class CallJournal:
         tmp.write_text(json.dumps({"call_id": call_id, "tree": save_tree(self.workspace, self.baseline)}))
         os.replace(tmp, self.path)
         return False
-
-
-def apply_patch(repo: Path, patch: Path) -> None:
-    """Apply ``patch`` to the user's ``repo``, all or nothing.
-
-    Raises:
-        UserError: the patch is empty, already applied, or does not apply (the repository
-            changed since the run started); nothing is changed in those cases.
-    """
-    if not patch.is_file():
-        raise UserError(f"no patch at {patch}")
-    if not patch.read_text().strip():
-        raise UserError("the run's patch is empty: the agent changed nothing, so there is nothing to apply")
-    # A ceiling stops git from finding an enclosing repository, whose root it would otherwise
-    # take as the base of the patch's paths (and silently skip every file).
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(repo.resolve().parent)}
-    proc = subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        reverse = subprocess.run(["git", "apply", "--reverse", "--check", str(patch)], cwd=repo, capture_output=True, env=env)
-        if reverse.returncode == 0:
-            raise UserError(f"the patch is already applied to {repo}; nothing changed")
-        raise UserError(
-            f"the patch does not apply to {repo}: {proc.stderr.strip()}; your files are unchanged. "
-            f"Inspect it with: git apply --stat {patch}"
-        )
-    subprocess.run(["git", "apply", str(patch)], cwd=repo, check=True, capture_output=True, env=env)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from core import workspace as ws
+from core import gitstore
 from core.sandbox import open_sandbox
 from plugins.coding.testing import TestRun, run_test_suite
 
@@ -60,7 +60,8 @@ def run_before_after(repo: Path, fix_diff: Path, *, isolated: bool = True) -> Fi
         scratch.mkdir()
         sandbox = open_sandbox(workspace, scratch, isolated=isolated)
         before = run_test_suite(sandbox, workspace, scratch)
-        ws.apply_patch(workspace, fix_diff.resolve())
+        gitstore.init(Path(tmp) / "apply.git")  # an empty database: git applies the diff to the copy as plain files
+        gitstore.git(Path(tmp) / "apply.git", "apply", "--whitespace=nowarn", str(fix_diff.resolve()), cwd=workspace)
         after = run_test_suite(sandbox, workspace, scratch)
     return FixCheck(dict(before.outcomes), dict(after.outcomes), before, after, time.monotonic() - started)
 

@@ -1,12 +1,19 @@
 """Workspaces: private copies, a baseline outside them, and patches that apply to the user's repo."""
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from core import apply as patching
 from core import workspace as ws
 from core.errors import UserError
+
+
+def apply_patch(repo: Path, patch: Path) -> None:
+    """Apply a run's patch the way ``agent apply --yes`` does (``core.apply``)."""
+    patching.apply_patch(patching.review_patch(repo, patch), run_id="test", run_record=patch.with_name("apply.json"))
 
 
 def make_repo(path: Path, git: bool) -> Path:
@@ -53,7 +60,7 @@ def test_patch_covers_edits_new_and_deleted_files_but_not_caches(tmp_path):
     # the user's files are untouched until the patch is applied
     assert (repo / "app.py").read_text() == "x = 1\n"
     (tmp_path / "p.diff").write_text(patch)
-    ws.apply_patch(repo, tmp_path / "p.diff")
+    apply_patch(repo, tmp_path / "p.diff")
     assert (repo / "app.py").read_text() == "x = 2\n"
     assert (repo / "new.py").exists() and not (repo / "notes.txt").exists()
 
@@ -66,7 +73,7 @@ def test_apply_inside_an_enclosing_git_repository(tmp_path):
     work, base = start_episode(repo, tmp_path)
     (work / "app.py").write_text("x = 3\n")
     (tmp_path / "p.diff").write_text(ws.diff(work, base))
-    ws.apply_patch(repo, tmp_path / "p.diff")
+    apply_patch(repo, tmp_path / "p.diff")
     assert (repo / "app.py").read_text() == "x = 3\n"
 
 
@@ -78,7 +85,7 @@ def test_a_patch_that_no_longer_applies_changes_nothing(tmp_path):
     (tmp_path / "p.diff").write_text(ws.diff(work, base))
     (repo / "app.py").write_text("x = 100\n")  # the user changed the file meanwhile
     with pytest.raises(UserError, match="does not apply"):
-        ws.apply_patch(repo, tmp_path / "p.diff")
+        apply_patch(repo, tmp_path / "p.diff")
     assert (repo / "notes.txt").read_text() == "keep\n"
 
 
@@ -92,12 +99,12 @@ def test_apply_refuses_empty_and_already_applied_patches(tmp_path):
     work, base = start_episode(repo, tmp_path)
     (tmp_path / "empty.diff").write_text("")
     with pytest.raises(UserError, match="empty"):
-        ws.apply_patch(repo, tmp_path / "empty.diff")
+        apply_patch(repo, tmp_path / "empty.diff")
     (work / "app.py").write_text("x = 2\n")
     (tmp_path / "p.diff").write_text(ws.diff(work, base))
-    ws.apply_patch(repo, tmp_path / "p.diff")
+    apply_patch(repo, tmp_path / "p.diff")
     with pytest.raises(UserError, match="already applied"):
-        ws.apply_patch(repo, tmp_path / "p.diff")
+        apply_patch(repo, tmp_path / "p.diff")
     assert (repo / "app.py").read_text() == "x = 2\n"
 
 
@@ -132,3 +139,49 @@ def test_a_failing_git_command_is_a_user_error_naming_it(tmp_path):
         assert str(exc).startswith("git ") and "failed:" in str(exc)
     else:
         raise AssertionError("restoring a missing tree succeeded")
+
+
+def test_a_tracked_file_stays_in_the_patch_when_gitignore_later_names_it(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = start_episode(repo, tmp_path)
+    (work / ".gitignore").write_text("secret.env\napp.py\nbuild/\n")  # as git: ignore rules skip only untracked files
+    (work / "app.py").write_text("x = 5\n")
+    (work / "build").mkdir()
+    (work / "build" / "out.bin").write_bytes(b"\0")
+    patch = ws.diff(work, base)
+    assert "+x = 5" in patch and "deleted file" not in patch and "build/out.bin" not in patch
+
+
+def test_restoring_a_tree_never_writes_through_a_link_the_agent_left(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "mod.py").write_text("A = 1\n")
+    work, base = start_episode(repo, tmp_path)
+    tree = ws.save_tree(work, base)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(work / "pkg")
+    (work / "pkg").symlink_to(outside)  # a folder replaced by a link out of the workspace
+    ws.restore_tree(work, base, tree)
+    assert list(outside.iterdir()) == []  # nothing written through the link
+    assert not (work / "pkg").is_symlink() and (work / "pkg" / "mod.py").read_text() == "A = 1\n"
+
+
+def test_git_folders_at_any_depth_and_in_any_case_stay_out_of_snapshots(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = start_episode(repo, tmp_path)
+    for nested in ("lib/.git", "vendor/x/.GIT"):
+        (work / nested).mkdir(parents=True)
+        (work / nested / "config").write_text("[core]\n\tfsmonitor = touch /tmp/never\n")
+    (work / "lib" / "mod.py").write_text("y = 1\n")
+    patch = ws.diff(work, base)
+    assert "lib/mod.py" in patch and ".git/" not in patch and ".GIT/" not in patch
+
+
+def test_a_very_deep_tree_is_snapshotted_without_recursion(tmp_path):
+    repo = make_repo(tmp_path / "repo", git=False)
+    work, base = start_episode(repo, tmp_path)
+    deep = "/".join(["d"] * 1500)
+    subprocess.run(["mkdir", "-p", deep], cwd=work, check=True)  # Python's own makedirs recurses
+    (work / deep / "leaf.txt").write_text("leaf\n")  # absolute path: 3,000 characters, under PATH_MAX
+    assert f"b/{deep}/leaf.txt" in ws.diff(work, base)
