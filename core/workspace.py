@@ -105,15 +105,24 @@ def _stat_cache(baseline: Path) -> gitstore.StatCache:
     return gitstore.StatCache(baseline / "horizon-stat.json")
 
 
+_TRACKED: dict[tuple[str, str], list[str]] = {}  # (database, baseline commit) -> its paths
+
+
 def _tracked(baseline: Path) -> list[str]:
-    """Paths in the baseline tree: git ignores no tracked file, and neither does a snapshot."""
-    head = baseline / "HEAD"
-    if not (baseline / "refs" / "heads").exists() or not head.exists():
-        return []
+    """Paths in the baseline tree: git ignores no tracked file, and neither does a snapshot.
+    The baseline commit never changes after ``snapshot``, so its listing is read once per process."""
     try:
-        return [e.path for e in gitstore.list_tree(baseline, "HEAD")]
-    except UserError:  # no commit yet
-        return []
+        ref = (baseline / "HEAD").read_text().strip().removeprefix("ref: ")
+        commit = (baseline / ref).read_text().strip()
+    except OSError:  # a packed ref, or no commit yet
+        try:
+            commit = gitstore.git(baseline, "rev-parse", "--verify", "-q", "HEAD").decode().strip()
+        except UserError:
+            return []
+    key = (str(baseline.resolve()), commit)
+    if key not in _TRACKED:
+        _TRACKED[key] = [e.path for e in gitstore.list_tree(baseline, key[1])]
+    return _TRACKED[key]
 
 
 def _entries(workspace: Path, baseline: Path, excluded: list[str], *, tracked: list[str], read_gitignore: bool) -> list[Entry]:
