@@ -1,6 +1,7 @@
 """How much of each prompt a prefix cache can reuse: Horizon's layout against a naive one, and what it costs.
 
     .venv/bin/python bench/prefix_cache.py [--steps 50] [--write-requests bench/gpu/episode_requests.jsonl]
+    .venv/bin/python bench/prefix_cache.py --quick      # a 10-step episode (CI)
 
 Records a ``--steps``-step coding episode on ``examples/python-user-service``: the real OpenAI
 policy, loop, coding plugin, sandbox and run store against the recording fake server of
@@ -26,6 +27,11 @@ Two layouts of the same episode:
 Cost uses the default price table (per million tokens: cached input 1.3, uncached input 13.0,
 output 68.0); completion tokens are the recorded replies, tokenised the same way. There is no
 compaction step in these episodes, so every call counts toward the 95% target.
+
+The exit status is 1 when the recorded episode ends early (the benchmark broke) and, in the full
+mode only, when Horizon's cached share misses the target. ``--quick`` records 10 steps instead
+of 50 (a short episode's cold first call weighs more, so its share is lower and the target is
+only reported).
 """
 
 from __future__ import annotations
@@ -88,11 +94,14 @@ def measure(bodies: list[dict[str, Any]], replies: list[dict[str, Any]], tokeniz
 
 
 def main() -> int:
+    """Record the episode, measure both layouts, print the table; return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=50, help="model calls in the recorded episode (at least 8)")
+    parser.add_argument("--steps", type=int, default=None, help="model calls in the recorded episode (at least 8; default 50)")
     parser.add_argument("--write-requests", type=Path, default=None,
                         help="also write the recorded request bodies, one JSON object a line (for bench/gpu/serve_check.sh)")
+    parser.add_argument("--quick", action="store_true", help="a 10-step episode; the target is reported, not asserted (CI)")
     args = parser.parse_args()
+    args.steps = args.steps or (10 if args.quick else 50)
 
     from llama_cpp import Llama
 
@@ -133,7 +142,7 @@ def main() -> int:
         print(f"| {name} | {total.prompt_tokens:,} | {total.cached_prompt_tokens:,} | {share:.1%} | {warm_share:.1%} | "
               f"{total.completion_tokens:,} | {cost:.4f} | {verdict} |")
     print(f"\ncost ratio naive / horizon: {rows[1][3] / rows[0][3]:.2f}x")
-    return 0 if rows[0][2] >= TARGET else 1
+    return 0 if args.quick or rows[0][2] >= TARGET else 1
 
 
 if __name__ == "__main__":

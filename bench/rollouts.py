@@ -1,6 +1,7 @@
 """Rollout throughput on Ray: episodes per minute against the number of Ray workers, printed as a table.
 
     .venv/bin/python bench/rollouts.py [--workers 1 2 4] [--episodes 8] [--policy finish-only] [--task NAME ...]
+    .venv/bin/python bench/rollouts.py --quick      # 1 and 2 workers, 2 episodes each (CI)
 
 Each episode is a real ``agent eval`` episode (``core.eval.run_episode``: a Horizon run in the
 bwrap sandbox, verified by the coding plugin, which runs the task's tests) of a task of
@@ -20,6 +21,10 @@ is stopped. Reported:
   start-up, serialisation);
 * the machine's 1-minute load average before and after each row (``os.getloadavg``): the CPUs
   are shared, and a load above the core count slows every row.
+
+The exit status is non-zero when the rollouts break: an episode that ends in ``error`` (the
+rollout machinery failed) or ``crashed`` (Horizon did), or a result missing. Throughput is
+reported, not asserted.
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ def measure(workers: int, episodes: int, tasks: list[str], policy: str, home: Pa
     """Run ``episodes`` episodes on a fresh local Ray with ``workers`` CPUs.
 
     Returns:
-        ``ray_start_s``, ``wall_s`` (seconds), ``per_min`` (episodes per minute), ``resolved``
-        and ``errors`` (counts), the mean seconds per episode ``sandbox``, ``framework``, ``ray``,
+        ``ray_start_s``, ``wall_s`` (seconds), ``per_min`` (episodes per minute), ``results``,
+        ``resolved`` and ``errors`` (counts), the mean seconds per episode ``sandbox``, ``framework``, ``ray``,
         ``episode`` (the episode's own time) and ``load_before``, ``load_after`` (1-minute load).
     """
     import ray
@@ -78,8 +83,9 @@ def measure(workers: int, episodes: int, tasks: list[str], policy: str, home: Pa
         return statistics.fmean(sum(r["timings"].get(k, 0.0) for k in keys) for r in results)
 
     return {
+        "results": len(results),
         "ray_start_s": ray_start, "wall_s": wall, "per_min": len(results) / wall * 60,
-        "resolved": sum(r["resolved"] for r in results), "errors": sum(r["exit_status"] == "error" for r in results),
+        "resolved": sum(r["resolved"] for r in results), "errors": sum(r["exit_status"] in ("error", "crashed") for r in results),
         "episode": statistics.fmean(r["seconds"] for r in results), "sandbox": mean("setup", "tools", "verify"),
         "framework": mean("start", "other"), "ray": mean("scheduler"),
         "load_before": load_before, "load_after": os.getloadavg()[0],
@@ -89,11 +95,14 @@ def measure(workers: int, episodes: int, tasks: list[str], policy: str, home: Pa
 def main() -> None:
     """Parse the arguments, measure each worker count, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="Ray worker counts to measure")
-    parser.add_argument("--episodes", type=int, default=8, help="episodes per worker count")
+    parser.add_argument("--workers", type=int, nargs="+", default=None, help="Ray worker counts to measure (default 1 2 4)")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per worker count (default 8)")
     parser.add_argument("--policy", default="finish-only", help="a scripted policy of core.eval (finish-only: one call)")
     parser.add_argument("--task", action="append", help="suites/coding task (repeatable); default: three with short test runs")
+    parser.add_argument("--quick", action="store_true", help="1 and 2 workers, 2 episodes each (CI)")
     args = parser.parse_args()
+    args.workers = args.workers or ([1, 2] if args.quick else [1, 2, 4])
+    args.episodes = args.episodes or (2 if args.quick else 8)
     home = Path(tempfile.mkdtemp(prefix="horizon-bench-rollouts-"))
     os.environ["HORIZON_HOME"] = str(home)  # before Ray starts: its workers inherit it
     console = Console(width=max(Console().width, 150))  # the table is 11 columns wide
@@ -114,6 +123,10 @@ def main() -> None:
                       f"{m['sandbox']:.1f}", f"{m['framework']:.1f}", f"{m['ray']:.1f}", f"{m['resolved']}/{m['errors']}",
                       f"{m['load_before']:.1f}/{m['load_after']:.1f}")  # fmt: skip
     console.print(table)
+    broken = [f"{workers} workers: {m['errors']} episodes ended in error, {m['results']} results of {args.episodes}"
+              for workers, m in rows if m["errors"] or m["results"] != args.episodes]
+    if broken:
+        sys.exit(f"broken (the episodes' records are under {home}):\n  " + "\n  ".join(broken))
 
 
 if __name__ == "__main__":

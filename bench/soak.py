@@ -1,6 +1,7 @@
 """Soak test: concurrent scripted episodes against a model server that keeps failing.
 
     .venv/bin/python bench/soak.py [--duration 600] [--concurrency 8] [--fault-rate 0.2]
+    .venv/bin/python bench/soak.py --quick      # 2 processes, 12 s, 10-step episodes (CI)
 
 A fault-injecting OpenAI-compatible server (``tests/core/policy/fault_server.py``, real HTTP on
 loopback, in this process) replays a scripted trajectory: turn N of a request (N = the number
@@ -30,6 +31,11 @@ counts the answers it gave each episode, so a model call asked twice shows up. A
 table gives episodes, steps, faults injected and recovered, resumes, steps lost or repeated,
 the episode processes' peak RSS and their RSS in the first and last quarter, and throughput.
 The exit code is 1 when a step was lost or repeated or an episode did not end verified.
+
+``--quick`` (CI) is the same check on a few episodes: 2 processes start episodes for 12
+seconds, each the fix with 4 padding steps (10 steps): 2 to 4 episodes (an episode takes 6 to
+12 s on 2 cores) in 15 to 40 seconds; memory growth cannot be told from start-up in so short
+a run.
 """
 
 from __future__ import annotations
@@ -264,6 +270,7 @@ class Tally:
         self.faults: Counter[str] = Counter()  # faults by name (HTTP statuses apart)
 
     def __call__(self, kind: str, options: dict[str, Any], body: dict[str, Any] | None) -> None:
+        """The server's ``on_request`` hook: count a fault by kind, or a proper answer by episode tag."""
         if kind != "ok":
             with self.lock:
                 self.faults[_fault_name(kind, options)] += 1
@@ -316,11 +323,12 @@ def _episode_rss(records: list[dict[str, Any]]) -> tuple[float, float, float]:
 
 
 def main() -> int:
+    """Start the fault server and the episode processes, print the tables; return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=600.0, help="seconds during which new episodes start (default 600)")
-    parser.add_argument("--concurrency", type=int, default=8, help="episode processes (default 8)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds during which new episodes start (default 600)")
+    parser.add_argument("--concurrency", type=int, default=None, help="episode processes (default 8)")
     parser.add_argument("--fault-rate", type=float, default=0.2, help="share of model requests answered with a fault (default 0.2)")
-    parser.add_argument("--pad", type=int, default=20, help="view_file/search_code steps added to the 6-step fix (default 20)")
+    parser.add_argument("--pad", type=int, default=None, help="view_file/search_code steps added to the 6-step fix (default 20)")
     parser.add_argument("--attempts", type=int, default=3, help="attempts per model call before the run stops (default 3)")
     parser.add_argument("--timeout", type=float, default=3.0, help="client timeout per attempt, seconds (default 3)")
     parser.add_argument("--retry-total", type=float, default=30.0, help="retry budget per model call, seconds (default 30)")
@@ -329,7 +337,11 @@ def main() -> int:
     parser.add_argument("--gc", action="store_true", help="collect garbage cycles after each episode (to tell a leak from late collection)")
     parser.add_argument("--keep-runs", action="store_true", help="keep every run folder (default: only those with problems)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    parser.add_argument("--quick", action="store_true", help="2 processes for 12 s, 4 padding steps: a few episodes (CI)")
     args = parser.parse_args()
+    for name, full, quick in (("duration", 600.0, 12.0), ("concurrency", 8, 2), ("pad", 20, 4)):
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
 
     fault_server = _fault_server_module()
     script = build_script(args.pad)

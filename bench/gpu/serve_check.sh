@@ -5,8 +5,10 @@
 # speedup. For a machine with an NVIDIA GPU and no network; CI never runs it. About 5-8 minutes
 # on one H200 (two server start-ups dominate).
 #
-#   bench/gpu/serve_check.sh [MODEL_DIR] [REQUESTS]
+#   bench/gpu/serve_check.sh [--quick] [MODEL_DIR] [REQUESTS]
 #
+# --quick: replay only the first 8 requests with at most 64 tokens each (the two server start-ups
+#   still dominate: about 3-5 minutes). CI skips this check either way (no GPU there).
 # MODEL_DIR: a local Hugging Face model folder (config.json + *.safetensors); default: the
 #   smallest instruct model found under $HF_HOME/hub, ~/.cache/huggingface/hub, /models,
 #   /data/models, /opt/models, /root/models.
@@ -14,13 +16,15 @@
 #   default bench/gpu/episode_requests.jsonl.gz (30 steps, recorded on examples/python-user-service
 #   by `bench/prefix_cache.py --steps 30 --write-requests FILE`, then gzipped).
 # Environment: PYTHON (the interpreter that has vllm; default .venv/bin/python, else python3),
-#   PORT (default 8765), MAX_TOKENS per replayed call (default 128), READY_TIMEOUT_S (default 300).
+#   PORT (default 8765), MAX_TOKENS per replayed call (default 128; 64 with --quick), READY_TIMEOUT_S (default 300).
 set -euo pipefail
 
+QUICK=""
+if [[ "${1:-}" == "--quick" ]]; then QUICK=1; shift; fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 PORT="${PORT:-8765}"
-MAX_TOKENS="${MAX_TOKENS:-128}"
+MAX_TOKENS="${MAX_TOKENS:-$([[ -n "$QUICK" ]] && echo 64 || echo 128)}"
 READY_TIMEOUT_S="${READY_TIMEOUT_S:-300}"
 WORK="$(mktemp -d -t horizon-serve-check.XXXXXX)"
 SERVER_PID=""
@@ -85,6 +89,10 @@ case "$REQUESTS" in
     *.gz) gzip -dc "$REQUESTS" > "$WORK/requests.jsonl" ;;
     *) cp "$REQUESTS" "$WORK/requests.jsonl" ;;
 esac
+if [[ -n "$QUICK" ]]; then
+    head -n 8 "$WORK/requests.jsonl" > "$WORK/requests.quick.jsonl"
+    mv "$WORK/requests.quick.jsonl" "$WORK/requests.jsonl"
+fi
 say "episode: $(wc -l < "$WORK/requests.jsonl") recorded requests"
 
 # --- the two server commands, from `agent serve --dry-run` when Horizon is importable ---------
