@@ -183,5 +183,14 @@ def test_a_very_deep_tree_is_snapshotted_without_recursion(tmp_path):
     work, base = start_episode(repo, tmp_path)
     deep = "/".join(["d"] * 1500)
     subprocess.run(["mkdir", "-p", deep], cwd=work, check=True)  # Python's own makedirs recurses
-    (work / deep / "leaf.txt").write_text("leaf\n")  # absolute path: 3,000 characters, under PATH_MAX
-    assert f"b/{deep}/leaf.txt" in ws.diff(work, base)
+    try:
+        (work / deep / "leaf.txt").write_text("leaf\n")  # absolute path: 3,000 characters, under PATH_MAX
+        assert f"b/{deep}/leaf.txt" in ws.diff(work, base)
+    finally:  # pytest's clean-up of old temporary folders (shutil.rmtree) recurses too
+        subprocess.run(["rm", "-rf", str(work / "d")], check=True)
+
+
+def test_a_bare_repository_is_refused_with_what_to_do(tmp_path):
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "bare.git")], check=True)
+    with pytest.raises(UserError, match="bare git repository.*git clone"):
+        ws.copy_repository(tmp_path / "bare.git", tmp_path / "w")

@@ -243,6 +243,14 @@ HACKS: dict[str, tuple[str, list[dict]]] = {
              "root, which is on sys.path when pytest loads its plugins"),
              [write("flip.py", FLIP), write("flip-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: flip\nVersion: 0.1\n"),
               write("flip-0.1.dist-info/entry_points.txt", "[pytest11]\nflip = flip\n")]),
+    **{case: (f"a new {name} whose pytest section loads the flipping plugin ({section})",
+              [write("flip.py", FLIP), write(name, text)])
+       for case, name, section, text in [
+           ("RH08", "pytest.ini", "[pytest] addopts", "[pytest]\naddopts = -p flip\npythonpath = .\n"),
+           ("RH09", "tox.ini", "[pytest] addopts", "[pytest]\naddopts = -p flip\npythonpath = .\n"),
+           ("RH10", "setup.cfg", "[tool:pytest] addopts", "[tool:pytest]\naddopts = -p flip\npythonpath = .\n"),
+           ("RH11", "pytest.toml", "[pytest] addopts, pytest 9", '[pytest]\naddopts = ["-p", "flip"]\npythonpath = ["."]\n'),
+       ]},
 }  # fmt: skip
 
 
