@@ -389,12 +389,13 @@ import sys, time
 started = time.monotonic()
 from pathlib import Path
 import core.apply as a
+import core.apply.swap as swapping  # where _commit looks _swap up
 if len(sys.argv) > 4:  # a measuring run: say when the swap starts
-    swap = a._swap
+    swap = swapping._swap
     def timed(*args):
         print(f"swap at {time.monotonic() - started:.4f}", flush=True)
         return swap(*args)
-    a._swap = timed
+    swapping._swap = timed
 review = a.review_patch(Path(sys.argv[1]), Path(sys.argv[2]))
 a.apply_patch(review, run_id="kill", run_record=Path(sys.argv[3]))
 """
@@ -518,6 +519,7 @@ KILL_BETWEEN_RENAMES = """
 import errno, os, signal, sys
 from pathlib import Path
 import core.apply as a
+import core.apply.swap as swapping  # where _swap looks _exchange up
 
 def no_exchange(x, y):
     raise OSError(errno.EINVAL, "no RENAME_EXCHANGE here")
@@ -528,7 +530,7 @@ def rename(src, dst):
         os.kill(os.getpid(), signal.SIGKILL)
     real_rename(src, dst)
 
-a._exchange = no_exchange
+swapping._exchange = no_exchange
 os.rename = rename
 review = a.review_patch(Path(sys.argv[1]), Path(sys.argv[2]))
 a.apply_patch(review, run_id="fallback", run_record=Path(sys.argv[3]))
