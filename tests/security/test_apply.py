@@ -1,6 +1,6 @@
 """Attacks on the user's repository through ``agent apply``: a hostile patch (links out of the
 repository, changes in ``.git``, executables and files tools run by themselves, mass deletion)
-and an apply killed half-way (``core/apply.py``).
+and an apply killed half-way (``core/apply/``).
 
 The patches are made the way a run makes them (``core.workspace.snapshot`` and ``diff``), the runs
 are stored the way ``core.runner`` stores them (a run store naming the repository, ``patch.diff``
