@@ -5,6 +5,7 @@ new tree beside the repository (``stage``), swap it in (``swap``). The backups o
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +61,28 @@ def apply_patch(review: Review, *, run_id: str, run_record: Path, allow_outside_
                 f"unchanged. Inspect it with: git apply --stat {review.patch}"
             )
         notes += _prune_backups(area, KEEP_BACKUPS - 1)  # with this one, KEEP_BACKUPS
-        tx = area.new_tx()
-        try:
-            record = _stage_apply(area, tx, review, run_id, run_record, extra,
-                                  allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir)
-        except OSError as exc:
-            _rmtree(tx)
-            raise UserError(f"cannot stage the new files beside {repo}: {exc}; your files are unchanged") from None
-        except BaseException:
-            _rmtree(tx)
-            raise
-        return _commit(area, tx, record, run_record, notes)
+        return _stage_and_commit(area, repo, "new", run_record, notes, lambda tx: _stage_apply(
+            area, tx, review, run_id, run_record, extra, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir))
+
+
+def _stage_and_commit(area: _Area, repo: Path, which: str, run_record: Path, notes: list[str],
+                      stage: Callable[[Path], dict[str, Any]]) -> Outcome:
+    """Stage a tree in a new transaction folder with ``stage(tx)`` and swap it in (``_commit``);
+    a failure while staging removes the folder and leaves the repository as it was.
+
+    Raises:
+        UserError: the ``which`` ("new" or "old") files cannot be staged beside ``repo``.
+    """
+    tx = area.new_tx()
+    try:
+        record = stage(tx)
+    except OSError as exc:
+        _rmtree(tx)
+        raise UserError(f"cannot stage the {which} files beside {repo}: {exc}; your files are unchanged") from None
+    except BaseException:
+        _rmtree(tx)
+        raise
+    return _commit(area, tx, record, run_record, notes)
 
 
 def _prune_backups(area: _Area, keep: int = KEEP_BACKUPS) -> list[str]:
@@ -141,13 +153,4 @@ def undo(run_record: Path) -> Outcome:
             shown = ", ".join(printable(p) for p in changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
             raise UserError(f"cannot undo: files the patch touched changed since it was applied ({shown}); undo would lose "
                             f"those changes. Your files are unchanged; revert by hand (the old versions are in {applied_tx / 'before'})")
-        tx = area.new_tx()
-        try:
-            new_record = _stage_undo(area, tx, full, run_record, notes)
-        except OSError as exc:
-            _rmtree(tx)
-            raise UserError(f"cannot stage the old files beside {repo}: {exc}; your files are unchanged") from None
-        except BaseException:
-            _rmtree(tx)
-            raise
-        return _commit(area, tx, new_record, run_record, notes)
+        return _stage_and_commit(area, repo, "old", run_record, notes, lambda tx: _stage_undo(area, tx, full, run_record, notes))
