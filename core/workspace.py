@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 
 from core import gitstore
 from core.errors import UserError
 from core.gitstore import Entry
+from core.safe_io import make_dirs
 
 #: Files that never count as content: caches a program writes for itself (bytecode, test-runner
 #: caches, compiled classes) and Horizon's own folder. They are not carried into a grading copy.
@@ -186,21 +186,14 @@ def diff(workspace: Path, baseline: Path) -> str:
     return diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline))
 
 
-def _make_parents(root: Path, rel: str) -> Path:
+def make_parents(root: Path, rel: str) -> Path:
     """Make the folders above ``root/rel`` as real folders, replacing any file or link in the way
-    (a link there could lead a write out of ``root``); return ``root/rel``."""
-    current = root
-    for part in rel.split("/")[:-1]:
-        current = current / part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            current.mkdir()
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            current.unlink()
-            current.mkdir()
-    return root / rel
+    (a link there could lead a write out of ``root``: ``core.safe_io.make_dirs``); return
+    ``root/rel``. What is then done at that path stays inside ``root`` as long as it does not
+    follow a link at the path itself."""
+    target = root / rel
+    make_dirs(target.parent, root)
+    return target
 
 
 def write_entries(root: Path, baseline: Path, entries: list[Entry]) -> None:
@@ -208,7 +201,7 @@ def write_entries(root: Path, baseline: Path, entries: list[Entry]) -> None:
     never following a link that is there."""
     blobs = gitstore.read_blobs(baseline, (e.sha for e in entries))
     for entry in entries:
-        target = _make_parents(root, entry.path)
+        target = make_parents(root, entry.path)
         if target.is_symlink() or target.exists():
             shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
         data = blobs[entry.sha]

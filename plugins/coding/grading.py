@@ -25,6 +25,7 @@ from pathlib import Path
 
 from core import workspace as ws
 from core.errors import UserError
+from core.safe_io import write_new
 from core.sandbox.base import Sandbox
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.reward import edited_test_files, file_digests
@@ -78,19 +79,22 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[s
     """
     restored, removed = [], []
     for rel in original_list:
-        saved, target = originals / rel, copy / rel
+        saved = originals / rel
         if not saved.is_file():
             continue
-        if target.is_symlink() or target.is_dir():
-            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-        if not target.is_file() or target.read_bytes() != saved.read_bytes():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(saved, target)
+        # The patch may have made a folder on the way a link to a host folder: Horizon, not
+        # sandboxed, must never write or delete through it (make_parents replaces such links).
+        target = ws.make_parents(copy, rel)
+        original = saved.read_bytes()
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)  # a real folder: rmtree removes links inside it without following them
+        if target.is_symlink() or not target.is_file() or target.read_bytes() != original:
+            write_new(target, original)  # removes a link or special file there, never follows it
             restored.append(rel)
     known = set(original_list)
     for rel in test_files(copy):
         if rel not in known:
-            (copy / rel).unlink(missing_ok=True)
+            ws.make_parents(copy, rel).unlink(missing_ok=True)
             removed.append(rel)
     return {"restored": sorted(restored), "removed": sorted(removed)}
 

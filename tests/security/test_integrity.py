@@ -341,3 +341,25 @@ def _graded_outcomes(home: Path, run_id: str) -> dict[str, str]:
         if component == "fail_to_pass":
             return json.loads(detail)["after"] if isinstance(detail, str) else detail["after"]
     raise AssertionError(f"run {run_id} has no fail_to_pass component: {rows}")
+
+
+@pytest.mark.attack(
+    "H15",
+    "make the grader (Horizon's own process, not sandboxed) write and delete host files: the patch turns the test "
+    "folder into a link to a host folder holding a test_service.py and a folder named like a test file; resetting "
+    "the original tests before grading would write and delete through the link",
+    "the grading copy's folders are made real before anything is written (links replaced, never followed): the host "
+    "folder is unchanged and the run is graded",
+)
+def test_the_grader_never_writes_through_a_test_folder_turned_into_a_link(repo, tmp_path, observe):
+    victim = tmp_path / "host-folder"
+    victim.mkdir()
+    (victim / "test_service.py").write_text("host content\n")
+    (victim / "test_validation.py").mkdir()  # rmtree of a "test file" that is a folder
+    (victim / "test_validation.py" / "keep.txt").write_text("keep\n")
+    before = sorted((p.relative_to(victim).as_posix(), p.read_bytes() if p.is_file() else b"") for p in victim.rglob("*"))
+    result = episode(repo, tmp_path / "home", [sh(f"rm -rf tests && ln -s {victim} tests")])
+    after = sorted((p.relative_to(victim).as_posix(), p.read_bytes() if p.is_file() else b"") for p in victim.rglob("*"))
+    observe(f"host folder unchanged: {before == after}; run {result.status}, reward {result.reward}")
+    assert before == after
+    assert result.status == "finished"
