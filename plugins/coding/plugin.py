@@ -93,6 +93,7 @@ class CodingPlugin:
             "framework": run.framework,
             "outcomes": run.outcomes,
             "build_failed": run.build_failed,
+            "timed_out": run.timed_out,
             "test_files": file_digests(ctx.workspace, test_files(ctx.workspace)),
             "original_tests": save_original_tests(ctx.workspace, ctx.scratch),
         }
@@ -155,6 +156,11 @@ class CodingPlugin:
         final = graded.run
         if baseline["framework"] is None and not final.outcomes:
             return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
+        if baseline["framework"] is not None and not baseline["outcomes"] and (baseline.get("timed_out") or not baseline["build_failed"]):
+            # Nothing is known of the start: counting every test that passes now as fixed would pay a run that did nothing.
+            why = "timed out" if baseline.get("timed_out") else "reported no test"
+            return RewardResult.not_applicable(
+                REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
         declared = task.metadata
         return grade(
             baseline["outcomes"], final.outcomes, graded.edited_tests,
