@@ -220,10 +220,11 @@ class Run:
         }
         try:
             if task.repo is not None:
-                ws.copy_repository(task.repo, partial / "workspace")
+                tracked = ws.copy_repository(task.repo, partial / "workspace")
             else:
                 (partial / "workspace").mkdir()
-            ws.snapshot(partial / "workspace", partial / "baseline.git")
+                tracked = []
+            ws.snapshot(partial / "workspace", partial / "baseline.git", tracked)
             with closing(RunStore(partial / "trajectory.duckdb")) as store:
                 store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""),
                                  policy=policy.name, config=config, steps=0)

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from core import gitstore
@@ -64,13 +66,20 @@ def _repository_kind(path: Path) -> str:
     return "work tree" if proc.returncode == 0 and top and Path(top).resolve() == path.resolve() else "plain"
 
 
-def copy_repository(repo: Path, dest: Path) -> None:
+def copy_repository(repo: Path, dest: Path) -> list[str]:
     """Copy ``repo`` to ``dest`` (which must not exist).
 
     In a git work tree, the tracked and untracked-but-not-ignored files are copied, submodules
     and nested repositories as plain folders (their files, and their ``.git`` as data), plus
     ``.git`` (the sandbox mounts it read-only); elsewhere everything but ``ALWAYS_EXCLUDED``.
     Nothing is followed out of ``repo``: links are copied as links.
+
+    A ``.git`` file (a linked worktree's or a submodule checkout's) is copied as a file. FIFOs,
+    sockets and devices are not content and are left out.
+
+    Returns:
+        The paths git tracks in ``repo`` (for ``snapshot``: a tracked file stays in the baseline
+        even where ``.gitignore`` names it); empty for a folder that is not a git work tree.
 
     Raises:
         UserError: ``repo`` is not a folder, or it is a bare repository (no files to work on).
@@ -82,23 +91,58 @@ def copy_repository(repo: Path, dest: Path) -> None:
         raise UserError(f"{repo} is a bare git repository (no working files); clone it first: git clone {repo} DIR, then --repo DIR")
     patterns = [p.rstrip("/") for p in ALWAYS_EXCLUDED]
     if kind == "plain":
-        shutil.copytree(repo, dest, symlinks=True, ignore=shutil.ignore_patterns(*patterns))
-        return
-    proc = _user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    if proc.returncode != 0:
-        raise UserError(f"git ls-files failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
-    listed = os.fsdecode(proc.stdout).split("\0")
+        shutil.copytree(repo, dest, symlinks=True, ignore=_not_content(patterns))
+        return []
+    tracked = _listed(repo, "--cached")
     dest.mkdir(parents=True)
-    for rel in dict.fromkeys(filter(None, listed)):
+    for rel in dict.fromkeys(tracked + _listed(repo, "--others", "--exclude-standard")):
         src, target = repo / rel, dest / rel
-        if not src.exists() and not src.is_symlink():
+        try:
+            info = os.lstat(src)
+        except OSError:
             continue  # deleted in the working tree but still in the index
         target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir() and not src.is_symlink():  # a submodule or a nested repository: its files as data
-            shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*patterns))
-        else:
+        if stat.S_ISDIR(info.st_mode):  # a submodule or a nested repository: its files as data
+            shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True, ignore=_not_content(patterns))
+        elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
             shutil.copy2(src, target, follow_symlinks=False)
-    shutil.copytree(repo / ".git", dest / ".git", symlinks=True)
+    git_path = repo / ".git"
+    if git_path.is_dir() and not git_path.is_symlink():
+        shutil.copytree(git_path, dest / ".git", symlinks=True, ignore=_not_content([]))
+    else:  # a linked worktree or a submodule checkout: ".git" is a file naming the real database
+        shutil.copy2(git_path, dest / ".git", follow_symlinks=False)
+    return tracked
+
+
+def _listed(repo: Path, *options: str) -> list[str]:
+    """``git ls-files -z OPTIONS`` in the user's repository, as paths.
+
+    Raises:
+        UserError: git failed (its message is in the text).
+    """
+    proc = _user_git(repo, "ls-files", "-z", *options)
+    if proc.returncode != 0:
+        raise UserError(f"git ls-files failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
+    return [p for p in os.fsdecode(proc.stdout).split("\0") if p]
+
+
+def _not_content(patterns: list[str]) -> Callable[[str, list[str]], set[str]]:
+    """``copytree``'s ignore: the names matching ``patterns``, and FIFOs, sockets and devices
+    (copying one would block or fail; they are not content)."""
+    by_name = shutil.ignore_patterns(*patterns)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = set(by_name(folder, names))
+        for name in names:
+            try:
+                mode = os.lstat(os.path.join(folder, name)).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                skipped.add(name)
+        return skipped
+
+    return ignore
 
 
 def _stat_cache(baseline: Path) -> gitstore.StatCache:
@@ -143,13 +187,18 @@ def _entries(workspace: Path, baseline: Path, excluded: list[str], *, tracked: l
     return entries
 
 
-def snapshot(workspace: Path, baseline: Path) -> None:
+def snapshot(workspace: Path, baseline: Path, tracked: list[str] | tuple[str, ...] = ()) -> None:
     """Store the workspace as it is now in a new git database ``baseline`` (outside it): the
-    baseline tree as ``HEAD``'s commit and the start tree (caches left out) at ``START_REF``."""
+    baseline tree as ``HEAD``'s commit and the start tree (caches left out) at ``START_REF``.
+
+    Args:
+        tracked: paths the user's repository tracks (``copy_repository``'s answer): kept in the
+            baseline even where ``.gitignore`` names them, as git would.
+    """
     gitstore.init(baseline)
     start = gitstore.write_tree(baseline, _entries(workspace, baseline, CACHES, tracked=[], read_gitignore=False),
                                 baseline / "start.index")  # fmt: skip
-    tree = gitstore.write_tree(baseline, _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=[], read_gitignore=True),
+    tree = gitstore.write_tree(baseline, _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=list(tracked), read_gitignore=True),
                                baseline / "index")  # fmt: skip
     commit = gitstore.git(baseline, *_IDENTITY, "commit-tree", tree, "-m", "baseline").decode().strip()
     gitstore.git(baseline, "update-ref", "HEAD", commit)

@@ -186,10 +186,11 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
             if not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
                 raise UserError(f"the task's starting repository {task.repo} (from the export) is missing on this machine; "
                                 "the rollout workers need the same path, or export the tasks again where they run")
-            ws.copy_repository(task.repo, workspace)
+            tracked = ws.copy_repository(task.repo, workspace)
         else:
             workspace.mkdir()
-        ws.snapshot(workspace, folder / "baseline.git")
+            tracked = []
+        ws.snapshot(workspace, folder / "baseline.git", tracked)
         tree, expected = ws.save_tree(workspace, folder / "baseline.git"), kwargs.get("start_tree") or ""
         if expected and tree != expected:
             raise UserError(f"the files of {task.repo} (tree {tree[:12]}) are not the task's starting files (tree {expected[:12]}): "

@@ -1,5 +1,6 @@
 """Workspaces: private copies, a baseline outside them, and patches that apply to the user's repo."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -194,3 +195,26 @@ def test_a_bare_repository_is_refused_with_what_to_do(tmp_path):
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "bare.git")], check=True)
     with pytest.raises(UserError, match="bare git repository.*git clone"):
         ws.copy_repository(tmp_path / "bare.git", tmp_path / "w")
+
+
+def test_a_linked_worktree_copies_with_its_git_file_and_tracked_ignored_files_stay(tmp_path):
+    main = make_repo(tmp_path / "main", git=True)
+    (main / ".gitignore").write_text("secret.env\ngenerated.py\n")
+    (main / "generated.py").write_text("G = 1\n")
+    subprocess.run(["git", "add", "-f", "generated.py", ".gitignore"], cwd=main, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"], cwd=main, check=True)
+    subprocess.run(["git", "worktree", "add", "-q", str(tmp_path / "wt")], cwd=main, check=True, capture_output=True)
+    work, base = tmp_path / "w", tmp_path / "base.git"
+    tracked = ws.copy_repository(tmp_path / "wt", work)
+    assert (work / ".git").is_file() and "generated.py" in tracked
+    ws.snapshot(work, base, tracked)
+    (work / "generated.py").write_text("G = 2\n")  # tracked, though .gitignore names it
+    assert "+G = 2" in ws.diff(work, base)
+
+
+def test_fifos_in_the_repository_are_not_copied(tmp_path):
+    for git in (False, True):
+        repo = make_repo(tmp_path / f"repo-{git}", git=git)
+        os.mkfifo(repo / "pipe")
+        ws.copy_repository(repo, tmp_path / f"w-{git}")
+        assert not (tmp_path / f"w-{git}" / "pipe").exists() and (tmp_path / f"w-{git}" / "app.py").exists()
