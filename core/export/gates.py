@@ -47,7 +47,7 @@ from core.export.source import RunRecord, baseline_git, root_commit
 REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "near_duplicate", "nondeterministic_environment", "state_leak")
 
 #: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
-CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "noxfile.py",
+CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "noxfile.py",
                   # modules that would stand in for the test runner or run at interpreter start
                   "pytest.py", "_pytest", "pluggy.py", "pluggy", "sitecustomize.py", "usercustomize.py"}
 #: Rewards whose tests live outside the episode's workspace (``plugins.coding.terminal_bench``).
@@ -98,7 +98,8 @@ def is_checker_input(path: str) -> bool:
     Tests: anything under a ``test``/``tests`` folder or ``src/test`` (Maven layout), or named like a
     test (``test_*.py``, ``*_test.py``, ``*Test.java``, ``*Tests.java``, ``*_test.go``, ``*.test.ts``...).
     Runner: ``CHECKER_CONFIG`` names, ``*.pth`` files and package metadata (``*.dist-info``,
-    ``*.egg-info``). Sections of shared files (``pyproject.toml``'s ``[tool.pytest]``) are judged by
+    ``*.egg-info``). Sections of shared files (``pyproject.toml``'s ``[tool.pytest]``, ``setup.cfg``'s
+    ``[tool:pytest]``, ``tox.ini``'s ``[pytest]``) are judged by
     the coding reward itself (``plugins.coding.checker_inputs``), whose verdict this gate reads.
     """
     p = PurePosixPath(path)

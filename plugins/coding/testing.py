@@ -143,8 +143,10 @@ _JS_TEST = re.compile(
     r"|[._-](test|spec)\.[cm]?[jt]sx?$"
 )
 
-#: Files that change how pytest collects or reports tests: editing one can fake a pass.
-PYTEST_CONFIG_FILES = ("pytest.ini", "tox.ini", "setup.cfg", "conftest.py")
+#: Files that exist only to configure pytest: editing one can fake a pass, so they count as test
+#: files. Files that configure pytest among other things (``pyproject.toml``, ``setup.cfg``,
+#: ``tox.ini``) are judged by their pytest sections (``plugins.coding.checker_inputs``).
+PYTEST_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py")
 
 
 def _is_python_test(rel: str) -> bool:

@@ -49,3 +49,15 @@ def test_a_green_suite_verifies_nothing_so_a_run_that_changed_nothing_is_not_rew
     assert grade(green, {"t1": "passed", "t2": "failed"}, []).reward == 0.0
     assert grade(green, dict(green), ["tests/test_x.py"]).reward == 0.0
     assert grade(green, dict(green), [], checker_changes=[".pytest.ini: ..."]).reward == 0.0
+
+
+def test_only_the_pytest_sections_of_shared_configuration_files_count(tmp_path):
+    from plugins.coding.checker_inputs import checker_changes
+
+    start, graded = tmp_path / "start", tmp_path / "graded"
+    for root, version, addopts in ((start, "1.0", ""), (graded, "1.1", "")):
+        root.mkdir()
+        (root / "setup.cfg").write_text(f"[metadata]\nversion = {version}\n[tool:pytest]\naddopts = -q{addopts}\n")
+    assert checker_changes(start, graded, ["setup.cfg"], set()) == []  # a version bump is fine
+    (graded / "setup.cfg").write_text("[metadata]\nversion = 1.1\n[tool:pytest]\naddopts = -q -p flip\n")
+    assert "setup.cfg" in checker_changes(start, graded, ["setup.cfg"], set())[0]
