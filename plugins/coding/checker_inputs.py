@@ -14,6 +14,7 @@ sees exactly what the patch does (the same text a reviewer reads), never the wor
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -25,8 +26,36 @@ RUNNER_FILES = {"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "con
 RUNNER_PACKAGES = {"_pytest", "pytest", "pluggy", "_pytest_plugins"}
 #: Configuration files with a pytest section among other, ordinary settings.
 SECTIONED = {"pyproject.toml", "setup.cfg", "tox.ini"}
-#: A line of Python that refers to the test runner.
-_RUNNER_WORD = re.compile(rb"\b(_?pytest\w*|pluggy|junitxml)\b")
+#: A line of Python that refers to the test runner or to the objects its reports are made of.
+_RUNNER_WORD = re.compile(rb"\b(_?pytest\w*|pluggy|junitxml|TestReport|from_item_and_call|longrepr|CallInfo|runtest\w*)\b")
+#: Compiled code: a reviewer cannot read it, and an extension module wins over the ``.py`` beside it.
+COMPILED = (".so", ".pyd", ".dylib", ".dll", ".pyc", ".pyo")
+
+
+def importable_names() -> frozenset[str]:
+    """Top-level module names the grading interpreter can import besides the repository's own:
+    the standard library and every installed module (a new ``difflib.py`` or ``pytest_timeout.py``
+    at the repository root would be imported in their place, after pytest starts)."""
+    import importlib.metadata
+    import pkgutil
+    import sys
+
+    names = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    names |= {m.name for m in pkgutil.iter_modules() if not m.module_finder.path.startswith(os.getcwd())}  # type: ignore[union-attr]
+    names |= set(importlib.metadata.packages_distributions())
+    return frozenset(names)
+
+
+def _top_module(rel: str) -> str | None:
+    """The top-level module a new file makes importable from the repository root or ``src/``."""
+    parts = PurePosixPath(rel).parts
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if len(parts) == 1 and parts[0].endswith(".py"):
+        return parts[0][:-3]
+    if len(parts) >= 2 and parts[-1] == "__init__.py" and len(parts) == 2:
+        return parts[0]
+    return None
 
 
 def _pytest_sections(name: str, data: bytes) -> object:
@@ -76,12 +105,18 @@ def checker_changes(start: Path, graded: Path, changed: list[str], tests: set[st
         runner alone.
     """
     reasons = []
+    shadowable = importable_names()
     for rel in sorted(set(changed)):
         path = PurePosixPath(rel)
         before, after = _read(start, rel), _read(graded, rel)
         if before == after:
             continue
-        if path.name in RUNNER_FILES and rel not in tests:
+        module = _top_module(rel) if before is None else None
+        if path.suffix in COMPILED and after is not None:
+            reasons.append(f"{rel}: compiled code, which a reviewer cannot read (an extension module is imported before the source beside it)")
+        elif module is not None and module in shadowable:
+            reasons.append(f"{rel}: a new module named like the installed or standard module {module!r}, imported in its place")
+        elif path.name in RUNNER_FILES and rel not in tests:
             reasons.append(f"{rel}: a file pytest loads by its name (configuration, plugin or start-up module)")
         elif any(part in RUNNER_PACKAGES for part in path.parts[:-1]):
             reasons.append(f"{rel}: inside a folder that stands in for the test runner's own package")
