@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
 # The run machinery (LangGraph, DuckDB, llama.cpp) takes seconds to import: commands import it
 # when they need it, so `agent --help` is instant and Ctrl-C while starting is a clean exit.
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Horizon: long-horizon agents for coding, 3D and finance.")
+# typer's own traceback printer would show raw file names and values: main() prints crashes sanitised
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Horizon: long-horizon agents for coding, 3D and finance.")
 # soft_wrap: long lines (code, diffs, paths) are never broken at the terminal's width;
 # emoji=False: ":smile:" in a tool's output is printed as written, not as an emoji
 console = Console(highlight=False, soft_wrap=True, emoji=False)
@@ -589,3 +592,7 @@ def main() -> None:
     except KeyboardInterrupt:  # before a run exists (copying the repository): nothing to resume
         console.print("[yellow]interrupted[/]")
         raise SystemExit(130) from None
+    except Exception:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+        sys.stderr.write(terminal_safe(traceback.format_exc()))
+        sys.stderr.write("this is a bug in Horizon; please report it with the lines above\n")
+        raise SystemExit(1) from None

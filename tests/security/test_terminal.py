@@ -167,3 +167,18 @@ def test_log_warnings_reach_stderr_terminal_safe(capsys, observe):
     err = capsys.readouterr().err
     observe(repr(err))
     assert err == "model call failed: server said busy\n"
+
+
+def test_a_crash_traceback_reaches_the_terminal_without_control_sequences(monkeypatch, capsys):
+    # a file name with ESC c (full terminal reset) in an exception from a bug: printed cleaned, exit 1
+    import core.cli as cli
+
+    def crash() -> None:
+        raise RuntimeError("cannot copy x\x1bcRESET\x1b#8 \x9b2J\x07end")
+
+    monkeypatch.setattr(cli, "app", crash)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "RuntimeError: cannot copy x" in err and "end" in err
+    assert not any(ch in err for ch in "\x1b\x9b\x07")
