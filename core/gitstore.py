@@ -157,9 +157,10 @@ class _Ignores:
         return verdict
 
 
-def scan(root: Path, *, always_excluded: list[str], tracked: Iterable[str] = (), read_gitignore: bool = True) -> Iterator[tuple[str, os.stat_result]]:
+def scan(root: Path, *, always_excluded: list[str], tracked: Iterable[str] = (), read_gitignore: bool = True) -> Iterator[tuple[str, os.stat_result | None]]:
     """Walk ``root`` without following links; yield ``(relative path, lstat)`` of each regular
-    file and symbolic link that a snapshot keeps.
+    file and symbolic link that a snapshot keeps, and ``(folder, None)`` for a folder that cannot
+    be listed (no permission: its files are unknown, not deleted).
 
     Skipped: anything named ``.git`` (any case) at any depth; paths matched by
     ``always_excluded`` (gitignore patterns) or, with ``read_gitignore``, by the ``.gitignore``
@@ -174,8 +175,11 @@ def scan(root: Path, *, always_excluded: list[str], tracked: Iterable[str] = (),
         try:
             with os.scandir(folder) as it:
                 entries = list(it)
+        except PermissionError:
+            yield rel_dir, None  # a folder Horizon may not list: the caller keeps what it knew of it
+            continue
         except OSError:
-            continue  # vanished or unreadable: nothing to keep
+            continue  # vanished: nothing to keep
         for entry in entries:
             if is_git_dir_name(entry.name):
                 continue
@@ -232,11 +236,13 @@ def read_file_bytes(path: Path, info: os.stat_result) -> bytes:
         os.close(fd)
 
 
-def git_mode(info: os.stat_result) -> str:
-    """git's mode for a file: ``120000`` for a link, ``100755`` when its owner may execute it, else ``100644``."""
-    if stat.S_ISLNK(info.st_mode):
+def git_mode(info: os.stat_result | int) -> str:
+    """git's mode for a file (its ``lstat`` or ``st_mode``): ``120000`` for a link, ``100755`` when
+    its owner may execute it, else ``100644``."""
+    mode = info if isinstance(info, int) else info.st_mode
+    if stat.S_ISLNK(mode):
         return "120000"
-    return "100755" if info.st_mode & stat.S_IXUSR else "100644"
+    return "100755" if mode & stat.S_IXUSR else "100644"
 
 
 class StatCache:

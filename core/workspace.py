@@ -175,14 +175,26 @@ def _entries(workspace: Path, baseline: Path, excluded: list[str], *, tracked: l
     fresh: dict[str, list] = {}
     entries = []
     for rel, info in gitstore.scan(workspace, always_excluded=excluded, tracked=tracked, read_gitignore=read_gitignore):
+        if info is None:  # a folder that cannot be listed (chmod 000): its files as last seen, not deleted
+            prefix = f"{rel}/" if rel else ""
+            for path, known in cache.entries.items():
+                if path.startswith(prefix) and path not in fresh:
+                    fresh[path] = known
+                    entries.append(Entry(path, gitstore.git_mode(known[0][4]), known[1]))
+            continue
         sha = cache.lookup(rel, info)
+        key = cache.key(info)
         if sha is None:
             try:
                 sha = gitstore.write_blob(baseline, gitstore.read_file_bytes(workspace / rel, info))
+            except PermissionError:  # unreadable now: as last seen, if ever seen (never a deletion)
+                if rel not in cache.entries:
+                    continue
+                key, sha = cache.entries[rel]
             except OSError:
-                continue  # it changed or vanished while read: a program in the sandbox is no longer running, so rare
-        fresh[rel] = [cache.key(info), sha]
-        entries.append(Entry(rel, gitstore.git_mode(info), sha))
+                continue  # it vanished while read: deleted
+        fresh[rel] = [key, sha]
+        entries.append(Entry(rel, gitstore.git_mode(key[4]), sha))
     cache.save({**cache.entries, **fresh} if len(cache.entries) < 4 * len(fresh) + 1000 else fresh)
     return entries
 

@@ -218,3 +218,31 @@ def test_fifos_in_the_repository_are_not_copied(tmp_path):
         os.mkfifo(repo / "pipe")
         ws.copy_repository(repo, tmp_path / f"w-{git}")
         assert not (tmp_path / f"w-{git}" / "pipe").exists() and (tmp_path / f"w-{git}" / "app.py").exists()
+
+
+def test_files_and_folders_it_cannot_read_are_kept_as_last_seen_not_deleted(tmp_path, monkeypatch):
+    # as a user other than root, `chmod 000` makes them unreadable (root reads them anyway: simulated)
+    from core import gitstore
+
+    repo = make_repo(tmp_path / "repo", git=False)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "mod.py").write_text("A = 1\n")
+    work, base = start_episode(repo, tmp_path)
+    ws.save_tree(work, base)
+    real_scandir, real_read = gitstore.os.scandir, gitstore.read_file_bytes
+
+    def scandir(path):  # noqa: ANN001, ANN202
+        if Path(path).name == "pkg":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    def read(path, info):  # noqa: ANN001, ANN202
+        if Path(path).name == "app.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read(path, info)
+
+    (work / "app.py").write_text("x = 9\n")  # changed, then unreadable: its change cannot be seen
+    monkeypatch.setattr(gitstore.os, "scandir", scandir)
+    monkeypatch.setattr(gitstore, "read_file_bytes", read)
+    patch = ws.diff(work, base)
+    assert "deleted file" not in patch and "pkg/mod.py" not in patch
