@@ -156,8 +156,10 @@ class CodingPlugin:
         final = graded.run
         if baseline["framework"] is None and not final.outcomes:
             return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
-        if baseline["framework"] is not None and not baseline["outcomes"] and (baseline.get("timed_out") or not baseline["build_failed"]):
-            # Nothing is known of the start: counting every test that passes now as fixed would pay a run that did nothing.
+        if (baseline["framework"] is not None and not baseline["outcomes"] and final.outcomes
+                and (baseline.get("timed_out") or not baseline["build_failed"])):
+            # Nothing is known of the start: counting every test that passes now as fixed would pay a run that
+            # did nothing. (No test at either end stays 0 in grade(): nothing verified.)
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
