@@ -49,3 +49,36 @@ def read_regular(path: Path) -> bytes:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise OSError(f"{path} is not a regular file")
         return f.read()
+
+
+def remove_tree(top: Path) -> None:
+    """Delete the folder ``top`` and everything in it, as ``shutil.rmtree(top, ignore_errors=True)``.
+
+    A loop over a stack, not recursion: a tree any number of folders deep is removed (Python
+    3.11's ``rmtree`` raises ``RecursionError`` past about 1,000). Links are removed, never
+    followed. What cannot be removed (a path over the system's length limit) is left.
+
+    Args:
+        top: the folder to delete; nothing happens when it is missing or not a folder.
+    """
+    folders: list[str] = []
+    stack = [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            folders.append(folder)
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        os.unlink(entry.path)
+        except OSError:
+            continue
+    for folder in reversed(folders):  # children before their parents
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass

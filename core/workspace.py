@@ -292,6 +292,15 @@ def restore_tree(workspace: Path, baseline: Path, tree: str) -> None:
     write_entries(workspace, baseline, [e for p, e in wanted.items() if now.get(p) != e])
 
 
+def start_files(baseline: Path, paths: list[str]) -> dict[str, tuple[str, bytes]]:
+    """``{path: (git mode, bytes)}`` of those of ``paths`` that the start tree holds (a link's
+    bytes are its target), read from the database without writing any file."""
+    wanted = set(paths)
+    entries = [e for e in gitstore.list_tree(baseline, START_REF) if e.path in wanted]
+    blobs = gitstore.read_blobs(baseline, (e.sha for e in entries))
+    return {e.path: (e.mode, blobs[e.sha]) for e in entries}
+
+
 def materialize(baseline: Path, dest: Path, patch: str) -> None:
     """Rebuild the run's starting files (the start tree, caches left out) in ``dest`` (which must
     not exist) and apply ``patch`` there: the files a reviewer of the patch would get.

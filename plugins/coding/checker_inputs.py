@@ -14,6 +14,7 @@ sees exactly what the patch does (the same text a reviewer reads), never the wor
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 import re
 import tomllib
@@ -32,6 +33,7 @@ _RUNNER_WORD = re.compile(rb"\b(_?pytest\w*|pluggy|junitxml|TestReport|from_item
 COMPILED = (".so", ".pyd", ".dylib", ".dll", ".pyc", ".pyo")
 
 
+@functools.cache  # the interpreter's installed modules do not change while Horizon runs
 def importable_names() -> frozenset[str]:
     """Top-level module names the grading interpreter can import besides the repository's own:
     the standard library and every installed module (a new ``difflib.py`` or ``pytest_timeout.py``
@@ -80,10 +82,18 @@ def _pytest_sections(name: str, data: bytes) -> object:
 
 
 def _read(root: Path, rel: str) -> bytes | None:
+    """A file's bytes, a link as ``link:<target>``, None when absent (``_from_start``'s form)."""
     path = root / rel
     if path.is_symlink():
-        return b"link:" + str(path.readlink()).encode("utf-8", "surrogateescape")
+        return b"link:" + os.fsencode(os.readlink(path))
     return path.read_bytes() if path.is_file() else None
+
+
+def _from_start(start: dict[str, tuple[str, bytes]], rel: str) -> bytes | None:
+    if rel not in start:
+        return None
+    mode, data = start[rel]
+    return b"link:" + data if mode == "120000" else data
 
 
 def _added_lines(before: bytes | None, after: bytes | None) -> list[bytes]:
@@ -91,11 +101,12 @@ def _added_lines(before: bytes | None, after: bytes | None) -> list[bytes]:
     return [line for line in (after or b"").splitlines() if line not in old]
 
 
-def checker_changes(start: Path, graded: Path, changed: list[str], tests: set[str]) -> list[str]:
+def checker_changes(start: dict[str, tuple[str, bytes]], graded: Path, changed: list[str], tests: set[str]) -> list[str]:
     """Why the patch changes what configures or loads the test runner, one reason per file.
 
     Args:
-        start: the starting files (a materialised start tree).
+        start: ``{path: (git mode, bytes)}`` of the changed paths in the starting files
+            (``core.workspace.start_files``).
         graded: the same with the patch applied.
         changed: the paths the patch adds, modifies, deletes or renames (both sides).
         tests: the test files (reset before grading anyway; not reported here).
@@ -108,7 +119,7 @@ def checker_changes(start: Path, graded: Path, changed: list[str], tests: set[st
     shadowable = importable_names()
     for rel in sorted(set(changed)):
         path = PurePosixPath(rel)
-        before, after = _read(start, rel), _read(graded, rel)
+        before, after = _from_start(start, rel), _read(graded, rel)
         if before == after:
             continue
         module = _top_module(rel) if before is None else None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from core import workspace as ws
 from core.errors import UserError
-from core.safe_io import write_new
+from core.safe_io import remove_tree, write_new
 from core.sandbox.base import Sandbox
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.reward import edited_test_files, file_digests
@@ -70,8 +70,11 @@ def _sandbox_like(sandbox: Sandbox, workspace: Path, scratch: Path) -> Sandbox:
     return type(sandbox)(workspace, scratch, limits=sandbox.limits)  # another Sandbox implementation
 
 
-def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[str, list[str]]:
+def reset_tests(copy: Path, originals: Path, original_list: list[str], present: list[str] | None = None) -> dict[str, list[str]]:
     """Put the original test files back into ``copy`` and delete test files that were not there.
+
+    Args:
+        present: ``test_files(copy)`` when the caller has it already (else it is listed here).
 
     Returns:
         ``{"restored": [...], "removed": [...]}``: test files rewritten to their original
@@ -87,12 +90,12 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str]) -> dict[s
         target = ws.make_parents(copy, rel)
         original = saved.read_bytes()
         if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)  # a real folder: rmtree removes links inside it without following them
+            remove_tree(target)  # a real folder: links inside are removed, never followed; any depth
         if target.is_symlink() or not target.is_file() or target.read_bytes() != original:
             write_new(target, original)  # removes a link or special file there, never follows it
             restored.append(rel)
     known = set(original_list)
-    for rel in test_files(copy):
+    for rel in test_files(copy) if present is None else present:
         if rel not in known:
             ws.make_parents(copy, rel).unlink(missing_ok=True)
             removed.append(rel)
@@ -142,17 +145,16 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     digest = hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
     folder = new_run_dir(scratch, "grading")
     (folder / "patch.diff").write_text(patch, errors="surrogateescape")
-    copy, start = folder / "workspace", folder / "start"
+    copy = folder / "workspace"
     try:
         ws.materialize(baseline, copy, patch)
     except UserError as exc:
         return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
-    ws.materialize(baseline, start, "")
-    edited = edited_test_files(original_digests, file_digests(copy, test_files(copy)))
+    tests_now = test_files(copy)
+    edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = ws.changed_paths(baseline, "HEAD^{tree}", tree)
-    reasons = checker_changes(start, copy, changed, set(original_list) | set(test_files(copy)))
-    shutil.rmtree(start, ignore_errors=True)
-    reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list)
+    reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
+    reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     grading_scratch = folder / "scratch"
     run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest)

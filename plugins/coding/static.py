@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import ToolError
+from core.safe_io import remove_tree
 from core.sandbox.base import Sandbox, SandboxLimits
 from plugins.coding.search import iter_files
 from plugins.coding.testing import (
@@ -49,39 +49,6 @@ class CheckReport:
     findings: list[str] = field(default_factory=list)
     exit_code: int = 0
     problem: str = ""
-
-
-def remove_tree(top: Path) -> None:
-    """Delete the folder ``top`` and everything in it, as ``shutil.rmtree(top, ignore_errors=True)``.
-
-    A loop over a stack, not recursion: a tree any number of folders deep is removed (Python
-    3.11's ``rmtree`` raises ``RecursionError`` past about 1,000). Links are removed, never
-    followed. What cannot be removed (a path over the system's length limit) is left.
-
-    Args:
-        top: the folder to delete; nothing happens when it is missing or not a folder.
-    """
-    folders: list[str] = []
-    stack = [str(top)]
-    while stack:
-        folder = stack.pop()
-        try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                continue
-            folders.append(folder)
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        os.unlink(entry.path)
-        except OSError:
-            continue
-    for folder in reversed(folders):  # children before their parents
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
 
 
 def _has_files(root: Path, target: Path, suffix: str) -> bool:

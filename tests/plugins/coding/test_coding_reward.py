@@ -58,6 +58,7 @@ def test_only_the_pytest_sections_of_shared_configuration_files_count(tmp_path):
     for root, version, addopts in ((start, "1.0", ""), (graded, "1.1", "")):
         root.mkdir()
         (root / "setup.cfg").write_text(f"[metadata]\nversion = {version}\n[tool:pytest]\naddopts = -q{addopts}\n")
-    assert checker_changes(start, graded, ["setup.cfg"], set()) == []  # a version bump is fine
+    starting = {"setup.cfg": ("100644", (start / "setup.cfg").read_bytes())}  # as core.workspace.start_files gives it
+    assert checker_changes(starting, graded, ["setup.cfg"], set()) == []  # a version bump is fine
     (graded / "setup.cfg").write_text("[metadata]\nversion = 1.1\n[tool:pytest]\naddopts = -q -p flip\n")
-    assert "setup.cfg" in checker_changes(start, graded, ["setup.cfg"], set())[0]
+    assert "setup.cfg" in checker_changes(starting, graded, ["setup.cfg"], set())[0]
