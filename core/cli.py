@@ -1,6 +1,6 @@
 """The ``agent`` command line (typer + rich).
 
-    agent run PLUGIN "TASK" [--repo PATH] [--policy auto|embedded|openai|scripted] [--apply]
+    agent run PLUGIN "TASK" [--repo PATH] [--policy auto|embedded|openai|scripted|human] [--apply]
     agent resume RUN_ID      continue an interrupted run
     agent runs               list runs
     agent show RUN_ID        print a trajectory
@@ -8,6 +8,7 @@
     agent plugins            list installed plugins
     agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...] [--backend ray|processes]   pass@k over a suite of tasks
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
+    agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
 """
 
 from __future__ import annotations
@@ -168,8 +169,9 @@ def run(
     plugin: str = typer.Argument(..., help="plugin name, e.g. coding"),
     task: str = typer.Argument(..., help='what to do, e.g. "fix NPE in user module"'),
     repo: Path = typer.Option(Path("."), "--repo", help="repository to work on (copied; your files change only with --apply)"),
-    policy: str = typer.Option("auto", "--policy", help="auto (server if configured, else embedded), embedded, openai, scripted"),
+    policy: str = typer.Option("auto", "--policy", help="auto (server if configured, else embedded), embedded, openai, scripted, human"),
     script: Path | None = typer.Option(None, "--script", help="JSON Lines of tool calls for --policy scripted"),
+    exchange: Path | None = typer.Option(None, "--exchange", help="--policy human: the folder its requests and answers pass through"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="model name on the server"),
     tool_format: str | None = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
@@ -192,7 +194,7 @@ def run(
         settings = load_settings(base_url=base_url, model=model, tool_format=tool_format)
         if base_url and policy == "auto":
             policy = "openai"
-        spec = policy_spec(policy, settings, script)
+        spec = policy_spec(policy, settings, script, exchange)
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         the_policy = make_policy(spec, settings)
         started = Run.start(
@@ -203,6 +205,10 @@ def run(
         console.print(f"[dim]run {_safe(started.run_id)}  workspace {_safe(started.episode.ctx.workspace)}[/]")
         if no_sandbox:
             console.print("[yellow]warning: --no-sandbox: the agent's commands run WITHOUT isolation, as you[/]")
+        if spec["kind"] == "human":
+            folder = _safe(spec["exchange"])
+            console.print(f"[bold]you play the model[/]: in another terminal, [bold]agent human wait {folder}[/] shows each "
+                          f"request and [bold]agent human answer {folder} --tool NAME --args JSON[/] answers it")  # fmt: skip
         _run_and_report(started, apply)
     except HorizonError as exc:
         _fail(exc)
@@ -567,6 +573,58 @@ def export_cmd(
         raise typer.Exit(1)
     files = ", ".join(str(f) for f in result.files)
     console.print(f"wrote {result.rows} {_safe(fmt)} rows from {len(result.exported)} runs to {_safe(files)}")
+
+
+human_app = typer.Typer(no_args_is_help=True, help="Answer the model requests of a run started with --policy human.")
+app.add_typer(human_app, name="human")
+
+
+@human_app.command("wait")
+def human_wait(
+    exchange: Path = typer.Argument(..., help="the run's exchange folder (printed by agent run --policy human)"),
+    timeout_s: float = typer.Option(600.0, "--timeout", min=0.0, help="seconds to wait for a request"),
+) -> None:
+    """Wait for the next request and print what it adds to the conversation."""
+    import time
+
+    from core.policy.human import Exchange
+
+    deadline = time.monotonic() + timeout_s
+    requests = Exchange(exchange)
+    while (number := requests.pending()) is None:
+        if time.monotonic() > deadline:
+            console.print(f"no request in {timeout_s:.0f} s; has the run ended? (agent runs)")
+            raise typer.Exit(1)
+        time.sleep(0.2)
+    typer.echo(_safe(requests.describe(number)))
+
+
+@human_app.command("answer")
+def human_answer(
+    exchange: Path = typer.Argument(..., help="the run's exchange folder"),
+    content: str | None = typer.Option(None, "--content", help="the assistant's text"),
+    tool: list[str] = typer.Option([], "--tool", help="a tool to call (repeat for parallel calls, each with --args)"),
+    args: list[str] = typer.Option([], "--args", help="that tool call's arguments, a JSON object"),
+) -> None:
+    """Answer the waiting request with text and/or tool calls."""
+    from core.policy.human import Exchange, ToolCallAnswer
+
+    try:
+        if len(tool) != len(args):
+            raise UserError(f"{len(tool)} --tool but {len(args)} --args: give each --tool its --args JSON object")
+        calls = []
+        for name, text in zip(tool, args, strict=True):
+            try:
+                arguments = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"--args for {name} is not JSON ({exc.msg} at character {exc.pos}): {text[:200]}") from None
+            if not isinstance(arguments, dict):
+                raise UserError(f"--args for {name} must be a JSON object, not {type(arguments).__name__}")
+            calls.append(ToolCallAnswer(name, arguments))
+        number = Exchange(exchange).answer(content, calls)
+    except HorizonError as exc:
+        _fail(exc)
+    console.print(f"answered request {number}")
 
 
 threed_app = typer.Typer(no_args_is_help=True, help="3D plugin utilities.")

@@ -19,6 +19,7 @@ import shutil
 import signal
 import sqlite3
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from contextlib import closing
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 
 from core import workspace as ws
 from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
-from core.config import Settings, make_data_folder, runs_dir
+from core.config import Settings, horizon_home, make_data_folder, runs_dir
 from core.errors import ConfigError, ModelUnavailable, UserError
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Task, load_plugin
@@ -74,16 +75,22 @@ class RunResult(BaseModel):
     patch_path: Path
 
 
-def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> dict[str, Any]:
+def policy_spec(kind: str, settings: Settings, script: Path | None = None, exchange: Path | None = None) -> dict[str, Any]:
     """Describe a policy so a resumed run can rebuild it (no secrets are kept).
 
     Args:
-        kind: ``auto`` (a server if ``base_url`` is set, else embedded), ``embedded``, ``openai``
-            or ``scripted``.
+        kind: ``auto`` (a server if ``base_url`` is set, else embedded), ``embedded``, ``openai``,
+            ``scripted`` or ``human`` (a person answers each request: ``core.policy.human``).
+        script: the tool calls of ``scripted`` (JSON Lines).
+        exchange: the folder of ``human``'s requests and answers (default: a new folder under
+            ``<horizon home>/human``).
 
     Raises:
         ConfigError: ``openai`` without base_url/model, ``scripted`` without a script, unknown kind.
     """
+    if kind == "human":
+        folder = exchange or horizon_home() / "human" / time.strftime("%Y%m%d-%H%M%S")
+        return {"kind": "human", "exchange": str(folder.expanduser().resolve())}
     if kind == "auto":
         kind = "openai" if settings.base_url else "embedded"
     if kind == "openai":
@@ -98,7 +105,7 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None) -> di
         return {"kind": "scripted", "script": str(script.resolve())}
     if kind == "embedded":
         return {"kind": "embedded"}
-    raise ConfigError(f"unknown policy {kind!r}; use auto, embedded, openai or scripted")
+    raise ConfigError(f"unknown policy {kind!r}; use auto, embedded, openai, scripted or human")
 
 
 def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
@@ -114,6 +121,10 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
         return with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
         return ScriptedPolicy.from_file(Path(spec["script"]))
+    if spec["kind"] == "human":
+        from core.policy.human import HumanPolicy
+
+        return HumanPolicy(Path(spec["exchange"]))
     return EmbeddedPolicy()
 
 

@@ -11,7 +11,8 @@ reason and the evidence. The reasons:
   records edited files in its detail (``edited``, as the coding reward's ``tests_untouched``
   does), or the final patch touches a test file or the test runner's configuration
   (``CHECKER_CONFIG``; not for rewards whose tests live outside the workspace,
-  ``SEPARATE_TESTS``: a Terminal-Bench task may ask the agent to write tests).
+  ``SEPARATE_TESTS``: a Terminal-Bench task may ask the agent to write tests; nor for the test
+  files a reward ran as the run's own reproduction tests, named in ``reproduction_files``).
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
   collapsed (timings and durations vary between otherwise identical episodes). The oldest run
@@ -133,7 +134,10 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
             flags.append(Flag("reward_hacking", f"reward component {name!r} records edited files: {', '.join(map(str, detail['edited']))}"))
         if detail.get("changes"):  # the coding reward's checker_untouched: the patch changes how tests run
             flags.append(Flag("reward_hacking", f"reward component {name!r}: {'; '.join(map(str, detail['changes']))[:300]}"))
-    touched = [p for p in run.patched_files if is_checker_input(p)]
+    # a reward that ran the patch's own tests as reproduction tests (the coding reward, when no test
+    # failed at the start) names them: they are its evidence, run on the starting code and the patch
+    evidence = {f for c in run.rewards.values() for f in ((c.get("detail") or {}).get("reproduction_files") or [])}
+    touched = [p for p in run.patched_files if is_checker_input(p) and p not in evidence]
     if (run.row.get("reward_version") or "").startswith(SEPARATE_TESTS):
         # its grader runs the task's own tests, kept outside the workspace, and imports pytest
         # before the working folder: test files the agent writes (often the task) are not its inputs

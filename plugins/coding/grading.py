@@ -19,17 +19,18 @@ empty folder. The workspace itself is not touched.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import workspace as ws
 from core.errors import UserError
-from core.safe_io import remove_tree, write_new
+from core.safe_io import read_regular, remove_tree, write_new
 from core.sandbox.base import Sandbox
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.reward import edited_test_files, file_digests
-from plugins.coding.testing import TestRun, new_run_dir, run_test_suite, test_files
+from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 
 ORIGINAL_TESTS_DIR = "original_tests"
 
@@ -123,10 +124,84 @@ class Graded:
     checker_changes: list[str] = field(default_factory=list)
     patch_sha256: str = ""
     patch_error: str = ""
+    reproduction: Reproduction | None = None
+
+
+#: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
+#: file could report its own outcome, so it is not run as a reproduction.
+_RUNNER_WORDS = re.compile(rb"\b(_pytest|pluggy|pytest_\w+|TestReport|pytest_plugins)\b")
+
+
+@dataclass
+class Reproduction:
+    """The run's own tests, run on the starting code and on the patch (see ``reproduction_run``).
+
+    Attributes:
+        files: the test files the patch adds or changes that were run (relative paths).
+        before: ``{test id: outcome}`` on the starting code with only ``files`` changed.
+        after: the same with the whole patch.
+        trusted: False when either run's exit code contradicts its report.
+        refused: why the files were not run ("" when they were).
+    """
+
+    files: list[str]
+    before: dict[str, str] = field(default_factory=dict)
+    after: dict[str, str] = field(default_factory=dict)
+    trusted: bool = True
+    refused: str = ""
+
+    def record(self) -> dict:
+        """The fields as a dict, for ``reward.grade(reproduction=...)`` and the stored verdict."""
+        return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused}
+
+
+def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
+    """The test modules among ``edited`` that can serve as reproduction tests: regular ``.py``
+    files in the patched ``copy`` (pytest configuration files such as ``conftest.py`` excluded: they
+    are checker inputs, judged by ``checker_inputs``)."""
+    found = []
+    for rel in edited:
+        path = copy / rel
+        if rel.endswith(".py") and rel.rsplit("/", 1)[-1] not in PYTEST_CONFIG_FILES and path.is_file() and not path.is_symlink():
+            found.append(rel)
+    return found
+
+
+def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str]) -> Reproduction:
+    """Run the patch's test files on the patched ``copy`` and on the starting files with only
+    those test files changed, SWT-bench's check that a generated test reproduces the bug
+    (fails without the fix, passes with it; Mündler et al., 2024).
+
+    Args:
+        sandbox: the episode's sandbox (its kind and limits are reused, each run in a fresh one).
+        baseline: the run's git database (the start tree is rebuilt from it).
+        copy: the starting files plus the whole patch, test files not yet reset.
+        folder: the grading run's folder; ``reproduce/`` is made in it.
+        files: ``reproduction_files``; may be empty.
+
+    Returns:
+        A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
+        reporting, ``_RUNNER_WORDS``).
+    """
+    if not files:
+        return Reproduction(files=[])  # nothing to run: the verdict says the patch adds no test
+    contents = {rel: read_regular(copy / rel) for rel in files}
+    reaching = sorted(rel for rel, data in contents.items() if _RUNNER_WORDS.search(data))
+    if reaching:
+        return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
+                                                 "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
+    after = run_test_suite(_sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files)
+    start = folder / "reproduce" / "start"
+    ws.materialize(baseline, start, "")
+    for rel, data in contents.items():
+        write_new(ws.make_parents(start, rel), data)  # never through a link the start tree holds
+    before = run_test_suite(_sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files)
+    return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
+                        trusted=before.report_trusted and after.report_trusted)  # fmt: skip
 
 
 def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path, original_list: list[str],
-                original_digests: dict[str, str]) -> Graded:  # fmt: skip
+                original_digests: dict[str, str], *, reproduce: bool = False) -> Graded:  # fmt: skip
     """Run the whole suite on the starting files plus the run's patch, test files reset.
 
     Args:
@@ -136,6 +211,9 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         scratch: the run's scratch folder holding ``original_tests``.
         original_list: the test files saved at the start (``save_original_tests``).
         original_digests: ``{test file: sha256}`` at the start (``reward.file_digests``).
+        reproduce: also run the test modules the patch adds or changes as reproduction tests
+            (``reproduction_run``; the caller asks when no test failed at the start). Skipped
+            when the patch changes the checker (the reward is 0 then anyway).
 
     Returns:
         A ``Graded`` record.
@@ -154,7 +232,8 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = ws.changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
+    reproduced = reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited)) if reproduce and not reasons else None
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     grading_scratch = folder / "scratch"
     run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
-    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest)
+    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)

@@ -23,7 +23,9 @@ How to work:
 1. Find the relevant code: the repository map below the task, repo_map (with a focus),
    search_code (regex) and find_symbol (definitions and references).
 2. Read it with view_file.
-3. Reproduce the problem with run_tests; read the failure.
+3. Reproduce the problem with run_tests; read the failure. When no test fails at the start,
+   first write a test that reproduces the problem (a new test function in a test_*.py file) and
+   see it fail.
 4. Make the smallest correct change with edit_file (old_text must match exactly once), or
    apply_patch for a change across several files. An edit that breaks a file's syntax is refused.
 5. Run run_tests again (pytest/unittest, JUnit, node --test/Jest, go test), and static_check on
@@ -31,13 +33,27 @@ How to work:
    (a fresh process each time, no network).
 6. Call finish with a one-paragraph summary when the tests pass.
 
-Do not edit test files to make them pass: the grader runs the original tests and gives no
-credit if a test file changed.
+Do not edit existing tests to make them pass: the grader runs the original tests. When tests
+fail at the start, it gives no credit if a test file changed; when none fails, it credits the
+fix only through your reproduction test, run on the starting code (where it must fail) and on
+your change (where it must pass).
 """
 
 BASELINE_FILE = "baseline.json"
 #: Budget of the repository map in the task message, in estimated tokens (characters / 4).
 SETUP_MAP_TOKENS = 1024
+
+
+def _reproduce_request(framework: str) -> str:
+    """What the task message asks for when no test fails at the start (see ``reward``)."""
+    if framework != "pytest":
+        return ("No test fails now, so the suite cannot tell a fix from no change; this run will be reported "
+                "as not verified.")
+    return ("No test fails now, so the suite cannot tell a fix from no change. Add a test that reproduces the "
+            "problem (a test function in a new or existing test_*.py file) and run it to see it fail before you "
+            "fix the code: the grader runs your test on the starting code, where it must fail, and with your "
+            "change, where it must pass, and the original tests must still pass. Without such a test the run is "
+            "reported as not verified.")
 
 
 class CodingPlugin:
@@ -124,6 +140,7 @@ class CodingPlugin:
             + (f":\n{listed}" if failing else ".")
             + broken
             + unstable
+            + ("" if failing or not run.outcomes else "\n" + _reproduce_request(run.framework))
         )
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
@@ -146,7 +163,12 @@ class CodingPlugin:
         if "original_tests" not in baseline or not (base_db / "HEAD").is_file():
             raise ValueError(f"the coding reward needs the run's starting files (set-up's {BASELINE_FILE} and the git "
                              f"database {base_db}); this episode has neither, so its patch cannot be graded")  # fmt: skip
-        graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"])
+        declared = task.metadata
+        # No failing test at the start and none declared: only the run's own reproduction test can verify it.
+        reproduce = (baseline["framework"] == "pytest" and declared.get("fail_to_pass") is None and bool(baseline["outcomes"])
+                     and not baseline.get("timed_out") and not any(o in ("failed", "error") for o in baseline["outcomes"].values()))  # fmt: skip
+        graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
+                             reproduce=reproduce)  # fmt: skip
         if graded.run is None:
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
@@ -163,10 +185,10 @@ class CodingPlugin:
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
-        declared = task.metadata
         return grade(
             baseline["outcomes"], final.outcomes, graded.edited_tests,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
+            reproduction=graded.reproduction.record() if graded.reproduction else None,
         )  # fmt: skip

@@ -10,8 +10,18 @@ FAIL_TO_PASS; tests passing before must still pass (PASS_TO_PASS). Here:
 
 where the targets are the tests that did not pass at the start (a pytest module that failed to
 import is one target, fixed when its tests pass at the end). With no targets (the suite was
-green), nothing is verified: the verdict is "not applicable" (reward None, never 1: a run that
-changed nothing would pass too), unless the run broke a test or touched the checker (reward 0).
+green), the suite cannot tell a fix from no change, so the run must bring its own evidence: a
+reproduction test (SWT-bench's fail-to-pass criterion for generated tests, Mündler et al., 2024,
+"SWT-Bench: Testing and Validating Real-World Bug-Fixes with Code Agents"). The tests the patch
+adds or changes are run on the starting code with only those test files changed, and on the whole
+patch (``plugins.coding.grading.reproduction_run``); the targets are the ones that fail on the
+starting code, fixed when they pass with the patch, and the same formula applies, with the
+original tests (reset) as PASS_TO_PASS. Edited test files are then the evidence, not a fault.
+Without a test that fails on the starting code, nothing is verified: the verdict is "not
+applicable" (reward None, never 1: a run that changed nothing would pass too), unless the run
+broke a test or touched the checker (reward 0). A reproduction test is only as strong as what it
+asserts, so such verdicts say so (``fail_to_pass`` detail ``verified_by``: ``tests failing at the
+start``, ``the task's fail-to-pass tests`` or ``the run's reproduction tests``).
 When no test runs at the end (the suite does not build), nothing is verified and the reward is 0; a repository with no test suite at all gives
 "not applicable" (``core.reward``), never 0. Every test's outcome before and after is recorded.
 The version, ``REWARD_VERSION``, changes whenever this definition does.
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from core.reward import RewardComponent, RewardResult
 
@@ -54,6 +65,27 @@ def _passes(test_id: str, after: dict[str, str]) -> bool:
     return "passed" in inside and not any(o in ("failed", "error") for o in inside)
 
 
+def _reproduction_targets(reproduction: dict[str, Any]) -> list[str]:
+    """The run's own tests that fail on the starting code (a module that failed to import there is
+    one target, by its path), unless the reproduction was refused (``refused`` says why)."""
+    if reproduction.get("refused"):
+        return []
+    return sorted(t for t, o in reproduction["before"].items() if o in ("failed", "error"))
+
+
+def _unverified(tests: int, reproduction: dict[str, Any] | None) -> str:
+    """Why a run whose suite was green at the start is not verified (the "not applicable" reason)."""
+    why = f"not verified: no test failed at the start, so the {tests} tests cannot tell a fix from no change"
+    if reproduction is None:
+        return why + " (a test that reproduces the problem would)"
+    if reproduction.get("refused"):
+        return f"{why}, and the run's own tests were not run: {reproduction['refused']}"
+    if not reproduction["files"]:
+        return why + ", and the patch adds no test that reproduces the problem"
+    return (f"{why}, and none of the run's own tests ({', '.join(reproduction['files'][:3])}) fails on the starting "
+            "code, so they do not reproduce the problem")
+
+
 def grade(
     before: dict[str, str],
     after: dict[str, str],
@@ -67,6 +99,7 @@ def grade(
     before_rerun: dict[str, str] | None = None,
     checker_changes: list[str] | None = None,
     patch_sha256: str = "",
+    reproduction: dict[str, Any] | None = None,
 ) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
@@ -88,10 +121,16 @@ def grade(
         checker_changes: why the patch changes the test runner's configuration or what it
             loads (``plugins.coding.checker_inputs``); any makes the reward 0.
         patch_sha256: the SHA-256 of the graded patch, for the record.
+        reproduction: the run's own tests on the starting code and on the patch, when no test
+            failed at the start (``plugins.coding.grading.Reproduction.record()``: ``files``,
+            ``before`` and ``after`` outcomes, ``trusted``, ``refused``); used only when there are no
+            other targets. Its test-file edits are then allowed (the original tests still decide
+            PASS_TO_PASS).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
-        ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details.
+        ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details; or
+        "not applicable" when nothing could be verified (see the module docstring).
     """
     if not after:  # no test ran at the end: nothing was verified, whatever happened before
         return RewardResult(
@@ -107,28 +146,36 @@ def grade(
         targets = sorted(fail_to_pass)
     if pass_to_pass is not None:
         kept = sorted(pass_to_pass)
-    fixed = [t for t in targets if _passes(t, after)]
+    verified_by = "the task's fail-to-pass tests" if fail_to_pass is not None else "tests failing at the start"
+    outcomes_after = after
+    evidence: dict[str, Any] = {}
+    if not targets and reproduction is not None:
+        # No test failed at the start: the run's own tests are the only evidence (module docstring).
+        targets, outcomes_after, verified_by = _reproduction_targets(reproduction), reproduction["after"], "the run's reproduction tests"
+        evidence = {"reproduction_files": reproduction["files"], "reproduction_before": reproduction["before"]}
+        report_trusted = report_trusted and reproduction.get("trusted", True)
+    fixed = [t for t in targets if _passes(t, outcomes_after)]
     broken = [t for t in kept if not _passes(t, after)]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
-    untouched = 0.0 if edited_tests else 1.0
+    faulted_edits = [] if evidence else edited_tests  # a reproduction's test edits are its evidence
+    untouched = 0.0 if faulted_edits else 1.0
     checker = list(checker_changes or [])
-    if not targets and not broken and not edited_tests and not checker and report_trusted:
+    if not targets and not broken and not faulted_edits and not checker and report_trusted:
         # A green suite passes with or without a fix: rewarding it would pay a run that did nothing.
-        return RewardResult.not_applicable(
-            REWARD_VERSION,
-            f"not verified: no test failed at the start, so the {len(after)} tests cannot tell a fix from no change "
-            "(a test that reproduces the problem would)",
-        )
-    reward = share if not broken and not edited_tests and not checker and report_trusted else 0.0
+        return RewardResult.not_applicable(REWARD_VERSION, _unverified(len(after), reproduction))
+    reward = share if not broken and not faulted_edits and not checker and report_trusted else 0.0
     if checker:
         summary = f"the patch changes how the tests are run, not only the code under test ({'; '.join(checker[:3])}): reward 0"
     elif not report_trusted:
         summary = f"the test command exited with code {exit_code}, which contradicts its report: outcomes not trusted, reward 0"
-    elif edited_tests:
-        summary = f"test files were edited ({', '.join(edited_tests)}): reward 0"
+    elif faulted_edits:
+        summary = f"test files were edited ({', '.join(faulted_edits)}): reward 0"
     elif broken:
         summary = f"{len(broken)} test(s) that passed before now fail ({', '.join(broken[:3])}): reward 0"
+    elif evidence:
+        summary = (f"{len(fixed)}/{len(targets)} of the run's reproduction tests fail on the starting code and pass "
+                   f"with the patch, and the {len(kept)} tests that passed still pass")
     else:
         summary = f"{len(fixed)}/{len(targets)} failing tests now pass, no regressions"
     detail = {"before": before, "after": after, **({"before_rerun": before_rerun} if before_rerun is not None else {})}
@@ -138,10 +185,11 @@ def grade(
         version=REWARD_VERSION,
         summary=summary,
         components={
-            "fail_to_pass": RewardComponent(value=share, weight=1.0, detail={"targets": targets, "fixed": fixed, **detail}),
+            "fail_to_pass": RewardComponent(value=share, weight=1.0, detail={
+                "targets": targets, "fixed": fixed, "verified_by": verified_by, **detail, **evidence}),
             "pass_to_pass": RewardComponent(value=p2p, weight=0.0, detail={"kept": len(kept), "broken": broken}),
             "tests_untouched": RewardComponent(
-                value=untouched, weight=0.0, detail={"edited": edited_tests, "reset_before_grading": reset or {}}
+                value=untouched, weight=0.0, detail={"edited": faulted_edits, "reset_before_grading": reset or {}}
             ),
             "checker_untouched": RewardComponent(
                 value=0.0 if checker else 1.0, weight=0.0, detail={"changes": checker, "patch_sha256": patch_sha256}

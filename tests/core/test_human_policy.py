@@ -1,0 +1,87 @@
+"""``--policy human``: a person (here a thread playing one) answers each model request over the
+OpenAI wire, through the exchange folder, and the run is stored like any other."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from contextlib import closing
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from core.cli import app
+from core.plugin import Task
+from core.policy.human import Exchange, HumanPolicy, ToolCallAnswer
+from core.runner import Run, open_store
+from core.state import Limits, Pricing
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python-user-service"
+FIX = {"path": "users/service.py", "old_text": "nickname = user.nickname.strip()", "new_text": 'nickname = (user.nickname or "").strip()'}
+
+
+def drive(exchange: Exchange, answers: list[tuple[str | None, list[ToolCallAnswer]]], seen: list[str]) -> None:
+    """Answer each request in turn, keeping what ``describe`` showed (what ``agent human wait`` prints)."""
+    import time
+
+    for content, calls in answers:
+        while exchange.pending() is None:
+            time.sleep(0.05)
+        seen.append(exchange.describe(exchange.pending()))
+        exchange.answer(content, calls)
+
+
+def test_a_person_drives_a_run_over_the_openai_wire(tmp_path):
+    repo = Path(shutil.copytree(EXAMPLE, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache")))
+    policy = HumanPolicy(tmp_path / "exchange")
+    seen: list[str] = []
+    answers = [
+        ("Let me read the service.", [ToolCallAnswer("view_file", {"path": "users/service.py"})]),
+        (None, [ToolCallAnswer("edit_file", FIX)]),
+        (None, [ToolCallAnswer("finish", {"summary": "a None nickname is treated as empty"})]),
+    ]
+    driver = threading.Thread(target=drive, args=(policy.exchange, answers, seen), daemon=True)
+    driver.start()
+    run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), policy,
+                    policy_config={"kind": "human", "exchange": str(tmp_path / "exchange")}, limits=Limits(max_steps=5),
+                    pricing=Pricing(), home=tmp_path / "home")  # fmt: skip
+    try:
+        result = run.execute()
+    finally:
+        run.close()
+    driver.join(10)
+    assert (result.status, result.reward, result.steps) == ("finished", 1.0, 3)
+    # the first request carries what a model server gets: the system prompt, the task and the tool schemas
+    first = json.loads((tmp_path / "exchange" / "req-0001.json").read_text())
+    assert first["model"] == "human" and first["messages"][0]["role"] == "system"
+    assert {t["function"]["name"] for t in first["tools"]} >= {"view_file", "edit_file", "run_tests", "finish"}
+    assert "* tool view_file" in seen[0] and "--- system" in seen[0]
+    # later requests show only what is new: the tool call and its observation
+    assert "--- system" not in seen[1] and "[tool call call_1_0] view_file" in seen[1] and "def " in seen[1]
+    with closing(open_store(result.run_id, tmp_path / "home")) as store:
+        row = store.run()
+    assert row["policy"].startswith("human:") and row["reward"] == 1.0
+
+
+def test_the_answer_command_refuses_what_it_cannot_send(tmp_path):
+    runner = CliRunner()
+    exchange = Exchange(tmp_path / "ex")
+    nothing = runner.invoke(app, ["human", "answer", str(tmp_path / "ex"), "--content", "hi"])
+    assert nothing.exit_code == 2 and "no request is waiting" in nothing.output
+    exchange.put_request({"messages": [{"role": "user", "content": "x"}]})
+    bad = runner.invoke(app, ["human", "answer", str(tmp_path / "ex"), "--tool", "view_file", "--args", "{path: x}"])
+    assert bad.exit_code == 2 and "is not JSON" in bad.output
+    unpaired = runner.invoke(app, ["human", "answer", str(tmp_path / "ex"), "--tool", "view_file"])
+    assert unpaired.exit_code == 2 and "1 --tool but 0 --args" in unpaired.output
+    ok = runner.invoke(app, ["human", "answer", str(tmp_path / "ex"), "--tool", "view_file", "--args", '{"path": "a.py"}'])
+    assert ok.exit_code == 0 and exchange.pending() is None
+    assert json.loads((tmp_path / "ex" / "resp-0001.json").read_text())["tool_calls"] == [{"name": "view_file", "arguments": {"path": "a.py"}}]
+
+
+def test_a_client_retry_joins_the_waiting_request(tmp_path):
+    exchange = Exchange(tmp_path / "ex")
+    body = {"messages": [{"role": "user", "content": "x"}]}
+    assert exchange.put_request(body) == exchange.put_request(body) == 1
+    exchange.answer("ok", [])
+    assert exchange.put_request(body) == 2  # answered: the same messages again are a new request
