@@ -169,7 +169,8 @@ class Run:
         plugin = load_plugin(task.plugin)
         try:
             sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"],
-                                   alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR
+                                   alias=task.metadata.get("workspace_alias"),  # a Terminal-Bench task's WORKDIR
+                                   hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # an evaluation's suite
         except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
             raise UserError(f"the run's sandbox cannot be made: {exc}") from None
         ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch", baseline=folder / "baseline.git")

@@ -126,6 +126,7 @@ def open_sandbox(
     readonly: list[Path] | None = None,
     alias: Path | str | None = None,
     binds: dict[Path, Path] | None = None,
+    hide: list[Path] | None = None,
 ) -> Sandbox:
     """The sandbox for one episode: bubblewrap isolation unless the user opted out.
 
@@ -140,6 +141,8 @@ def open_sandbox(
             task); isolated only.
         binds: ``{host path: path inside}`` shown read-only where the host has nothing (a
             Terminal-Bench task's tests at ``/tests``); isolated only.
+        hide: host folders the commands must not see (an evaluation's suite, with its reference
+            fixes and hidden tests); isolated only (without isolation commands read everything).
 
     Raises:
         SandboxUnavailable: ``isolated`` and bwrap cannot work here (see ``self_check``).
@@ -151,4 +154,5 @@ def open_sandbox(
             raise UserError(f"this task expects its files at {where}, which only the sandbox can provide; run it without --no-sandbox")
         return UnconfinedSandbox(workspace, scratch, limits=limits)
     self_check()
-    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds)
+    return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds,
+                        hide=hide)

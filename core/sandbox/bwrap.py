@@ -290,6 +290,9 @@ class BwrapSandbox:
         binds: ``{host path: absolute path inside}``: more folders or files shown read-only
             where the host has none (e.g. a Terminal-Bench task's tests at ``/tests``); each path
             inside is checked as ``alias`` is, and may not lie in the workspace, scratch or alias.
+        hide: more host folders replaced by an empty tmpfs inside, as the home is (e.g. the
+            suite of an evaluation, whose reference fixes and hidden tests the agent must not
+            read); folders that do not exist are skipped.
 
     Raises:
         SandboxUnavailable: bwrap is not installed.
@@ -310,6 +313,7 @@ class BwrapSandbox:
         use_cgroups: bool = True,
         alias: Path | str | None = None,
         binds: dict[Path, Path] | dict[str, str] | None = None,
+        hide: list[Path] | None = None,
     ):
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
@@ -340,6 +344,8 @@ class BwrapSandbox:
         self._masked, secret_dirs = secret_paths()
         self._hidden = hidden_dirs()
         self._hidden += [d for d in secret_dirs if d not in self._hidden]
+        self.hide = [Path(d).resolve() for d in hide or [] if Path(d).is_dir()]
+        self._hidden += [d for d in self.hide if d not in self._hidden]
         # A Python prefix above a rebuilt folder (/usr for /usr/src/app) would cover it again;
         # outside the hidden folders (or the alias would be in a tmpfs), so the root shows it anyway.
         self._python = [p for p in python_prefixes() if not any(d.is_relative_to(p) for d in self._rebuilt)]

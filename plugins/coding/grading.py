@@ -64,7 +64,7 @@ def _sandbox_like(sandbox: Sandbox, workspace: Path, scratch: Path) -> Sandbox:
     if isinstance(sandbox, BwrapSandbox):
         return BwrapSandbox(
             workspace, scratch, limits=sandbox.limits, allow_network=sandbox.allow_network,
-            readonly=sandbox.readonly, use_cgroups=sandbox.use_cgroups,
+            readonly=sandbox.readonly, use_cgroups=sandbox.use_cgroups, hide=sandbox.hide,
         )  # fmt: skip
     if isinstance(sandbox, UnconfinedSandbox):
         return UnconfinedSandbox(workspace, scratch, limits=sandbox.limits)
