@@ -103,6 +103,27 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str], present: 
     return {"restored": sorted(restored), "removed": sorted(removed)}
 
 
+def put_hidden_tests(hidden: Path, copy: Path) -> list[str]:
+    """Write every regular file under ``hidden`` into ``copy`` at the same relative path, replacing
+    what is there (never writing through a link the patch made); return the paths, sorted.
+
+    Raises:
+        UserError: ``hidden`` is not a folder (the task's hidden tests are missing: re-materialise the task).
+    """
+    if not hidden.is_dir():
+        raise UserError(f"the task's hidden tests {hidden} are missing; materialise the task again (agent eval fetches it)")
+    written = []
+    for path in sorted(hidden.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(hidden).as_posix()
+            target = ws.make_parents(copy, rel)
+            if target.is_dir() and not target.is_symlink():
+                remove_tree(target)
+            write_new(target, path.read_bytes())
+            written.append(rel)
+    return written
+
+
 @dataclass
 class Graded:
     """The end-of-episode grading run.
@@ -201,7 +222,7 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
 
 
 def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path, original_list: list[str],
-                original_digests: dict[str, str], *, reproduce: bool = False) -> Graded:  # fmt: skip
+                original_digests: dict[str, str], *, reproduce: bool = False, hidden_tests: Path | None = None) -> Graded:  # fmt: skip
     """Run the whole suite on the starting files plus the run's patch, test files reset.
 
     Args:
@@ -214,6 +235,9 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         reproduce: also run the test modules the patch adds or changes as reproduction tests
             (``reproduction_run``; the caller asks when no test failed at the start). Skipped
             when the patch changes the checker (the reward is 0 then anyway).
+        hidden_tests: a folder of the task's own test files, at their paths in the repository,
+            which the agent never saw (an evaluation's, kept out of the sandbox): written into the
+            copy after the reset, in place of whatever is there, before the suite runs.
 
     Returns:
         A ``Graded`` record.
@@ -234,6 +258,8 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     reproduced = reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited)) if reproduce and not reasons else None
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
+    if hidden_tests is not None:
+        reset["hidden"] = put_hidden_tests(hidden_tests, copy)
     grading_scratch = folder / "scratch"
     run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from core import workspace as ws
 from core.plugin import Task
@@ -44,8 +45,13 @@ BASELINE_FILE = "baseline.json"
 SETUP_MAP_TOKENS = 1024
 
 
-def _reproduce_request(framework: str) -> str:
-    """What the task message asks for when no test fails at the start (see ``reward``)."""
+def _reproduce_request(framework: str, hidden_tests: bool = False) -> str:
+    """What the task message asks for when no test fails at the start (see ``reward``); with
+    ``hidden_tests`` the task's own tests, which the agent does not see, grade the run."""
+    if hidden_tests:
+        return ("No test fails now. Add a test that reproduces the problem (a test function in a new or existing "
+                "test_*.py file) and run it to see it fail before you fix the code. The run is graded by the task's "
+                "own tests, which you do not see, and the original tests must still pass.")
     if framework != "pytest":
         return ("No test fails now, so the suite cannot tell a fix from no change; this run will be reported "
                 "as not verified.")
@@ -82,7 +88,7 @@ class CodingPlugin:
         """
         if is_terminal_bench(task):  # graded by its own hidden tests (plugins.coding.terminal_bench)
             return setup_text(task, ctx.workspace)
-        tests = self._baseline(ctx, runs=int(task.metadata.get("baseline_runs", 1)))
+        tests = self._baseline(ctx, runs=int(task.metadata.get("baseline_runs", 1)), hidden_tests=bool(task.metadata.get("hidden_tests")))
         built = build_repo_map(ctx.workspace, task.instruction, SETUP_MAP_TOKENS)
         if not built.text:
             return tests
@@ -91,7 +97,7 @@ class CodingPlugin:
             f"or focuses on other names):\n{built.text}"
         )
 
-    def _baseline(self, ctx: ToolContext, runs: int = 1) -> str:
+    def _baseline(self, ctx: ToolContext, runs: int = 1, hidden_tests: bool = False) -> str:
         """Run the suite, save the baseline under scratch, and describe it in a paragraph.
 
         Args:
@@ -140,7 +146,7 @@ class CodingPlugin:
             + (f":\n{listed}" if failing else ".")
             + broken
             + unstable
-            + ("" if failing or not run.outcomes else "\n" + _reproduce_request(run.framework))
+            + ("" if failing or not run.outcomes else "\n" + _reproduce_request(run.framework, hidden_tests))
         )
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
@@ -167,8 +173,9 @@ class CodingPlugin:
         # No failing test at the start and none declared: only the run's own reproduction test can verify it.
         reproduce = (baseline["framework"] == "pytest" and declared.get("fail_to_pass") is None and bool(baseline["outcomes"])
                      and not baseline.get("timed_out") and not any(o in ("failed", "error") for o in baseline["outcomes"].values()))  # fmt: skip
+        hidden = Path(declared["hidden_tests"]) if declared.get("hidden_tests") else None
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
-                             reproduce=reproduce)  # fmt: skip
+                             reproduce=reproduce and hidden is None, hidden_tests=hidden)  # fmt: skip
         if graded.run is None:
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
@@ -191,4 +198,5 @@ class CodingPlugin:
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
             reproduction=graded.reproduction.record() if graded.reproduction else None,
+            own_tests_allowed=hidden is not None,
         )  # fmt: skip

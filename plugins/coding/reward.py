@@ -100,6 +100,7 @@ def grade(
     checker_changes: list[str] | None = None,
     patch_sha256: str = "",
     reproduction: dict[str, Any] | None = None,
+    own_tests_allowed: bool = False,
 ) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
@@ -126,6 +127,9 @@ def grade(
             ``before`` and ``after`` outcomes, ``trusted``, ``refused``); used only when there are no
             other targets. Its test-file edits are then allowed (the original tests still decide
             PASS_TO_PASS).
+        own_tests_allowed: the task's hidden tests grade the run (they replace the test files
+            before the final run), so the run's own test edits are not a fault; they are kept as
+            ``reproduction_files``.
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
@@ -154,6 +158,8 @@ def grade(
         targets, outcomes_after, verified_by = _reproduction_targets(reproduction), reproduction["after"], "the run's reproduction tests"
         evidence = {"reproduction_files": reproduction["files"], "reproduction_before": reproduction["before"]}
         report_trusted = report_trusted and reproduction.get("trusted", True)
+    elif own_tests_allowed and edited_tests:
+        evidence = {"reproduction_files": edited_tests}
     fixed = [t for t in targets if _passes(t, outcomes_after)]
     broken = [t for t in kept if not _passes(t, after)]
     share = len(fixed) / len(targets) if targets else 1.0
@@ -173,7 +179,7 @@ def grade(
         summary = f"test files were edited ({', '.join(faulted_edits)}): reward 0"
     elif broken:
         summary = f"{len(broken)} test(s) that passed before now fail ({', '.join(broken[:3])}): reward 0"
-    elif evidence:
+    elif verified_by == "the run's reproduction tests":
         summary = (f"{len(fixed)}/{len(targets)} of the run's reproduction tests fail on the starting code and pass "
                    f"with the patch, and the {len(kept)} tests that passed still pass")
     else:

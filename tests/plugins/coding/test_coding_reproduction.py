@@ -128,3 +128,41 @@ def test_a_reproduction_that_edits_the_original_tests_is_judged_by_the_originals
                                                 "new_text": "    return 0.0"}}  # fmt: skip
     row = verdict(episode(repo, tmp_path / "home", [write("tests/test_stats.py", weakened), wrong]), tmp_path / "home")
     assert row["reward"] == 0.0 and "tests/test_stats.py::test_mean" in row["reward_summary"]
+
+
+# --------------------------------------------------------------------------- hidden tests (a suite's)
+
+
+def hidden_episode(repo: Path, home: Path, hidden: Path, calls: list[dict]) -> RunResult:
+    """An episode of a suite task whose fail-to-pass test the agent never sees."""
+    metadata = {"hidden_tests": str(hidden), "fail_to_pass": ["tests/test_hidden.py::test_empty"],
+                "pass_to_pass": ["tests/test_stats.py::test_mean", "tests/test_stats.py::test_total"]}  # fmt: skip
+    run = Run.start(Task(plugin="coding", instruction=TASK, repo=repo, metadata=metadata), ScriptedPolicy([*calls, FINISH]),
+                    policy_config={"kind": "scripted"}, limits=Limits(max_steps=len(calls) + 2), pricing=Pricing(), home=home)  # fmt: skip
+    try:
+        return run.execute()
+    finally:
+        run.close()
+
+
+@pytest.fixture
+def hidden(tmp_path: Path) -> Path:
+    folder = tmp_path / "hidden"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_hidden.py").write_text("from stats import mean\n\n\ndef test_empty():\n    assert mean([]) == 0.0\n")
+    return folder
+
+
+def test_hidden_tests_grade_the_run_and_the_runs_own_tests_are_no_fault(repo, tmp_path, hidden):
+    home = tmp_path / "home"
+    fixed = hidden_episode(repo, home, hidden, [write("tests/test_empty.py", REPRO), FIX])
+    row = verdict(fixed, home)
+    assert (row["reward"], row["correct"]) == (1.0, True), row["reward_summary"]
+    run = load_run(fixed.run_id, home)
+    assert run.rewards["fail_to_pass"]["detail"]["reproduction_files"] == ["tests/test_empty.py"]
+    assert run.rewards["tests_untouched"]["detail"]["reset_before_grading"]["hidden"] == ["tests/test_hidden.py"]
+    task_message = next(m for m in run.messages if m.role == "user").content
+    assert "graded by the task's own tests, which you do not see" in task_message
+    # doing nothing is scored 0 against the hidden tests (not "not verified")
+    nothing = verdict(hidden_episode(repo, home, hidden, []), home)
+    assert (nothing["reward"], nothing["reward_status"]) == (0.0, "scored")
