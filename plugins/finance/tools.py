@@ -20,6 +20,7 @@ from core.tools import Tool, ToolContext, ToolResult, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
 from plugins.finance.numbers import SCALES
+from plugins.finance.search import query_words, rank_pages, snippet
 
 SQL_TIME_LIMIT_S = 5.0
 SQL_MAX_ROWS = 200
@@ -65,37 +66,36 @@ def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
 
 
 class SearchArgs(BaseModel):
-    query: str = Field(min_length=1, description="words that must all appear on the page (case-insensitive), e.g. 'stores end of quarter'")
+    query: str = Field(min_length=1, description="words to look for, ranked by relevance (BM25; word forms match: 'revenues' finds 'revenue'), e.g. 'segment operating income 2022'")
     document: str = Field("", description="limit to one document (name from list_documents); empty for all")
     max_results: int = Field(10, ge=1, le=50, description="most pages to return")
 
 
 @tool(read_only=True)
 def search_filing(args: SearchArgs, ctx: ToolContext) -> ToolResult:
-    """Full-text search of every page of the filings: pages containing all the words, with a snippet around the first. Use it to find evidence pages for questions the statements do not answer.
+    """Search the text of every page of the filings, best pages first (BM25 relevance): each hit names the document, page, score, the query words found, and a snippet around them. Use it to find evidence pages for questions the statements do not answer.
 
-    Returns a result whose ``data`` is ``{"pages": [[document, page], ...]}``.
+    Returns a result whose ``data`` is ``{"pages": [[document, page], ...]}``, best first.
     """
-    terms = [t.lower() for t in args.query.split()]
     files = EpisodeFiles(ctx)
     with files.read_only() as con:
         if args.document:
             _check_document(con, args.document)
-        conditions = " AND ".join("strpos(lower(text), ?) > 0" for _ in terms)
-        params: list[Any] = list(terms)
-        if args.document:
-            conditions += " AND doc_name = ?"
-            params.append(args.document)
-        rows = con.execute(f"SELECT doc_name, page, text FROM pages WHERE {conditions} ORDER BY doc_name, page LIMIT ?",
-                           [*params, args.max_results]).fetchall()
-    if not rows:
-        return ToolResult(output=f"no page contains all of: {', '.join(terms)}", data={"pages": []})
-    out = []
-    for doc, page, text in rows:
-        at = text.lower().find(terms[0])
-        snippet = " ".join(text[max(0, at - 160): at + 240].split())
-        out.append(f"{doc} p.{page}: ...{snippet}...")
-    return ToolResult(output="\n".join(out), data={"pages": [[d, p] for d, p, _ in rows]})
+        where, params = ("WHERE doc_name = ?", [args.document]) if args.document else ("", [])
+        pages = con.execute(f"SELECT doc_name, page, text FROM pages {where} ORDER BY doc_name, page", params).fetchall()
+    hits = rank_pages(pages, args.query, args.max_results)
+    words = query_words(args.query)
+    head = f"search_filing {args.query!r}" + (f" in {args.document}" if args.document else "") + f": {len(pages)} pages searched"
+    if not words:
+        return ToolResult(output=f"{head}; the query has only stop words: give content words", data={"pages": []})
+    if not hits:
+        return ToolResult(output=f"{head}; no page contains any of: {', '.join(words)}", data={"pages": []})
+    out = [f"{head}; best {len(hits)} by relevance:"]
+    for hit in hits:
+        missing = [w for w in words if w not in hit.matched]
+        found = ", ".join(hit.matched) + (f" (not: {', '.join(missing)})" if missing else "")
+        out.append(f"{hit.document} p.{hit.page} (score {hit.score:.1f}; {found}): {snippet(hit.text, hit.matched, 320)}")
+    return ToolResult(output="\n".join(out), data={"pages": [[h.document, h.page] for h in hits]})
 
 
 class ReadPageArgs(BaseModel):

@@ -39,6 +39,7 @@ def test_statement_search_and_pages(ctx):
     assert statement.data["periods"] == ["FY2018", "FY2017", "FY2016"]
     found = tools.search_filing({"query": "Yardbird acquired", "document": "BESTBUY_2023_10K"}, ctx)
     assert ["BESTBUY_2023_10K", 51] in found.data["pages"]
+    assert found.output.startswith("search_filing 'Yardbird acquired' in BESTBUY_2023_10K:")
     page = tools.read_page({"document": "NIKE_2021_10K", "page": 61, "max_chars": 200}, ctx)
     assert page.output.startswith("NIKE_2021_10K p.61:") and "more characters" in page.output
     past = tools.read_page({"document": "NIKE_2021_10K", "page": 999}, ctx)
@@ -66,3 +67,20 @@ def test_metrics_and_documents(ctx):
     assert "current_ratio" in metrics.output and metrics.data["years"] == 3
     listing = tools.list_documents({}, ctx)
     assert listing.data["documents"] == 12 and "3M_2018_10K: 160 pages; income_statement p.56" in listing.output
+
+
+def test_search_ranks_pages_by_relevance_not_page_order(ctx):
+    """BM25: the pages that are about the words come first, word forms match, and the hit says
+    which query words it has; a query of stop words says so instead of returning nothing silently."""
+    from plugins.finance.search import rank_pages
+
+    pages = [("D", 1, "revenue revenue cost"), ("D", 2, "segment revenues by segment: segment A, segment B"),
+             ("D", 3, "nothing here"), ("D", 4, "the segment")]  # fmt: skip
+    hits = rank_pages(pages, "segment revenue", 10)
+    assert hits[0].page == 2  # page 1 says "revenue" twice, but page 2 has both words, "revenues" stemmed
+    assert hits[0].matched == ["segment", "revenue"] and 3 not in [h.page for h in hits]
+    found = tools.search_filing({"query": "Yardbird acquisition", "document": "BESTBUY_2023_10K", "max_results": 5}, ctx)
+    assert found.data["pages"][0] == ["BESTBUY_2023_10K", 51], found.output  # the page about the acquisition
+    assert "Yardbird" in found.output.splitlines()[1]
+    empty = tools.search_filing({"query": "the of and"}, ctx)
+    assert not empty.is_error and "only stop words" in empty.output
