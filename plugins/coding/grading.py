@@ -28,6 +28,7 @@ from core.errors import UserError
 from core.safe_io import remove_tree, write_new
 from core.sandbox.base import Sandbox
 from plugins.coding.checker_inputs import checker_changes
+from plugins.coding.environment import load_environment
 from plugins.coding.reward import edited_test_files, file_digests
 from plugins.coding.testing import TestRun, new_run_dir, run_test_suite, test_files
 
@@ -156,5 +157,6 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     grading_scratch = folder / "scratch"
-    run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
+    # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
+    run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=load_environment(scratch))
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest)
