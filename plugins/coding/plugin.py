@@ -150,7 +150,8 @@ class CodingPlugin:
         listed = "\n".join(named(t) for t in failing[:20])
         broken = ""
         if imports:
-            broken = (f"\n{len(imports)} test module(s) could not be imported, so their tests are missing from the count"
+            broken = (f"\n{len(imports)} test module(s) could not be collected (importing them failed), so their tests are "
+                      "missing from the count"
                       + "".join(f"\n- {path}: {why}" for path, why in imports.items() if path not in failing[:20])
                       + ("; a missing module is a dependency the test environment lacks" if any("No module named" in w for w in imports.values()) else ""))  # fmt: skip
         elif run.build_failed:

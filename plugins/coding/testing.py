@@ -637,7 +637,7 @@ def _run_pytest(
         python = environment.interpreter(root)
         if not Path(python).exists():  # e.g. the cache was deleted since set-up
             note = f"[the test environment chosen at set-up ({python}) is gone; Horizon's own Python ran the tests instead]\n"
-            environment = horizon_environment(root).model_copy(update={"python": sys.executable})
+            environment = horizon_environment(root, own=True)
             python = sys.executable
     argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files)
     env = {**environment.variables(root), **sandbox_env(run_dir)}

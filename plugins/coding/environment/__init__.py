@@ -10,7 +10,8 @@ Horizon lacks. ``choose_environment`` decides once per episode, at set-up, in th
    repository the run was made from;
 3. the declared dependencies (``declared``), built with uv once per dependency set into a cache
    shared by all runs (``uv_build``);
-4. Horizon's own interpreter, with the reason it was not one of the above.
+4. Horizon's own interpreter, with the reason it was not one of the above (also what
+   ``HORIZON_TEST_ENV=horizon`` asks for: no check, nothing built, as before this module).
 
 Each candidate must start in the episode's sandbox and import pytest (``check``), or the next
 is tried; the set-up text says which was used, how it was made and how long it took.
@@ -61,6 +62,10 @@ ENVIRONMENT_FILE = "test_environment.json"
 #: Folders of a repository that may hold its own virtual environment, in order.
 VENV_DIRS = (".venv", "venv", "env")
 OVERRIDE_VAR = "HORIZON_TEST_PYTHON"
+#: ``auto`` (default): choose as the module docstring says; ``horizon``: always Horizon's own
+#: interpreter (or ``$HORIZON_TEST_PYTHON``'s), unchecked, nothing built: for offline machines
+#: and for Horizon's own test suite, whose example repositories need nothing but pytest.
+MODE_VAR = "HORIZON_TEST_ENV"
 #: Started in the sandbox with a candidate interpreter: prints its version and pytest's.
 CHECK = "import sys, pytest; print('%d.%d.%d' % sys.version_info[:3], pytest.__version__)"
 CHECK_LIMITS = SandboxLimits(timeout_s=60)
@@ -142,13 +147,19 @@ def load_environment(scratch: Path) -> TestEnvironment | None:
         return None
 
 
-def horizon_environment(workspace: Path, reason: str = "") -> TestEnvironment:
-    """Horizon's own interpreter (or ``$HORIZON_TEST_PYTHON``'s, unchecked) with the workspace's
-    source roots first; ``reason`` says why no other was used."""
+def horizon_environment(workspace: Path, reason: str = "", *, own: bool = False) -> TestEnvironment:
+    """Horizon's own interpreter (or ``$HORIZON_TEST_PYTHON``'s, unchecked, unless ``own``) with
+    the workspace's source roots first; ``reason`` says why no other was used."""
     version = platform.python_version()
-    summary = f"Horizon's own Python {version} ({sys.executable})" + (f", because {reason}" if reason else "")
-    return TestEnvironment(kind="horizon", python=os.environ.get(OVERRIDE_VAR) or sys.executable,
-                           source_roots=source_roots(workspace), summary=summary, python_version=version)  # fmt: skip
+    override = "" if own else os.environ.get(OVERRIDE_VAR, "").strip()
+    summary = f"{OVERRIDE_VAR}={override}, unchecked" if override else f"Horizon's own Python {version} ({sys.executable})"
+    return TestEnvironment(
+        kind="horizon",
+        python=override or sys.executable,
+        source_roots=source_roots(workspace),
+        summary=summary + (f", because {reason}" if reason else ""),
+        python_version="" if override else version,
+    )
 
 
 # --------------------------------------------------------------------------- what the sandbox must show
@@ -250,7 +261,7 @@ def _repository_venvs(workspace: Path, repo: Path | None) -> list[Path]:
     return found
 
 
-def _find_uv() -> str:
+def find_uv() -> str:
     """The uv program of Horizon's environment (the PyPI package ``uv``).
 
     Raises:
@@ -304,6 +315,11 @@ def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: P
         environment.summary += "".join(f"; {note}" for note in notes)
         return environment
 
+    mode = os.environ.get(MODE_VAR, "auto").strip() or "auto"
+    if mode == "horizon":
+        return done(horizon_environment(workspace, f"{MODE_VAR}=horizon asks for it"))
+    if mode != "auto":
+        notes.append(f"{MODE_VAR}={mode} is not a known mode (auto or horizon), so it was read as auto")
     override = os.environ.get(OVERRIDE_VAR, "").strip()
     if override:
         chosen = _interpreter_environment("override", Path(override).absolute(), workspace, roots)
@@ -313,8 +329,7 @@ def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: P
                 f"{OVERRIDE_VAR}={override} (Python {chosen.python_version}), checked in {time.monotonic() - started:.1f} s"
             )
             return done(chosen)
-        return done(horizon_environment(workspace, f"{OVERRIDE_VAR}={override} does not run in the sandbox: {why}")
-                    .model_copy(update={"python": sys.executable}))  # fmt: skip
+        return done(horizon_environment(workspace, f"{OVERRIDE_VAR}={override} does not run in the sandbox: {why}", own=True))
     for python in _repository_venvs(workspace, repo):
         where = python.parent.parent
         label = f"the repository's {where.name}" + ("" if where.parent == workspace else f" ({where})")
@@ -335,7 +350,7 @@ def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: P
     if mismatch:
         return done(horizon_environment(workspace, f"{mismatch}, so no environment was built"))
     try:
-        uv = _find_uv()
+        uv = find_uv()
     except FileNotFoundError as exc:
         return done(horizon_environment(workspace, str(exc)))
     python_id = f"{sys.implementation.name}-{platform.python_version()}-{base_interpreter()}"
