@@ -4,7 +4,8 @@ Where: ``$HORIZON_HOME/cache/python-envs/<key>`` (``env_cache_root``), where ``k
 SHA-256 of the declaring files' contents, the Python version and path, the index settings and
 ``RECIPE`` (``declared.cache_key``). A folder there is complete by construction: it is built in
 ``.build-<key>-<random>/`` beside it and renamed into place only when it works (a rename in one
-file system is atomic), so a run killed mid-build leaves no half environment, and two runs
+file system is atomic), so a run killed mid-build leaves no half environment (its build folder
+is deleted by a later build after ``ABANDONED_AFTER_S``), and two runs
 building the same key both finish: the first rename wins, the second run uses the winner's
 folder and deletes its own. Nothing is ever evicted: delete the folder to get the space back.
 
@@ -58,6 +59,8 @@ from plugins.coding.environment.declared import Declaration
 #: Version of the build recipe, part of the cache key: change it when what is built changes.
 RECIPE = "1"
 MANIFEST = "horizon-env.json"
+#: A build folder this old was abandoned (its run was killed) and is deleted by the next build.
+ABANDONED_AFTER_S = 6 * 3600
 #: Limits of each build command: downloads and compilers need more than a test run.
 BUILD_LIMITS = SandboxLimits(timeout_s=600, cpu_s=3600, memory_bytes=4 << 30, max_processes=1024,
                              file_size_bytes=4 << 30, output_bytes=1 << 20)  # fmt: skip
@@ -255,6 +258,7 @@ def build_or_reuse(sandbox: Sandbox, workspace: Path, scratch: Path, declaration
     manifest = read_manifest(final)
     if manifest is not None:
         return Built(path=final, reused=True, seconds=time.monotonic() - started, manifest=manifest)
+    _remove_abandoned(root)
     logs = new_run_dir(scratch, "environment")
     build = root / f".build-{key[:12]}-{secrets.token_hex(4)}"
     build.mkdir()
@@ -278,6 +282,18 @@ def build_or_reuse(sandbox: Sandbox, workspace: Path, scratch: Path, declaration
         remove_tree(build)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
+    """Delete build folders older than ``age_s``: left by a run killed mid-build (a live build
+    is far younger: each of its few commands stops after ``BUILD_LIMITS.timeout_s``)."""
+    now = time.time()
+    for folder in root.glob(".build-*"):
+        try:
+            if now - folder.lstat().st_mtime > age_s:
+                remove_tree(folder)
+        except OSError:
+            continue
 
 
 def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: _Log) -> Built:

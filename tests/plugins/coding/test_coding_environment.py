@@ -14,7 +14,6 @@ import base64
 import hashlib
 import importlib.metadata
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -271,6 +270,23 @@ def test_test_extra_is_installed_the_workspace_is_imported_and_the_cache_is_reus
     assert not list((ctx2.scratch / "runs").glob("*-environment")), "no build ran the second time"
 
 
+def test_a_uv_lock_gives_the_locked_versions(tmp_path, offline_index):
+    tests = "\nimport demodep\n\ndef test_locked_version():\n    assert demodep.ANSWER == 42\n"
+    project = make_project(tmp_path / "ws", extras={"test": ["demodep"]}, tests=tests)
+    subprocess.run([envmod.find_uv(), "lock", "--no-index", "--find-links", str(offline_index)], cwd=project, check=True,
+                   capture_output=True)  # fmt: skip
+    assert 'name = "demodep"' in (project / "uv.lock").read_text()
+    write_wheel(offline_index, "demodep", "2.0", {"demodep.py": b"ANSWER = 2\n"})  # newer, not in the lock
+    try:
+        text, ctx = setup_text(project, tmp_path / "scratch")
+    finally:
+        (offline_index / "demodep-2.0-py3-none-any.whl").unlink()
+    assert "Test environment: built with uv from uv.lock + pyproject.toml[test]" in text, text
+    assert "The pytest test suite has 4 tests; 0 fail now." in text, text  # demodep 1.0, as locked
+    log = next((ctx.scratch / "runs").glob("*-environment/build.log")).read_text()
+    assert f"{envmod.find_uv()} export --frozen" in log
+
+
 def test_concurrent_builds_of_one_key_give_one_complete_environment(tmp_path, offline_index):
     project = make_project(tmp_path / "ws", extras={"test": ["demodep"]})
     decl = read_declaration(project)
@@ -457,4 +473,3 @@ def test_a_real_project_builds_from_pypi_with_its_build_backend(tmp_path, monkey
     text, _ = setup_text(root, tmp_path / "scratch")
     assert "Test environment: built with uv from pyproject.toml[test]" in text, text
     assert "1 tests; 0 fail now" in text, text
-    assert os.environ.get("UV_NO_INDEX") is None
