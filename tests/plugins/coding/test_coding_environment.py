@@ -389,6 +389,8 @@ def test_a_src_layout_package_named_like_an_installed_one_is_imported_from_the_w
     workspace = tmp_path / "ws"
     (workspace / "src" / "click").mkdir(parents=True)  # Horizon's environment has click (typer's)
     (workspace / "src" / "click" / "__init__.py").write_text("WORKSPACE_COPY = True\n")
+    # a source root is on PYTHONPATH, but pytest itself is imported before it is (PYTEST_LAUNCHER)
+    (workspace / "src" / "pytest.py").write_text("import sys\nsys.exit(0)\n")
     (workspace / "tests").mkdir()
     (workspace / "tests" / "test_click.py").write_text(
         "import os, click\n\ndef test_workspace_copy():\n"
