@@ -19,6 +19,15 @@ def horizon_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def horizon_test_env(monkeypatch):
+    """The coding plugin runs Python tests with Horizon's own interpreter, as before project
+    environments existed: the example repositories need nothing but pytest, and building each
+    one's declared environment with uv would need the network in every test that sets a coding
+    run up. tests/plugins/coding/test_coding_environment.py tests the real choice (it clears this)."""
+    monkeypatch.setenv("HORIZON_TEST_ENV", "horizon")
+
+
 @pytest.fixture
 def java_repo(tmp_path):
     """A private copy of examples/java-user-service (two tests fail with an NPE)."""

@@ -35,6 +35,7 @@ with the command. Limits are in ``core.sandbox.limits``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import glob
 import os
@@ -355,6 +356,13 @@ class BwrapSandbox:
         if allow_network and resolv.is_relative_to("/run"):
             # systemd-resolved links /etc/resolv.conf into /run, which is hidden: put it back.
             self.readonly.append(resolv)
+
+    def with_readonly(self, paths: list[Path]) -> BwrapSandbox:
+        """A copy of this sandbox that also shows ``paths`` read-only (e.g. a test environment
+        in Horizon's cache, which lies under the hidden ``$HORIZON_HOME``); this one is unchanged."""
+        other = copy.copy(self)
+        other.readonly = [*self.readonly, *(Path(p).resolve() for p in paths if Path(p).resolve() not in self.readonly)]
+        return other
 
     def run(
         self,

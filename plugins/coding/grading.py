@@ -29,6 +29,7 @@ from core.errors import UserError
 from core.safe_io import read_regular, remove_tree, write_new
 from core.sandbox.base import Sandbox
 from plugins.coding.checker_inputs import checker_changes
+from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 
@@ -188,7 +189,8 @@ def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
     return found
 
 
-def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str]) -> Reproduction:
+def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str],
+                     environment: TestEnvironment | None = None) -> Reproduction:
     """Run the patch's test files on the patched ``copy`` and on the starting files with only
     those test files changed, SWT-bench's check that a generated test reproduces the bug
     (fails without the fix, passes with it; Mündler et al., 2024).
@@ -199,6 +201,7 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
         copy: the starting files plus the whole patch, test files not yet reset.
         folder: the grading run's folder; ``reproduce/`` is made in it.
         files: ``reproduction_files``; may be empty.
+        environment: the episode's test environment (``plugins.coding.environment``); None: the default.
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
@@ -211,12 +214,14 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
     if reaching:
         return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
-    after = run_test_suite(_sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files)
+    after = run_test_suite(_sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files,
+                           environment=environment)  # fmt: skip
     start = folder / "reproduce" / "start"
     ws.materialize(baseline, start, "")
     for rel, data in contents.items():
         write_new(ws.make_parents(start, rel), data)  # never through a link the start tree holds
-    before = run_test_suite(_sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files)
+    before = run_test_suite(_sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
+                            environment=environment)  # fmt: skip
     return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
                         trusted=before.report_trusted and after.report_trusted)  # fmt: skip
 
@@ -256,10 +261,13 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = ws.changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
-    reproduced = reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited)) if reproduce and not reasons else None
+    environment = load_environment(scratch)
+    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment)
+                  if reproduce and not reasons else None)  # fmt: skip
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     if hidden_tests is not None:
         reset["hidden"] = put_hidden_tests(hidden_tests, copy)
     grading_scratch = folder / "scratch"
-    run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch)
+    # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
+    run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)

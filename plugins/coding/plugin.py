@@ -9,11 +9,12 @@ from core import workspace as ws
 from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
+from plugins.coding.environment import choose_environment, describe, load_environment, save_environment
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
-from plugins.coding.testing import run_test_suite, test_files
+from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
 
 SYSTEM_PROMPT = """\
@@ -88,7 +89,10 @@ class CodingPlugin:
         """
         if is_terminal_bench(task):  # graded by its own hidden tests (plugins.coding.terminal_bench)
             return setup_text(task, ctx.workspace)
+        environment = self._environment(task, ctx)
         tests = self._baseline(ctx, runs=int(task.metadata.get("baseline_runs", 1)), hidden_tests=bool(task.metadata.get("hidden_tests")))
+        if environment:
+            tests = f"{environment}\n{tests}"
         built = build_repo_map(ctx.workspace, task.instruction, SETUP_MAP_TOKENS)
         if not built.text:
             return tests
@@ -96,6 +100,21 @@ class CodingPlugin:
             f"{tests}\n\nRepository map (the most used definitions, as line│source; repo_map shows more "
             f"or focuses on other names):\n{built.text}"
         )
+
+    def _environment(self, task: Task, ctx: ToolContext) -> str:
+        """Choose where Python tests run (``plugins.coding.environment``) and save it in scratch,
+        so ``run_tests``, the grader and a resumed run use the same one.
+
+        Returns:
+            The set-up text's line about it; "" when the repository's tests are not Python's.
+        """
+        if detect_framework(ctx.workspace) != "pytest":
+            return ""
+        chosen = load_environment(ctx.scratch)  # a set-up interrupted after the choice: keep it
+        if chosen is None:
+            chosen = choose_environment(ctx.sandbox, ctx.workspace, ctx.scratch, repo=task.repo)
+            save_environment(ctx.scratch, chosen)
+        return describe(chosen)
 
     def _baseline(self, ctx: ToolContext, runs: int = 1, hidden_tests: bool = False) -> str:
         """Run the suite, save the baseline under scratch, and describe it in a paragraph.
@@ -139,8 +158,26 @@ class CodingPlugin:
             )
         if run.build_failed and not run.outcomes:
             return f"The {run.framework} test suite does not build at the moment."
-        listed = "\n".join(f"- {t}" for t in failing[:20])
-        broken = "\nSome test modules could not be collected or built; each is one error above." if run.build_failed else ""
+        imports = collection_errors(run, ctx.workspace.resolve())
+        if not run.outcomes and run.exit_code not in (0, 5):  # 5: pytest collected nothing
+            said = "".join(f"\n- {path}: {why or 'see the output'}" for path, why in imports.items())
+            tail = "\n".join(run.output.strip().splitlines()[-12:])
+            return (f"The {run.framework} test suite reported no test results (exit code {run.exit_code}), so nothing is known "
+                    f"of its tests at the start." + (f" These files could not be imported:{said}" if said else "")
+                    + f"\nThe test command's output ends with:\n{tail}")  # fmt: skip
+
+        def named(test_id: str) -> str:
+            return f"- {test_id}" + (f" (could not be imported: {imports[test_id]})" if imports.get(test_id) else "")
+
+        listed = "\n".join(named(t) for t in failing[:20])
+        broken = ""
+        if imports:
+            broken = (f"\n{len(imports)} test module(s) could not be collected (importing them failed), so their tests are "
+                      "missing from the count"
+                      + "".join(f"\n- {path}: {why}" for path, why in imports.items() if path not in failing[:20])
+                      + ("; a missing module is a dependency the test environment lacks" if any("No module named" in w for w in imports.values()) else ""))  # fmt: skip
+        elif run.build_failed:
+            broken = "\nSome test modules could not be collected or built; each is one error above."
         return (
             f"The {run.framework} test suite has {len(run.outcomes)} tests; {len(failing)} fail now"
             + (f":\n{listed}" if failing else ".")

@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 from core.errors import ToolError
 from core.safe_io import read_regular, write_new
 from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
+from plugins.coding.environment import TestEnvironment, horizon_environment, load_environment
 from plugins.coding.search import iter_files, shorten
 
 log = logging.getLogger(__name__)
@@ -297,15 +298,18 @@ def default_limits(sandbox: Sandbox) -> SandboxLimits | None:
 
 #: How pytest is started: like ``python -m pytest`` (the working folder first on ``sys.path``, so
 #: the repository's own packages import), except that pytest itself is imported before the
-#: working folder is added. With ``-m`` a ``pytest.py`` (or ``_pytest/``) in the repository
-#: would be imported in its place and could report every test as passed.
+#: working folder and the ``PYTHONPATH`` folders (the repository's source roots,
+#: ``plugins.coding.environment``) are on ``sys.path``. With ``-m`` a ``pytest.py`` (or
+#: ``_pytest/``) in the repository would be imported in its place and could report every test as passed.
 PYTEST_LAUNCHER = (
     "import os, sys\n"
-    "if sys.path and sys.path[0] in ('', os.getcwd()):\n"
-    "    del sys.path[0]\n"
+    "here = os.getcwd()\n"
+    "ours = {here, *(os.path.abspath(p) for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p)}\n"
+    "kept = sys.path[:]\n"
+    "sys.path[:] = [p for p in kept if os.path.abspath(p or here) not in ours]\n"
     "import pytest\n"
-    "sys.path.insert(0, os.getcwd())\n"
-    "sys.exit(pytest.console_main())\n"
+    "sys.path[:] = [here, *(p for p in kept if p not in ('', here))]\n"
+    "sys.exit(pytest.main())\n"
 )
 
 
@@ -624,11 +628,22 @@ def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path) -> Test
 
 
 def _run_pytest(
-    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None
+    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None,
+    environment: TestEnvironment,
 ) -> TestRun:
     unittest_files = () if _has_pytest_config(root) else ("-o", f"python_files={UNITTEST_FILES}")
+    note = ""
+    if python is None:
+        python = environment.interpreter(root)
+        if not Path(python).exists():  # e.g. the cache was deleted since set-up
+            note = f"[the test environment chosen at set-up ({python}) is gone; Horizon's own Python ran the tests instead]\n"
+            environment = horizon_environment(root, own=True)
+            python = sys.executable
     argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files)
-    result = sandbox.run(argv, cwd=root, env=sandbox_env(run_dir), limits=limits)
+    env = {**environment.variables(root), **sandbox_env(run_dir)}
+    result = environment.sandbox(sandbox).run(argv, cwd=root, env=env, limits=limits)
+    if note:
+        result = result.model_copy(update={"stdout": note + result.stdout})
     return read_pytest_run(result, run_dir, root)
 
 
@@ -742,6 +757,7 @@ def run_test_suite(
     framework: Framework | None = None,
     limits: SandboxLimits | None = None,
     python: str | None = None,
+    environment: TestEnvironment | None = None,
 ) -> TestRun:
     """Run the repository's tests (or some of them) in the sandbox and collect per-test outcomes.
 
@@ -758,7 +774,11 @@ def run_test_suite(
         limits: sandbox limits per command (default ``default_limits(sandbox)``: the sandbox's
             own, with ``$HORIZON_TEST_TIMEOUT_S`` as ``timeout_s`` when set); for JUnit the
             launcher gets what the compiler left of ``timeout_s``.
-        python: interpreter for pytest (default ``default_python()``).
+        python: interpreter for pytest, overriding ``environment``'s.
+        environment: where Python tests run (``plugins.coding.environment``): default the one
+            chosen at set-up and saved in ``scratch``, else Horizon's own interpreter
+            (``$HORIZON_TEST_PYTHON`` when set), always with the workspace's source roots
+            (``src`` for a src layout) first on ``PYTHONPATH``.
 
     Returns:
         ``TestRun``. A compile error or a test failure is a result, not an exception; so is a
@@ -777,7 +797,8 @@ def run_test_suite(
     run_dir = new_run_dir(scratch, framework)
     started = time.monotonic()
     if framework == "pytest":
-        run = _run_pytest(sandbox, root, run_dir, selected, limits, python)
+        environment = environment or load_environment(scratch) or horizon_environment(root)
+        run = _run_pytest(sandbox, root, run_dir, selected, limits, python, environment)
     elif framework == "junit":
         run = _run_junit(sandbox, root, run_dir, selected, limits)
     elif framework in ("node", "jest"):
@@ -802,6 +823,47 @@ def run_test_suite(
 # --------------------------------------------------------------------------- rendering
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b(?::.*)?)$")
+_CONFTEST_FAILED = re.compile(r"ImportError while loading conftest '([^']+)'")
+#: Lines of a collection error's report that say nothing about the cause.
+_COLLECTION_NOISE = ("collection failure", "Hint: make sure your test modules", "Traceback:", "importlib/__init__.py",
+                     "return _bootstrap._gcd_import", "^^^^")  # fmt: skip
+
+
+def exception_line(text: str) -> str:
+    """The last ``SomeError: message`` line of a traceback (pytest's ``E   `` prefix removed), or ""."""
+    for line in reversed(text.splitlines()):
+        match = _EXCEPTION_LINE.match(line.strip())
+        if match:
+            return shorten(match.group(1).strip(), 300)
+    return ""
+
+
+def collection_errors(run: TestRun, root: Path | None = None) -> dict[str, str]:
+    """Test modules pytest could not import, with the reason.
+
+    A module that fails to import is one ``error`` outcome whose id is its path (no ``::``); a
+    ``conftest.py`` that fails to import stops pytest before any test (exit code 4, no report),
+    so it is read from the console output.
+
+    Args:
+        run: a pytest run.
+        root: the workspace, to make a conftest's absolute path relative (default: kept as printed).
+
+    Returns:
+        ``{module path: "ModuleNotFoundError: No module named 'yaml'"}`` (the reason is "" when
+        the report has no exception line).
+    """
+    found = {t: exception_line(run.messages.get(t, "")) for t, o in run.outcomes.items() if o == "error" and "::" not in t}
+    if not run.outcomes and run.framework == "pytest":
+        for match in _CONFTEST_FAILED.finditer(run.output):
+            path = match.group(1)
+            if root is not None and Path(path).is_relative_to(root):
+                path = Path(path).relative_to(root).as_posix()
+            found[path] = exception_line(run.output[match.end():].split("ImportError while loading conftest", 1)[0])
+    return found
+
+
 def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 50) -> str:
     """Render a ``TestRun`` for the model: counts, failing tests with their first lines, exit code."""
     lines: list[str] = []
@@ -821,19 +883,26 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
     if run.timed_out:
         lines.append("The run was stopped by the time limit; outcomes may be missing. Run fewer tests (pass test ids).")
     bad = run.not_passed
+    broken = collection_errors(run)
     for index, test_id in enumerate(bad):
+        reason = f" (could not be imported: {broken[test_id]})" if broken.get(test_id) else ""
         if index < max_detailed:
             lines.append("")
-            lines.append(f"{run.outcomes[test_id].upper()} {test_id}")
-            lines += ["    " + shorten(line, 300) for line in run.messages.get(test_id, "").splitlines()[:10]]
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id}{reason}")
+            message = run.messages.get(test_id, "").splitlines()
+            if test_id in broken:
+                message = [line for line in message if not any(noise in line for noise in _COLLECTION_NOISE)]
+            lines += ["    " + shorten(line, 300) for line in message[:10]]
         elif index < max_detailed + max_listed:
             if index == max_detailed:
                 lines.append("")
-            lines.append(f"{run.outcomes[test_id].upper()} {test_id}")
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id}{reason}")
         else:
             lines.append(f"… and {len(bad) - index} more not passing")
             break
     if total == 0 and run.exit_code != 0:
+        for path, reason in broken.items():
+            lines.append(f"pytest could not load {path}: {reason or 'see the output below'}; no test ran.")
         if run.output.strip():
             lines.append("No test results were reported. Output:")
             lines += _last_lines(run.output, 30)

@@ -123,7 +123,8 @@ def test_python_module_with_a_syntax_error(tmp_path):
     turns = [{"tool": "run_tests", "arguments": {}}, {"tool": "view_file", "arguments": {"path": "calc/text.py"}}, FINISH]
     result, stored = run(repo, turns)
     assert_ended_unverified(result, stored, turns)
-    assert "- tests/test_core.py\n" in stored["task"] and "could not be collected" in stored["task"]
+    assert "- tests/test_core.py (could not be imported: SyntaxError: invalid syntax" in stored["task"]
+    assert "could not be collected" in stored["task"]
     tests, view, _ = stored["calls"]
     assert not tests["is_error"]  # a broken suite is a result, not a tool failure
     out = tests["output"]
