@@ -82,7 +82,7 @@ class RepoMapArgs(BaseModel):
 
 @tool(read_only=True)
 def repo_map(args: RepoMapArgs, ctx: ToolContext) -> ToolResult:
-    """Show a map of the repository: the most referenced classes, functions and methods (ranked by PageRank over who uses what, parsed with tree-sitter), grouped by file as 'line│source' lines, biased toward the files and names in focus.
+    """Show a map of the repository: the most referenced classes, functions and methods (ranked by PageRank over who uses what, parsed with tree-sitter), grouped by file as 'line│source' lines, biased toward the files, names and words in focus; vendored, generated and test-data files are left out.
 
     Args: ``RepoMapArgs``. Returns a result whose ``data`` is ``{"files": n, "definitions": n,
     "shown": n, "tokens": n}`` (tokens estimated as characters / 4).
@@ -91,8 +91,9 @@ def repo_map(args: RepoMapArgs, ctx: ToolContext) -> ToolResult:
     data = {"files": built.files_indexed, "definitions": built.definitions_total, "shown": len(built.shown), "tokens": built.tokens}
     if not built.text:
         return ToolResult(output="no Python, Java, JavaScript, TypeScript or Go source files found in the repository", data=data)
+    left_out = f" ({len(built.excluded)} vendored, generated or test-data files left out)" if built.excluded else ""
     head = (
-        f"[repository map: {len(built.shown)} of {built.definitions_total} definitions from {built.files_indexed} files, "
+        f"[repository map: {len(built.shown)} of {built.definitions_total} definitions from {built.files_indexed} files{left_out}, "
         f"~{built.tokens} tokens; find_symbol shows every use of a name, view_file the code]"
     )
     return ToolResult(output=f"{head}\n{built.text}", data=data)
