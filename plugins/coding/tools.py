@@ -31,7 +31,7 @@ class SearchCodeArgs(BaseModel):
 
 @tool(read_only=True)
 def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
-    """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. Returns 'path:line: text' lines.
+    """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. The first line repeats the pattern as it ran; then 'path:line: text' lines.
 
     Args: ``SearchCodeArgs``. Returns a result whose ``data`` is ``{"matches": n, "truncated": bool}``.
     """
@@ -43,7 +43,7 @@ def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
     result = search.search_code(ctx.workspace, args.pattern, start, args.max_results)
     where = "the repository" if not args.path.strip(" ./") else repr(_rel(ctx, start))
     return ToolResult(
-        output=search.format_search(result, args.pattern, where),
+        output=search.format_search(result, args.pattern, where, args.max_results),
         data={"matches": len(result.matches), "truncated": result.truncated},
     )
 
