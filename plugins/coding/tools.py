@@ -108,14 +108,14 @@ class ViewFileArgs(BaseModel):
     )
 
 
-@tool(read_only=True)
+@tool(read_only=True, reads_lines=True)
 def view_file(args: ViewFileArgs, ctx: ToolContext) -> ToolResult:
-    """Show a file's lines with their line numbers (number, tab, text), at most 200 lines per call; the last line says how to see more.
+    """Show a file's lines with their line numbers (number, tab, text), at most 200 lines (and one output's worth of characters) per call; when lines are left out, the last line names them and the call that shows them.
 
-    Args: ``ViewFileArgs``. Returns the numbered text.
+    Args: ``ViewFileArgs``. Returns the numbered text, cut on whole lines to ``ctx.output_limit``.
     """
     path = ctx.resolve(args.path)
-    return ToolResult(output=files.view_file(ctx.workspace, path, args.start_line, args.end_line))
+    return ToolResult(output=files.view_file(ctx.workspace, path, args.start_line, args.end_line, ctx.output_limit))
 
 
 class EditFileArgs(BaseModel):
