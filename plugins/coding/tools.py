@@ -201,21 +201,26 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
 
 class StaticCheckArgs(BaseModel):
     path: str = Field("", description="file or folder to check, relative to the repository root; empty for the whole repository")
+    all: bool = Field(False, description="true to also list the findings that were already there before this run (by default they are only counted)")
 
 
 @tool
 def static_check(args: StaticCheckArgs, ctx: ToolContext) -> ToolResult:
-    """Run static checks: ruff on Python files, javac -Xlint:all on Java files. Lists findings as 'path:line: message', or says there are none.
+    """Run static checks: ruff on Python files, javac -Xlint:all on Java files. Lists the findings this run's changes introduced as 'path:line: message' (compared with the files at the start, so an edit that shifts lines changes nothing) and counts the ones that were already there.
 
-    Args: ``StaticCheckArgs``. Returns a result whose ``data`` is ``{"findings": {checker: [line, ...]}}``.
+    Args: ``StaticCheckArgs``. Returns a result whose ``data`` is ``{"findings": {checker: [line, ...]},
+    "preexisting": {checker: [line, ...]}, "compared": bool}``: the new findings (all of them when
+    no starting files are known: ``compared`` false) and those already there.
     """
     target = ctx.resolve(args.path)
-    reports = static.static_check(ctx.sandbox, ctx.workspace, ctx.scratch, target)
+    reports = static.static_check(ctx.sandbox, ctx.workspace, ctx.scratch, target, baseline=ctx.baseline)
     where = "the repository" if target == ctx.workspace.resolve() else _rel(ctx, target)
-    return ToolResult(
-        output=static.format_reports(reports, where),
-        data={"findings": {r.checker: list(r.findings) for r in reports}},
-    )
+    data = {
+        "findings": {r.checker: list(r.findings) for r in reports},
+        "preexisting": {r.checker: list(r.preexisting) for r in reports},
+        "compared": all(r.compared for r in reports),
+    }
+    return ToolResult(output=static.format_reports(reports, where, show_all=args.all), data=data)
 
 
 class ShellArgs(BaseModel):
