@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import ToolError
-from core.safe_io import remove_tree
+from core.safe_io import make_dirs, remove_tree, write_new
 from core.sandbox.base import Sandbox, SandboxLimits
 from plugins.coding import static_compare
 from plugins.coding.search import iter_files
@@ -214,8 +214,9 @@ def _compare_javac(
     """Split ``report``'s findings into new and already there: javac on the starting versions of the changed Java files.
 
     The starting version of each changed or deleted source is written under ``run_dir/start``
-    and compiled with the unchanged sources (added ones left out), as javac compiled the
-    starting tree; its diagnostics are reported under the files' own paths.
+    (links planted there are replaced, not followed) and compiled with the unchanged sources
+    (added ones left out), as javac compiled the starting tree; its diagnostics are reported
+    under the files' own paths.
     """
     main, test = java_sources(root)
     current = main + test
@@ -227,11 +228,12 @@ def _compare_javac(
         shown_as: dict[str, str] = {}
         for rel, data in start.items():
             copy = folder / rel
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            copy.write_bytes(data)
+            make_dirs(copy.parent, run_dir)  # the sandboxed javac that just ran could have planted links here
+            write_new(copy, data)
             shown_as[str(copy)] = rel
         sources = [rel for rel in current if rel not in start and rel not in added] + list(shown_as)
         old = run_javac_lint(sandbox, root, target, run_dir, limits=limits, sources=sources, shown_as=shown_as)
+        remove_tree(folder)
         if old.problem and not old.findings:
             return  # the starting files could not be compiled: leave the findings uncompared
         before = old.findings
