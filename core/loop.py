@@ -31,6 +31,7 @@ from langgraph.graph import END, START, StateGraph
 
 from core import compaction
 from core.errors import ToolError
+from core.observation import cut_lines
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
 from core.reward import Trajectory, evaluate
@@ -67,8 +68,11 @@ class Episode:
         pricing: prices for cost accounting.
         on_event: called with ``("model", {...})``, ``("tool", {...})``, ``("end", {...})`` as
             the run progresses (the CLI's live display).
-        max_observation_chars: longer observations are cut to head and tail; the full text is
-            saved under ``<workspace>/.horizon/observations/`` (excluded from the patch).
+        max_observation_chars: each tool call's own output budget, in characters (the calls of
+            one reply do not share it); longer outputs are cut on line boundaries to head and
+            tail, naming the lines left out, and saved whole under
+            ``<workspace>/.horizon/observations/`` (excluded from the patch). Tools see it as
+            ``ctx.output_limit`` and may fit their output to it (``view_file`` does).
         journal: saves the workspace before each call that may change it, so a call cut short
             by a crash is undone before it runs again (None: no undo).
         keep_steps: steps kept verbatim when the history is compacted (``core.compaction``).
@@ -100,6 +104,7 @@ class Episode:
         self.pricing = pricing
         self.on_event = on_event or (lambda kind, data: None)
         self.max_observation_chars = max_observation_chars
+        ctx.output_limit = max_observation_chars  # each call's own budget, told to the tools
         self.journal = journal
         self.keep_steps = keep_steps
         self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
@@ -170,7 +175,13 @@ class Episode:
         return index + 1
 
     def observation(self, call: ToolCall, result: ToolResult) -> str:
-        """Cap an observation at ``max_observation_chars``, keeping head and tail."""
+        """Cap one call's output at ``max_observation_chars`` (its own budget, whatever else the reply called).
+
+        A longer output is saved whole under ``<workspace>/.horizon/observations/`` and cut on
+        line boundaries (``core.observation.cut_lines``), keeping head and tail; the line in the
+        gap names the lines left out and the call that shows them (the plugin's ``reads_lines``
+        tool on the saved file).
+        """
         text = result.output
         limit = self.max_observation_chars
         if len(text) <= limit:
@@ -179,9 +190,17 @@ class Episode:
         make_dirs(folder, self.ctx.workspace)  # the agent could have planted links here
         full = folder / f"{_file_stem(call.id)}.txt"
         write_new(full, text)
-        rel = full.relative_to(self.ctx.workspace)
-        half = limit // 2
-        return f"{text[:half]}\n... [{len(text) - limit} characters omitted; full output in {rel}] ...\n{text[-half:]}"
+        rel = full.relative_to(self.ctx.workspace).as_posix()
+        reader = next((t.name for t in self.tools.values() if t.reads_lines), None)
+
+        def note(first: int, last: int, total: int) -> str:
+            if not first:
+                return f"[long lines were shortened (one call's output is cut at {limit:,} characters); the whole output is in {rel}]"
+            how = (f"{reader} path={rel} start_line={first} end_line={last} shows them" if reader
+                   else f"they are lines {first}-{last} of {rel}")  # fmt: skip
+            return f"[lines {first}-{last} of {total} not shown (one call's output is cut at {limit:,} characters); {how}]"
+
+        return cut_lines(text, limit, note)
 
     def budget_note(self, state: EpisodeState) -> str:
         """The remaining budget, shown to the model at the end of each step's observations.

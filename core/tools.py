@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -61,13 +62,18 @@ class ToolContext:
         baseline: the run's git database of its starting files (``core.workspace.snapshot``),
             outside the workspace, when the episode has one: a reward grades the patch against
             it (``core.workspace.diff`` and ``materialize``).
+        output_limit: the most characters of ONE call's output the model is shown (the loop's
+            ``max_observation_chars``; every call of a reply has the whole of it), or None when
+            unknown. The loop cuts a longer output itself; a tool that can cut on meaningful
+            boundaries fits its output to this (``view_file``: whole lines, naming the rest).
     """
 
     workspace: Path
-    sandbox: "Sandbox"
+    sandbox: Sandbox
     scratch: Path
     plugin_state: dict[str, Any] = field(default_factory=dict)
     baseline: Path | None = None
+    output_limit: int | None = None
 
     def resolve(self, relative: str) -> Path:
         """Resolve a model-given path inside the workspace.
@@ -109,6 +115,10 @@ class Tool:
         read_only: True when the tool never changes the workspace; the loop snapshots the
             workspace before every other tool call, so a call cut short by a crash is rolled
             back and re-run on resume instead of leaving half its effects behind.
+        reads_lines: True when the tool shows lines of a workspace file given ``path``,
+            ``start_line`` and ``end_line`` (1-based, inclusive): when the loop cuts a long
+            output, it saves the whole text in the workspace and names this tool to read the
+            lines left out.
     """
 
     name: str
@@ -116,6 +126,7 @@ class Tool:
     args_model: type[BaseModel]
     fn: ToolFunction
     read_only: bool = False
+    reads_lines: bool = False
 
     def schema(self) -> dict[str, Any]:
         """Return the OpenAI function-calling schema: ``{"type": "function", "function": {...}}``."""
@@ -159,12 +170,12 @@ class Tool:
         return result if isinstance(result, ToolResult) else ToolResult(output=str(result))
 
 
-def tool(fn: ToolFunction | None = None, *, name: str | None = None, read_only: bool = False) -> Any:
+def tool(fn: ToolFunction | None = None, *, name: str | None = None, read_only: bool = False, reads_lines: bool = False) -> Any:
     """Make a ``Tool`` from ``fn(args: SomeModel, ctx: ToolContext)``.
 
     The argument model is read from the first parameter's annotation and the description from
     the docstring's first paragraph. Usable bare (``@tool``) or with options
-    (``@tool(name=..., read_only=True)``).
+    (``@tool(name=..., read_only=True, reads_lines=True)``; see ``Tool``).
 
     Raises:
         TypeError: the first parameter is not annotated with a pydantic model, or no docstring.
@@ -180,6 +191,7 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None, read_only: 
         if not doc:
             raise TypeError(f"tool {f.__name__}: a docstring is required; it is the model's description")
         description = doc.split("\n\n")[0].replace("\n", " ")
-        return Tool(name=name or f.__name__, description=description, args_model=model, fn=f, read_only=read_only)
+        return Tool(name=name or f.__name__, description=description, args_model=model, fn=f, read_only=read_only,
+                    reads_lines=reads_lines)  # fmt: skip
 
     return build(fn) if fn is not None else build

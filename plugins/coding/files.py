@@ -70,18 +70,43 @@ def _read_text(root: Path, path: Path) -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-def view_file(root: Path, path: Path, start_line: int = 1, end_line: int | None = None) -> str:
-    """Return lines ``start_line..end_line`` of a text file, numbered, at most ``MAX_VIEW_LINES``.
+def _numbered(lines: list[str], number: int, width: int) -> str:
+    line = lines[number - 1].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if len(line) > MAX_VIEW_LINE_CHARS:
+        line = line[:MAX_VIEW_LINE_CHARS] + f" … (+{len(line) - MAX_VIEW_LINE_CHARS} chars)"
+    return f"{number:>{width}}\t{line}"
+
+
+def _lines_that_fit(lines: list[str], first: int, last: int, width: int, max_chars: int | None) -> int:
+    """The last line from ``first`` on (at most ``last`` and ``MAX_VIEW_LINES`` lines) whose numbered text fits ``max_chars``."""
+    end = min(last, first + MAX_VIEW_LINES - 1)
+    if max_chars is None:
+        return end
+    used = 0
+    for number in range(first, end + 1):
+        used += len(_numbered(lines, number, width)) + 1
+        if used > max_chars and number > first:
+            return number - 1
+    return end
+
+
+def view_file(root: Path, path: Path, start_line: int = 1, end_line: int | None = None, max_chars: int | None = None) -> str:
+    """Return lines ``start_line..end_line`` of a text file, numbered, at most ``MAX_VIEW_LINES`` and ``max_chars``.
 
     Args:
         root: repository root, for messages.
         path: absolute path of the file (inside ``root``).
         start_line: first line to show, 1-based.
-        end_line: last line to show (inclusive); ``None`` for as far as the cap allows.
+        end_line: last line to show (inclusive); ``None`` for as far as the caps allow.
+        max_chars: the most characters to return (the call's output budget,
+            ``ToolContext.output_limit``); whole lines are left out at the end to fit, at
+            least one line is shown. None: only ``MAX_VIEW_LINES`` applies.
 
     Returns:
-        A header ``path (lines a-b of n)``, then ``number<TAB>text`` lines, then a note on how
-        to see more when lines were left out.
+        A header ``path (lines a-b of n)``, then ``number<TAB>text`` lines, then, when lines
+        asked for were left out, ``[lines c-d of n not shown (why); view_file path=p
+        start_line=c end_line=e shows them]`` (``e`` < ``d`` when they would not fit in one call
+        either: "shows the next k of them").
 
     Raises:
         ToolError: missing file, directory, binary or huge file, or an out-of-range line.
@@ -99,19 +124,22 @@ def view_file(root: Path, path: Path, start_line: int = 1, end_line: int | None 
     if end_line is not None and end_line < start_line:
         raise ToolError(f"end_line ({end_line}) is before start_line ({start_line})")
     wanted_end = total if end_line is None else min(end_line, total)
-    last = min(wanted_end, start_line + MAX_VIEW_LINES - 1)
-    width = len(str(last))
+    width = len(str(wanted_end))
+    room = None if max_chars is None else max_chars - len(rel) - 40 - (len(rel) + 180)  # header and the closing note
+    last = _lines_that_fit(lines, start_line, wanted_end, width, room)
     out = [f"{rel} (lines {start_line}-{last} of {total})"]
-    for number in range(start_line, last + 1):
-        line = lines[number - 1].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        if len(line) > MAX_VIEW_LINE_CHARS:
-            line = line[:MAX_VIEW_LINE_CHARS] + f" … (+{len(line) - MAX_VIEW_LINE_CHARS} chars)"
-        out.append(f"{number:>{width}}\t{line}")
+    out += [_numbered(lines, number, width) for number in range(start_line, last + 1)]
     if last < wanted_end:
-        out.append(
-            f"[shown {MAX_VIEW_LINES} lines at most per call; {wanted_end - last} more up to line {wanted_end}: "
-            f"call view_file with start_line={last + 1}]"
+        at_most = last - start_line + 1 == MAX_VIEW_LINES
+        why = (
+            f"{MAX_VIEW_LINES} lines at most per call"
+            if at_most
+            else f"this call's output is limited to {max_chars:,} characters"
         )
+        following = _lines_that_fit(lines, last + 1, wanted_end, width, room)
+        shows = "shows them" if following == wanted_end else f"shows the next {following - last} of them"
+        out.append(f"[lines {last + 1}-{wanted_end} of {total} not shown ({why}); "
+                   f"view_file path={rel} start_line={last + 1} end_line={following} {shows}]")  # fmt: skip
     elif end_line is not None and end_line > total:
         out.append(f"[end of file: {rel} has {total} lines]")
     return "\n".join(out)

@@ -11,11 +11,21 @@ Edge weight, for file ``r`` using name ``n`` (``k`` times: calls, or any use whe
 class or other type) defined in another file ``d``::
 
     w(r -> d, n) = sqrt(k) * m(n)
-    m(n) = 10   when the task mentions n
-         * 0.1  when n is private (starts with ``_``) or defined in more than 5 files (``get``, ``run``)
+    m(n) = b(n)  when the task names n as code (``plugins.coding.focus``)
+         * 0.1   when n is private (starts with ``_``) or defined in more than 5 files (``get``, ``run``)
+    b(n) = 10 when n is defined in at most 3 files, else 2
 
-and PageRank's personalization (its restart distribution) puts extra weight on the files the
-task mentions, so what those files use ranks higher; their own definitions are listed first.
+PageRank's personalization (its restart distribution) puts extra weight on the *focus files*:
+those the task names (path, file name, module path or stem, e.g. ``tableutils``) and those that
+define a name it names in at most 3 files; so what they use ranks higher. A definition's rank is
+then multiplied by b(n) when the task names it, by 2 when a sub-word of its name is a task word
+(``attr`` for ``do_attr``), by 0.1 in a test file that is no focus file, and by 0.3 for a special
+method other than a constructor (``__repr__``). The map lists the
+named definitions of the focus files first, then up to ``FOCUS_FILE_LINES`` more of each focus
+file, then the rest by rank.
+
+Files that are not the project's own code (``focus.excluded_reason``: vendored, test data,
+generated) are left out of the graph and the map.
 
 Tokens are estimated as ``ceil(characters / 4)``, the usual rule of thumb for English text and
 code with BPE tokenizers (OpenAI: "one token is roughly 4 characters"); no tokenizer is loaded.
@@ -24,13 +34,13 @@ code with BPE tokenizers (OpenAI: "one token is roughly 4 characters"); no token
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import networkx as nx
 
+from plugins.coding.focus import TaskFocus, excluded_reason, is_test_file, subwords, task_focus
 from plugins.coding.symbols import FileIndex, index_file, repository_files
 
 #: Default budget of the map given at the start of an episode, in (estimated) tokens.
@@ -41,13 +51,25 @@ MAX_MAP_LINE_CHARS = 100
 GENERIC_NAME_FILES = 5
 #: Extra weight of a name or file the task mentions.
 MENTION_BOOST = 10.0
+#: Extra weight of a named definition that more than ``FOCUS_DEFINERS`` files define (``format``).
+GENERIC_MENTION_BOOST = 2.0
+#: A named definition defined in at most this many files makes them focus files.
+FOCUS_DEFINERS = 3
+#: Extra weight of a definition whose name has a sub-word the task uses.
+WORD_BOOST = 2.0
+#: Weight of a definition in a test file that is not a focus file.
+TEST_FILE_WEIGHT = 0.1
+#: Weight of special methods other than constructors (``__repr__``, ``__len__``): they say little about an API.
+DUNDER_WEIGHT = 0.3
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__call__"})
+#: Definitions of each focus file listed ahead of the general ranking (after its named ones).
+FOCUS_FILE_LINES = 12
 #: Definition kinds the map shows: the API of a file. Attributes set in ``__init__``, fields and
 #: enum constants are left out: short common names (``name``, ``red``) would crowd the map.
 TYPE_KINDS = frozenset({"class", "interface", "enum", "record", "annotation", "type"})
 MAP_KINDS = frozenset(
     {"class", "interface", "enum", "record", "annotation", "type", "function", "method", "constructor", "variable", "constant"}
 )
-_WORD = re.compile(r"[A-Za-z_$][\w$]{2,}")
 
 
 def estimate_tokens(text: str) -> int:
@@ -86,8 +108,10 @@ class RepoMap:
         definitions_total: definitions found in them.
         shown: the definitions in the map, best first.
         ranking: every definition, best first (for tests and tools that want more).
-        mentioned_files: files of the repository the focus text names.
-        mentioned_names: defined identifiers the focus text names.
+        mentioned_files: the focus files: those the focus text names and those defining a
+            name it names (in at most ``FOCUS_DEFINERS`` files).
+        mentioned_names: defined identifiers the focus text names as code.
+        excluded: ``{path: reason}`` of source files left out (``focus.excluded_reason``).
     """
 
     text: str
@@ -98,21 +122,7 @@ class RepoMap:
     ranking: list[RankedDefinition] = field(default_factory=list)
     mentioned_files: list[str] = field(default_factory=list)
     mentioned_names: list[str] = field(default_factory=list)
-
-
-def _mentions(text: str, files: list[str], defined: set[str]) -> tuple[set[str], set[str]]:
-    """The repository files and the defined names that ``text`` mentions."""
-    if not text:
-        return set(), set()
-    words = set(_WORD.findall(text))
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for rel in files:
-        by_name[rel.rsplit("/", 1)[-1]].append(rel)
-    mentioned_files = {rel for rel in files if rel in text}
-    for name, rels in by_name.items():
-        if re.search(rf"(?<![\w/.]){re.escape(name)}\b", text):
-            mentioned_files.update(rels)
-    return mentioned_files, words & defined
+    excluded: dict[str, str] = field(default_factory=dict)
 
 
 def _base_weight(name: str, definers: int) -> float:
@@ -161,34 +171,63 @@ def _reference_edges(indexes: dict[str, FileIndex]) -> dict[tuple[str, str], dic
     return _last_edges[1]
 
 
-def rank_definitions(
-    indexes: dict[str, FileIndex], mentioned_files: set[str] = frozenset(), mentioned_names: set[str] = frozenset()
-) -> list[RankedDefinition]:
-    """Rank every definition of a repository by PageRank over its file reference graph.
+def _definers(indexes: dict[str, FileIndex]) -> dict[str, set[str]]:
+    """``{name: files defining it as a kind in MAP_KINDS}``."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for rel, index in indexes.items():
+        for name, entries in index.definitions.items():
+            if any(kind in MAP_KINDS for _line, kind, _owner in entries):
+                out[name].add(rel)
+    return out
+
+
+def focus_files(focus: TaskFocus, definers: dict[str, set[str]], indexes: dict[str, FileIndex]) -> set[str]:
+    """The files named by ``focus`` and those defining a name it names in at most ``FOCUS_DEFINERS`` files.
+
+    A name given as a member (``Table.from_dict``) counts only where that class defines it, when
+    some file does.
+    """
+    files = set(focus.files)
+    for name in focus.names:
+        where = definers.get(name, set())
+        owners = {owner for owner, member in focus.members if member == name}
+        inside = {rel for rel in where if any(container in owners for _l, _k, container in indexes[rel].definitions.get(name, ()))}
+        where = inside or where
+        if len(where) <= FOCUS_DEFINERS:
+            files |= where
+    return files
+
+
+def rank_definitions(indexes: dict[str, FileIndex], focus: TaskFocus | None = None) -> list[RankedDefinition]:
+    """Rank every definition of a repository by PageRank over its file reference graph, toward ``focus``.
 
     Args:
         indexes: ``{relative path: FileIndex}`` of the repository's source files.
-        mentioned_files: paths to bias toward (PageRank personalization).
-        mentioned_names: identifiers to bias toward (their edges weigh ``MENTION_BOOST`` more).
+        focus: what the task points at (``focus.task_focus``); None for the repository as a whole.
 
     Returns:
-        Every definition of a kind in ``MAP_KINDS``: those in ``mentioned_files`` first, then the
-        rest, each part highest rank first (ties: path, then line). Definitions nobody
-        references get a small rank from their own file's PageRank, so that a file's API still
-        appears when nothing calls it.
+        Every definition of a kind in ``MAP_KINDS``, in the order the map lists them: the named
+        definitions of the focus files (``focus_files``), then up to ``FOCUS_FILE_LINES`` more of
+        each focus file, then the rest; each part highest rank first (ties: path, then line).
+        Definitions nobody references get a small rank from their own file's PageRank, so that a
+        file's API still appears when nothing calls it. The weights are in the module docstring.
     """
+    focus = focus or TaskFocus()
+    definers = _definers(indexes)
+    boost = {n: MENTION_BOOST if len(definers.get(n, ())) <= FOCUS_DEFINERS else GENERIC_MENTION_BOOST for n in focus.names}
+    in_focus = focus_files(focus, definers, indexes) & set(indexes)
     edge_names: dict[tuple[str, str], dict[str, float]] = {}
     for edge, names in _reference_edges(indexes).items():
-        if mentioned_names and not mentioned_names.isdisjoint(names):
-            names = {n: w * MENTION_BOOST if n in mentioned_names else w for n, w in names.items()}
+        if boost and not boost.keys().isdisjoint(names):
+            names = {n: w * boost.get(n, 1.0) for n, w in names.items()}
         edge_names[edge] = names
     graph = nx.DiGraph()
     graph.add_nodes_from(indexes)
     graph.add_weighted_edges_from((source, target, sum(names.values())) for (source, target), names in edge_names.items())
     personalization = None
-    if mentioned_files:
+    if in_focus:
         base = 1.0 / max(1, len(indexes))
-        personalization = {rel: base + (MENTION_BOOST * base * len(indexes) / len(mentioned_files) if rel in mentioned_files else 0.0) for rel in indexes}
+        personalization = {rel: base + (MENTION_BOOST * base * len(indexes) / len(in_focus) if rel in in_focus else 0.0) for rel in indexes}
     try:
         file_rank = nx.pagerank(graph, weight="weight", personalization=personalization)
     except nx.PowerIterationFailedConvergence:
@@ -203,16 +242,32 @@ def rank_definitions(
     ranked: list[RankedDefinition] = []
     for rel, index in indexes.items():
         count = sum(len(entries) for entries in index.definitions.values()) or 1
+        weight = TEST_FILE_WEIGHT if rel not in in_focus and is_test_file(rel) else 1.0
         for name, entries in index.definitions.items():
             rank = definition_rank.get((rel, name), 0.0)
             rank += 0.01 * file_rank.get(rel, 0.0) / count  # keeps unreferenced definitions in order of their file
-            if name in mentioned_names:
-                rank *= MENTION_BOOST
+            rank *= weight * boost.get(name, 1.0)
+            if name.startswith("__") and name.endswith("__") and name not in _CONSTRUCTORS:
+                rank *= DUNDER_WEIGHT
+            if focus.words and not focus.words.isdisjoint(subwords(name)):
+                rank *= WORD_BOOST
             entries = [e for e in entries if e[1] in MAP_KINDS]
             for line, kind, _container in entries:
                 ranked.append(RankedDefinition(rel, name, line, kind, rank / len(entries)))
-    # The files the task names come first: the model is about to read them anyway.
-    ranked.sort(key=lambda d: (d.path not in mentioned_files, -d.rank, d.path, d.line))
+    ranked.sort(key=lambda d: (-d.rank, d.path, d.line))
+    # The focus files come first: the model is about to read them anyway; a few lines each, so
+    # that one large file cannot fill the map.
+    tier: dict[RankedDefinition, int] = {}
+    listed: dict[str, int] = defaultdict(int)
+    for d in ranked:
+        if d.path not in in_focus:
+            continue
+        if d.name in boost:
+            tier[d] = 0
+        elif listed[d.path] < FOCUS_FILE_LINES:
+            tier[d] = 1
+            listed[d.path] += 1
+    ranked.sort(key=lambda d: tier.get(d, 2))  # stable: rank order within each tier
     return ranked
 
 
@@ -258,18 +313,27 @@ def render(ranking: list[RankedDefinition], indexes: dict[str, FileIndex], max_t
     return "\n".join(lines), shown
 
 
-def index_repository(root: Path) -> dict[str, FileIndex]:
-    """Index every source file of a repository (``.gitignore`` honoured), from the per-file cache when unchanged.
+def index_repository(root: Path) -> tuple[dict[str, FileIndex], dict[str, str]]:
+    """Index the project's own source files (``.gitignore`` honoured), from the per-file cache when unchanged.
 
     Returns:
-        ``{relative POSIX path: FileIndex}`` in path order.
+        ``({relative POSIX path: FileIndex}`` in path order, ``{path: reason}`` of the source
+        files left out as not the project's own code: ``focus.excluded_reason``).
     """
     indexes: dict[str, FileIndex] = {}
+    excluded: dict[str, str] = {}
     for path, rel in repository_files(root):
-        index = index_file(path)
-        if index is not None:
-            indexes[rel] = index
-    return indexes
+        reason = excluded_reason(rel, [])  # by path first: a vendored tree is never parsed
+        if reason is None:
+            index = index_file(path)
+            if index is None:
+                continue
+            reason = excluded_reason(rel, index.lines)
+            if reason is None:
+                indexes[rel] = index
+                continue
+        excluded[rel] = reason
+    return indexes, excluded
 
 
 def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TOKENS) -> RepoMap:
@@ -290,10 +354,10 @@ def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TO
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    indexes = index_repository(root)
+    indexes, excluded = index_repository(root)
     defined = {name for index in indexes.values() for name in index.definitions}
-    mentioned_files, mentioned_names = _mentions(focus, list(indexes), defined)
-    ranking = rank_definitions(indexes, mentioned_files, mentioned_names)
+    wanted = task_focus(focus, indexes, defined)
+    ranking = rank_definitions(indexes, wanted)
     text, shown = render(ranking, indexes, max_tokens)
     return RepoMap(
         text=text,
@@ -302,6 +366,7 @@ def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TO
         definitions_total=len(ranking),
         shown=shown,
         ranking=ranking,
-        mentioned_files=sorted(mentioned_files),
-        mentioned_names=sorted(mentioned_names),
+        mentioned_files=sorted(focus_files(wanted, _definers(indexes), indexes) & set(indexes)),
+        mentioned_names=sorted(wanted.names),
+        excluded=excluded,
     )

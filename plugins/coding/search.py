@@ -18,6 +18,7 @@ sub-folders.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -367,11 +368,55 @@ def shorten(text: str, limit: int = MAX_LINE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f" … (+{len(text) - limit} chars)"
 
 
-def format_search(result: SearchResult, pattern: str, where: str) -> str:
-    """Render a ``SearchResult`` as ``path:line: text`` lines with a one-line summary."""
+#: What a backslash may be meant to escape in a pattern: regex punctuation and the class letters.
+_ESCAPABLE_AFTER = set("()[]{}.*+?|^$") | set("dDwWsSbB")
+_BACKSLASH_RUN = re.compile(r"(\\{2,})(.)", re.DOTALL)
+
+
+def double_escape_hint(pattern: str) -> str:
+    """A warning when ``pattern`` escapes a backslash before regex punctuation or a class letter, else "".
+
+    ``\\\\(`` (two backslashes, then ``(``) matches a literal backslash and opens a group; a model
+    that escaped its JSON string twice meant ``\\(``. An even run of backslashes before such a
+    character is taken as that slip; the hint gives the pattern with each such run halved.
+    """
+    found = [m for m in _BACKSLASH_RUN.finditer(pattern) if len(m[1]) % 2 == 0 and m[2] in _ESCAPABLE_AFTER]
+    if not found:
+        return ""
+    meant = _BACKSLASH_RUN.sub(
+        lambda m: m[1][: len(m[1]) // 2] + m[2] if len(m[1]) % 2 == 0 and m[2] in _ESCAPABLE_AFTER else m[0], pattern
+    )
+    first = found[0]
+    return (
+        f"[note: the pattern has {first[0]}: {len(first[1])} backslashes match a literal backslash, so the {first[2]!r} "
+        f"after them is not escaped; the pattern looks escaped twice. If you meant /{meant}/, send that pattern "
+        f"(in JSON arguments each backslash is written twice: {json.dumps(meant)})]"
+    )
+
+
+def search_header(pattern: str, where: str, max_results: int) -> str:
+    """The first line of a search's output: the pattern as it was run, where, and the cap."""
+    shown = pattern if len(pattern) <= MAX_LINE_CHARS and "\n" not in pattern else repr(pattern[:MAX_LINE_CHARS])
+    return f"search_code /{shown}/ in {where} (max_results {max_results}):"
+
+
+def format_search(result: SearchResult, pattern: str, where: str, max_results: int | None = None) -> str:
+    """Render a ``SearchResult``: ``search_header``, a ``double_escape_hint`` when there is one,
+    then ``path:line: text`` lines and a one-line summary.
+
+    Args:
+        max_results: the cap the search ran with (shown in the header; default: the number of
+            matches kept when truncated, else 50).
+    """
+    cap = max_results if max_results is not None else (len(result.matches) if result.truncated else 50)
+    lines = [search_header(pattern, where, cap)]
+    hint = double_escape_hint(pattern)
+    if hint:
+        lines.append(hint)
     if not result.matches:
-        return f"no matches for /{pattern}/ in {where} ({result.files_searched} files searched)"
-    lines = [f"{m.path}:{m.line}: {shorten(m.text)}" for m in result.matches]
+        lines.append(f"no matches for /{pattern}/ in {where} ({result.files_searched} files searched)")
+        return "\n".join(lines)
+    lines += [f"{m.path}:{m.line}: {shorten(m.text)}" for m in result.matches]
     files = len({m.path for m in result.matches})
     if result.truncated:
         lines.append(

@@ -31,7 +31,7 @@ class SearchCodeArgs(BaseModel):
 
 @tool(read_only=True)
 def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
-    """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. Returns 'path:line: text' lines.
+    """Search the repository's text files for a regular expression, line by line, skipping files ignored by .gitignore, binary and very large files. The first line repeats the pattern as it ran; then 'path:line: text' lines.
 
     Args: ``SearchCodeArgs``. Returns a result whose ``data`` is ``{"matches": n, "truncated": bool}``.
     """
@@ -43,7 +43,7 @@ def search_code(args: SearchCodeArgs, ctx: ToolContext) -> ToolResult:
     result = search.search_code(ctx.workspace, args.pattern, start, args.max_results)
     where = "the repository" if not args.path.strip(" ./") else repr(_rel(ctx, start))
     return ToolResult(
-        output=search.format_search(result, args.pattern, where),
+        output=search.format_search(result, args.pattern, where, args.max_results),
         data={"matches": len(result.matches), "truncated": result.truncated},
     )
 
@@ -82,7 +82,7 @@ class RepoMapArgs(BaseModel):
 
 @tool(read_only=True)
 def repo_map(args: RepoMapArgs, ctx: ToolContext) -> ToolResult:
-    """Show a map of the repository: the most referenced classes, functions and methods (ranked by PageRank over who uses what, parsed with tree-sitter), grouped by file as 'line│source' lines, biased toward the files and names in focus.
+    """Show a map of the repository: the most referenced classes, functions and methods (ranked by PageRank over who uses what, parsed with tree-sitter), grouped by file as 'line│source' lines, biased toward the files, names and words in focus; vendored, generated and test-data files are left out.
 
     Args: ``RepoMapArgs``. Returns a result whose ``data`` is ``{"files": n, "definitions": n,
     "shown": n, "tokens": n}`` (tokens estimated as characters / 4).
@@ -91,8 +91,9 @@ def repo_map(args: RepoMapArgs, ctx: ToolContext) -> ToolResult:
     data = {"files": built.files_indexed, "definitions": built.definitions_total, "shown": len(built.shown), "tokens": built.tokens}
     if not built.text:
         return ToolResult(output="no Python, Java, JavaScript, TypeScript or Go source files found in the repository", data=data)
+    left_out = f" ({len(built.excluded)} vendored, generated or test-data files left out)" if built.excluded else ""
     head = (
-        f"[repository map: {len(built.shown)} of {built.definitions_total} definitions from {built.files_indexed} files, "
+        f"[repository map: {len(built.shown)} of {built.definitions_total} definitions from {built.files_indexed} files{left_out}, "
         f"~{built.tokens} tokens; find_symbol shows every use of a name, view_file the code]"
     )
     return ToolResult(output=f"{head}\n{built.text}", data=data)
@@ -107,14 +108,14 @@ class ViewFileArgs(BaseModel):
     )
 
 
-@tool(read_only=True)
+@tool(read_only=True, reads_lines=True)
 def view_file(args: ViewFileArgs, ctx: ToolContext) -> ToolResult:
-    """Show a file's lines with their line numbers (number, tab, text), at most 200 lines per call; the last line says how to see more.
+    """Show a file's lines with their line numbers (number, tab, text), at most 200 lines (and one output's worth of characters) per call; when lines are left out, the last line names them and the call that shows them.
 
-    Args: ``ViewFileArgs``. Returns the numbered text.
+    Args: ``ViewFileArgs``. Returns the numbered text, cut on whole lines to ``ctx.output_limit``.
     """
     path = ctx.resolve(args.path)
-    return ToolResult(output=files.view_file(ctx.workspace, path, args.start_line, args.end_line))
+    return ToolResult(output=files.view_file(ctx.workspace, path, args.start_line, args.end_line, ctx.output_limit))
 
 
 class EditFileArgs(BaseModel):
@@ -200,21 +201,26 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
 
 class StaticCheckArgs(BaseModel):
     path: str = Field("", description="file or folder to check, relative to the repository root; empty for the whole repository")
+    all: bool = Field(False, description="true to also list the findings that were already there before this run (by default they are only counted)")
 
 
 @tool
 def static_check(args: StaticCheckArgs, ctx: ToolContext) -> ToolResult:
-    """Run static checks: ruff on Python files, javac -Xlint:all on Java files. Lists findings as 'path:line: message', or says there are none.
+    """Run static checks: ruff on Python files, javac -Xlint:all on Java files. Lists the findings this run's changes introduced as 'path:line: message' (compared with the files at the start, so an edit that shifts lines changes nothing) and counts the ones that were already there.
 
-    Args: ``StaticCheckArgs``. Returns a result whose ``data`` is ``{"findings": {checker: [line, ...]}}``.
+    Args: ``StaticCheckArgs``. Returns a result whose ``data`` is ``{"findings": {checker: [line, ...]},
+    "preexisting": {checker: [line, ...]}, "compared": bool}``: the new findings (all of them when
+    no starting files are known: ``compared`` false) and those already there.
     """
     target = ctx.resolve(args.path)
-    reports = static.static_check(ctx.sandbox, ctx.workspace, ctx.scratch, target)
+    reports = static.static_check(ctx.sandbox, ctx.workspace, ctx.scratch, target, baseline=ctx.baseline)
     where = "the repository" if target == ctx.workspace.resolve() else _rel(ctx, target)
-    return ToolResult(
-        output=static.format_reports(reports, where),
-        data={"findings": {r.checker: list(r.findings) for r in reports}},
-    )
+    data = {
+        "findings": {r.checker: list(r.findings) for r in reports},
+        "preexisting": {r.checker: list(r.preexisting) for r in reports},
+        "compared": all(r.compared for r in reports),
+    }
+    return ToolResult(output=static.format_reports(reports, where, show_all=args.all), data=data)
 
 
 class ShellArgs(BaseModel):

@@ -110,7 +110,7 @@ def test_nasty_replies_become_observations_and_the_store_reads_back(python_repo,
     assert is_error and not data["malformed"] and "File name too long" in out
 
     out, is_error, _ = by_id["../../escape"]
-    assert len(out) < 8200 and "characters omitted; full output in .horizon/observations/call-" in out
+    assert len(out) < 8200 and "[long lines were shortened (one call's output is cut at 8,000 characters); the whole output is in .horizon/observations/call-" in out
     saved = list((run_dir / "workspace" / ".horizon" / "observations").iterdir())
     assert len(saved) == 1 and saved[0].name.startswith("call-") and saved[0].stat().st_size > 1 << 20
     assert not (run_dir / "escape.txt").exists() and not (run_dir.parent / "escape.txt").exists()

@@ -1,6 +1,7 @@
 """The loop end to end with a scripted policy on the real coding plugin, sandbox and run store."""
 
 import json
+import re
 from contextlib import closing
 from pathlib import Path
 
@@ -139,17 +140,58 @@ def test_dead_policy_stops_resumably_and_resume_finishes(python_repo, tmp_path):
         assert [s["step"] for s in store.steps()] == [1, 2]
 
 
-def test_long_observations_are_cut_with_a_pointer_to_the_full_text(python_repo):
-    (python_repo / "big.txt").write_text("".join(f"line {i:04d} " + "x" * 90 + "\n" for i in range(200)))
+def tool_outputs(run_id: str) -> list[str]:
+    with closing(open_store(run_id)) as store:
+        return [m.content for m in store.messages() if m.role == "tool"]
+
+
+def test_a_long_output_is_cut_on_lines_naming_the_missing_ones_and_the_call_that_shows_them(python_repo):
+    script = "for i in $(seq 1 400); do printf 'line %04d %s\\n' $i xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done"
+    result = run(python_repo, [{"tool": "shell", "arguments": {"command": script}}, FINISH])
+    observation = tool_outputs(result.run_id)[0]
+    assert len(observation) < 8200 and ".horizon/observations/call_0_0.txt" in observation
+    note = re.search(r"\[lines (\d+)-(\d+) of (\d+) not shown \(one call's output is cut at 8,000 characters\); "
+                     r"view_file path=\.horizon/observations/call_0_0\.txt start_line=(\d+) end_line=(\d+) shows them\]", observation)
+    assert note, observation[3000:5000]
+    first, last, total = int(note[1]), int(note[2]), int(note[3])
+    assert (int(note[4]), int(note[5])) == (first, last) and total == 402  # exit code, "--- stdout ---", 400 lines
+    kept = observation.splitlines()
+    assert all(len(line) < 200 for line in kept)  # whole lines, never a line cut in its middle
+    numbered = {int(line[5:9]) for line in kept if line.startswith("line ")}
+    assert numbered == set(range(1, first - 2)) | set(range(last - 1, 401))  # output line n is "line n-2"
+    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call_0_0.txt"
+    from plugins.coding.files import view_file
+
+    shown = view_file(full.parents[2], full, first, last).splitlines()
+    assert shown[1] == f"{first:>3}\tline {first - 2:04d} " + "x" * 50  # the named call shows exactly the missing lines
+    assert ".horizon" not in result.patch_path.read_text()  # never part of the patch
+
+
+def test_view_file_fits_its_output_to_the_call_budget_on_whole_lines(python_repo):
+    (python_repo / "big.txt").write_text("".join(f"line {i:04d} " + "x" * 90 + "\n" for i in range(1, 201)))
     view = {"tool": "view_file", "arguments": {"path": "big.txt", "start_line": 1, "end_line": 200}}
     result = run(python_repo, [view, FINISH])
-    with closing(open_store(result.run_id)) as store:
-        observation = [m.content for m in store.messages() if m.role == "tool"][0]
-    assert len(observation) < 8200 and "characters omitted; full output in .horizon/observations/call_0_0.txt" in observation
-    assert "line 0000" in observation and "line 0199" in observation and "line 0100" not in observation
-    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call_0_0.txt"
-    assert "line 0100" in full.read_text()
-    assert ".horizon" not in result.patch_path.read_text()  # never part of the patch
+    lines = tool_outputs(result.run_id)[0].split("\n\n[")[0].splitlines()  # the budget note follows a blank line
+    assert sum(len(line) + 1 for line in lines) <= 8000
+    shown = int(lines[0].split("-")[1].split(" ")[0])
+    assert lines[0] == f"big.txt (lines 1-{shown} of 200)" and 60 < shown < 200
+    assert lines[-2] == f"{shown:>3}\tline {shown:04d} " + "x" * 90
+    # lines of one length: the next call fits as many again, and the note says it will not show all the rest
+    assert lines[-1] == (f"[lines {shown + 1}-200 of 200 not shown (this call's output is limited to 8,000 characters); "
+                         f"view_file path=big.txt start_line={shown + 1} end_line={2 * shown} shows the next {shown} of them]")  # fmt: skip
+    assert not (result.patch_path.parent / "workspace" / ".horizon" / "observations").exists()  # nothing for the loop to cut
+
+
+def test_every_call_of_a_reply_has_its_own_output_budget(python_repo):
+    for name in ("a", "b", "c"):
+        (python_repo / f"{name}.txt").write_text("".join(f"{name} {i:03d} " + "y" * 90 + "\n" for i in range(1, 71)))
+    views = [{"tool": "view_file", "arguments": {"path": f"{name}.txt"}} for name in ("a", "b", "c")]
+    result = run(python_repo, [{"tool_calls": views}, FINISH])
+    outputs = tool_outputs(result.run_id)[:3]
+    assert sum(map(len, outputs)) > 20_000  # three calls, each about 7,000 characters: more than one budget
+    for name, output in zip(("a", "b", "c"), outputs, strict=True):
+        assert output.startswith(f"{name}.txt (lines 1-70 of 70)") and f"70\t{name} 070" in output
+        assert "not shown" not in output
 
 
 def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(python_repo):

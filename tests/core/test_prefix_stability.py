@@ -39,8 +39,9 @@ def test_episode_ran_all_steps_through_the_real_loop(episode):
     result, server, calls = episode
     assert result.steps == STEPS and result.exit_status.value == "submitted" and result.reward == 1.0
     assert len(server.requests) == STEPS and all(kind == "ok" for kind, _ in server.requests)
-    cut = [m["content"] for _, b in server.requests for m in b["messages"] if m["role"] == "tool" and "characters omitted" in m["content"]]
+    cut = [m["content"] for _, b in server.requests for m in b["messages"] if m["role"] == "tool" and " not shown (one call's output is cut" in m["content"]]
     assert cut, "no observation was long enough to be cut"
+    assert "view_file path=.horizon/observations/" in cut[0]  # the cut names the call that shows the lines left out
     tools = [c["tool"] for s in calls for c in s["tool_calls"]]
     assert {"search_code", "find_symbol", "view_file", "shell", "run_tests", "edit_file", "finish", "view_fil"} <= set(tools)
 

@@ -68,7 +68,7 @@ def test_observation_file_cannot_redirect_horizons_write(run, observe):
     victim = run.visible / "victim.txt"
     victim.write_text("original\n")
     made = run.sh(f"mkdir -p .horizon/observations && ln -s {victim} .horizon/observations/call_7.txt")
-    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200)
+    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={})
     Episode.observation(episode, ToolCall(id="call_7", name="shell"), ToolResult(output="* * * * * root evil\n" * 50))
     after = victim.read_text()
     state = "unchanged" if after == "original\n" else f"OVERWRITTEN with {after[:30]!r}"
@@ -88,7 +88,7 @@ def test_call_id_cannot_choose_a_path(run, observe):
 
     folder = run.ws / ".horizon" / "observations"
     call_id = os.path.relpath(run.visible / "dropped", folder)
-    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200)
+    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={})
     Episode.observation(episode, ToolCall(id=call_id, name="shell"), ToolResult(output="x" * 1000))
     dropped = run.visible / "dropped.txt"
     written = sorted(p.name for p in folder.iterdir())

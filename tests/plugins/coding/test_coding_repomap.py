@@ -144,3 +144,103 @@ def test_repo_map_tool_and_the_map_in_the_task_message(python_repo):
     assert "users/service.py:" in map_part and "def display_name" in map_part
     assert estimate_tokens(map_part.split("\n", 1)[1]) <= 1024
     assert plugin.system_prompt(task) == SYSTEM_PROMPT  # the map is in the task message, never the prompt
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _map_files(built) -> list[str]:
+    return [line[:-1] for line in built.text.splitlines() if line.endswith(":") and "│" not in line]
+
+
+#: A helper module every other module uses (it tops a map with no focus), and the module a task is about.
+DICTUTILS = "class OrderedMultiDict(dict):\n" + "".join(
+    f"    def {m}(self):\n        return 1\n" for m in ("get", "values", "items", "add")
+)
+USER = "from pkg.dictutils import OrderedMultiDict\n\n\ndef use{i}():\n    d = OrderedMultiDict()\n    return d.get(), d.values(), d.items(), d.add()\n"
+TABLEUTILS = (
+    "class Table:\n    def __init__(self, data):\n        self.data = data\n\n    @classmethod\n    def from_dict(cls, data):\n"
+    "        return cls(list(data.items()))\n\n    def __repr__(self):\n        return 'Table'\n"
+)
+OTHER_FROM_DICT = "class Frame:\n    @classmethod\n    def from_dict(cls, data):\n        return cls()\n"
+
+
+@pytest.fixture
+def boltons_like(tmp_path) -> Path:
+    _write(
+        tmp_path,
+        {
+            "pkg/dictutils.py": DICTUTILS,
+            "pkg/tableutils.py": TABLEUTILS,
+            "pkg/framework.py": OTHER_FROM_DICT,
+            **{f"pkg/user{i}.py": USER.format(i=i) for i in range(8)},
+        },
+    )
+    return tmp_path
+
+
+def test_the_task_words_rank_their_file_first(boltons_like):
+    plain = build_repo_map(boltons_like, "", 256)
+    assert _map_files(plain)[0] == "pkg/dictutils.py"  # the most used module tops a map without focus
+
+    by_member = build_repo_map(boltons_like, "Table.from_dict fails on a dict whose values are lists", 256)
+    assert _map_files(by_member)[0] == "pkg/tableutils.py"
+    assert by_member.mentioned_names == ["Table", "from_dict"]  # 'values' is a plain word, not the method
+    assert by_member.mentioned_files == ["pkg/tableutils.py"]  # Frame.from_dict is not Table's
+    assert [d.name for d in by_member.shown[:2]] == ["Table", "from_dict"]
+
+    by_stem = build_repo_map(boltons_like, "tableutils: rows are lost", 256)
+    assert by_stem.mentioned_files == ["pkg/tableutils.py"] and _map_files(by_stem)[0] == "pkg/tableutils.py"
+
+    by_capital = build_repo_map(boltons_like, "A Table made from an empty dict has no headers", 256)
+    assert "Table" in by_capital.mentioned_names and _map_files(by_capital)[0] == "pkg/tableutils.py"
+
+
+def test_map_of_a_real_package_puts_the_named_class_first(rich_copy):
+    built = build_repo_map(rich_copy, "Table.add_row drops the last cell when a row has more cells than columns", 1024)
+    assert _map_files(built)[0] == "rich/table.py"
+    assert ("rich/table.py", "add_row") in {(d.path, d.name) for d in built.shown[:3]}
+    assert built.tokens <= 1024
+
+
+def test_task_focus_splits_words_and_knows_code_from_prose():
+    from plugins.coding.focus import subwords, task_focus
+
+    assert subwords("GitIgnoreSpec") == ["git", "ignore", "spec"]
+    assert subwords("from_dict") == ["from", "dict"] and subwords("HTTPError") == ["http", "error"]
+    files = ["src/jinja2/filters.py", "src/jinja2/sandbox.py", "sqlparse/utils.py", "lib/utils.py", "a/utils.py"]
+    defined = {"values", "do_attr", "Array", "remove_quotes", "format"}
+    prose = task_focus("the values and the format are wrong", files, defined)
+    assert prose.names == set() and prose.files == set()
+    code = task_focus("`values` and format() and an Array", files, defined)
+    assert code.names == {"values", "format", "Array"}
+    stems = task_focus("the |attr filter in the sandbox", files, defined)
+    assert stems.files == {"src/jinja2/filters.py", "src/jinja2/sandbox.py"} and "attr" in stems.words
+    module = task_focus("sqlparse.utils.remove_quotes keeps backticks", files, defined)
+    assert module.files == {"sqlparse/utils.py"} and module.names == {"remove_quotes"}
+    assert task_focus("utils are slow", files, defined).files == set()  # a generic stem names no file
+
+
+def test_vendored_test_data_and_generated_files_are_left_out(boltons_like):
+    popular = "def helper():\n    return 1\n"
+    uses = "from x import helper\n\n\ndef go{i}():\n    return helper() + helper()\n"
+    _write(boltons_like, {
+        "pkg/_vendor/six.py": popular, "vendor/github.com/x/y/y_test.go": "package y\n\nfunc TestY() {}\n",
+        "third_party/lib.js": "export function helper() { return 1 }\n", "tests/fixtures/sample.py": popular,
+        "tests/data/case.py": popular, "internal/testdata/prog.go": "package main\n\nfunc helper() int { return 1 }\n",
+        "api/service_pb2.py": popular, "gen/models.py": "# Code generated by sqlc. DO NOT EDIT.\n" + popular,
+        "web/app.min.js": "function helper(){return 1}\n", "tests/test_table.py": uses.format(i=0),
+        **{f"pkg/uses{i}.py": uses.format(i=i) for i in range(6)},
+    })  # fmt: skip
+    built = build_repo_map(boltons_like, "", 1024)
+    assert built.excluded == {
+        "api/service_pb2.py": "generated", "gen/models.py": "generated", "internal/testdata/prog.go": "test data",
+        "pkg/_vendor/six.py": "vendored", "tests/data/case.py": "test data", "tests/fixtures/sample.py": "test data",
+        "third_party/lib.js": "vendored", "vendor/github.com/x/y/y_test.go": "vendored", "web/app.min.js": "generated",
+    }  # fmt: skip
+    assert not set(_map_files(built)) & set(built.excluded)
+    assert "tests/test_table.py" in built.text  # test code stays (ranked low): only test data is left out
+    assert _map_files(built)[-1] == "tests/test_table.py"

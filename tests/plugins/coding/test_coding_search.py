@@ -21,7 +21,8 @@ def test_search_finds_the_buggy_line(repo):
     pattern = r"getNickname\(\)\.trim" if repo.name.startswith("java") else r"nickname\.strip\(\)"
     result = search_code({"pattern": pattern}, repo.ctx)
     assert not result.is_error
-    assert result.output.splitlines()[0] == f"{path}:{line}:         " + (
+    assert result.output.splitlines()[0] == f"search_code /{pattern}/ in the repository (max_results 50):"
+    assert result.output.splitlines()[1] == f"{path}:{line}:         " + (
         "String nickname = user.getNickname().trim();" if repo.name.startswith("java") else "nickname = user.nickname.strip()"
     )
     assert text in result.output
@@ -32,11 +33,12 @@ def test_search_within_a_subfolder_and_with_a_cap(java_repo):
     everywhere = search_code({"pattern": "getDisplayName"}, java_repo.ctx)
     in_tests = search_code({"pattern": "getDisplayName", "path": "src/test"}, java_repo.ctx)
     assert everywhere.data["matches"] > in_tests.data["matches"] > 0
-    assert all(line.startswith("src/test/") for line in in_tests.output.splitlines()[:-1])
+    assert in_tests.output.splitlines()[0] == "search_code /getDisplayName/ in 'src/test' (max_results 50):"
+    assert all(line.startswith("src/test/") for line in in_tests.output.splitlines()[1:-1])
 
     capped = search_code({"pattern": "User", "max_results": 3}, java_repo.ctx)
     assert capped.data == {"matches": 3, "truncated": True}
-    assert len(capped.output.splitlines()) == 4
+    assert len(capped.output.splitlines()) == 5 and "(max_results 3)" in capped.output.splitlines()[0]
     assert "narrow the pattern" in capped.output
 
 
@@ -55,7 +57,7 @@ def test_search_skips_gitignored_git_binary_and_huge_files(python_repo):
     (root / "users" / "found.txt").write_text("a\nthe NEEDLE\n")
 
     result = search_code({"pattern": "NEEDLE"}, python_repo.ctx)
-    assert result.output.splitlines() == ["users/found.txt:2: the NEEDLE", "[1 matching lines in 1 files]"]
+    assert result.output.splitlines()[1:] == ["users/found.txt:2: the NEEDLE", "[1 matching lines in 1 files]"]
 
 
 def test_search_honours_nested_gitignore_files(python_repo):
@@ -83,7 +85,31 @@ def test_search_reports_bad_regex_and_missing_path(python_repo):
 def test_search_with_no_match_says_so(python_repo):
     result = search_code({"pattern": "definitely_not_here_42"}, python_repo.ctx)
     assert not result.is_error
-    assert result.output.startswith("no matches for /definitely_not_here_42/")
+    assert result.output.splitlines() == [
+        "search_code /definitely_not_here_42/ in the repository (max_results 50):",
+        f"no matches for /definitely_not_here_42/ in the repository ({result.output.rsplit('(', 1)[1]}",
+    ]
+    assert "files searched)" in result.output
+
+
+@pytest.mark.parametrize("backend", ["rg", "python"])
+def test_search_warns_about_a_pattern_escaped_twice(java_repo, monkeypatch, backend):
+    if backend == "python":
+        monkeypatch.setenv(search.SEARCH_BACKEND_ENV, "python")
+    elif search.ripgrep() is None:
+        pytest.skip("ripgrep is not installed")
+    twice = search_code({"pattern": r"getNickname\\(\\)\\.trim"}, java_repo.ctx)
+    lines = twice.output.splitlines()
+    assert lines[0] == r"search_code /getNickname\\(\\)\\.trim/ in the repository (max_results 50):"
+    assert lines[1].startswith(r"[note: the pattern has \\(: 2 backslashes match a literal backslash")
+    assert r"If you meant /getNickname\(\)\.trim/, send that pattern" in lines[1]
+    assert r'"getNickname\\(\\)\\.trim"' in lines[1]  # the JSON spelling of what was meant
+    assert twice.data["matches"] == 0 and lines[2].startswith("no matches")
+    meant = search_code({"pattern": r"getNickname\(\)\.trim"}, java_repo.ctx)
+    assert meant.data["matches"] == 1 and "[note:" not in meant.output
+    # a literal backslash searched on purpose (an odd run escapes the next character) is no slip
+    assert search.double_escape_hint(r"re\.compile\(r'\\\('") == ""
+    assert search.double_escape_hint(r"'\\n'") == ""
 
 
 def test_find_symbol_java_definition_and_references(java_repo):

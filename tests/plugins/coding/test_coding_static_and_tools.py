@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from core import workspace as ws
+from plugins.coding.static_compare import split_findings
 from plugins.coding.tools import CODING_TOOLS, finish, static_check
 
 
@@ -11,7 +13,7 @@ def test_static_check_python_clean_then_with_findings(python_repo):
     clean = static_check({}, python_repo.ctx)
     assert not clean.is_error, clean.output
     assert clean.output == "ruff: no findings in the repository"
-    assert clean.data == {"findings": {"ruff": []}}
+    assert clean.data == {"findings": {"ruff": []}, "preexisting": {"ruff": []}, "compared": False}  # no starting files known
 
     (python_repo.root / "users" / "sloppy.py").write_text("import os\n\n\ndef f():\n    return undefined_name\n")
     dirty = static_check({"path": "users"}, python_repo.ctx)
@@ -48,6 +50,79 @@ def test_static_check_java(java_repo):
     assert len(errors) == 1
     assert errors[0].startswith("src/main/java/com/example/users/UserService.java:46: error: cannot find symbol | symbol:")
     assert not list(java_repo.root.rglob("*.class"))
+
+
+LEGACY = "import os\n\n\ndef keep(items=[]):\n    unused = 1\n    return items\n"
+
+
+def with_baseline(repo):
+    """Record the repository's files as the run's starting files, as ``agent run`` does (``ToolContext.baseline``)."""
+    repo.ctx.baseline = repo.ctx.scratch.parent / "baseline.git"
+    ws.snapshot(repo.root, repo.ctx.baseline)
+    return repo.ctx
+
+
+def test_static_check_lists_only_what_the_run_introduced(python_repo):
+    (python_repo.root / "ruff.toml").write_text('[lint]\nselect = ["F", "B"]\n')  # B006 is no default rule
+    (python_repo.root / "users" / "legacy.py").write_text(LEGACY)
+    ctx = with_baseline(python_repo)
+    start = static_check({}, ctx)
+    assert start.output.splitlines() == [
+        "ruff: no new findings in the repository (compared with the files at the start of this run)",
+        "ruff: 3 findings were already there before this run (static_check with all=true lists them)",
+    ]
+    assert start.data["compared"] and len(start.data["preexisting"]["ruff"]) == 3
+
+    # two lines above every old finding, a new mistake among them, a new file, and an old line edited
+    edited = LEGACY.replace("    unused = 1\n", "    unused = 2\n")
+    (python_repo.root / "users" / "legacy.py").write_text("import json\n\n" + edited)
+    (python_repo.root / "users" / "fresh.py").write_text("def f():\n    return missing_name\n")
+    after = static_check({}, ctx)
+    assert after.output.splitlines() == [
+        "ruff: 3 new findings in the repository (compared with the files at the start of this run):",
+        "users/fresh.py:2:12: F821 Undefined name `missing_name`",
+        "users/legacy.py:1:8: F401 `json` imported but unused",
+        "users/legacy.py:7:5: F841 Local variable `unused` is assigned to but never used",  # its line was edited: new
+        "ruff: 2 findings were already there before this run (static_check with all=true lists them)",
+    ]
+    assert [f.split(": ")[1][:4] for f in after.data["preexisting"]["ruff"]] == ["F401", "B006"]  # found at lines 3 and 6 now
+    assert after.data["preexisting"]["ruff"][0].startswith("users/legacy.py:3:8: F401 `os`")
+
+    everything = static_check({"all": True}, ctx)
+    lines = everything.output.splitlines()
+    assert lines[4] == "ruff: 2 findings were already there before this run:"
+    assert lines[5].startswith("users/legacy.py:3:8: F401") and lines[6].startswith("users/legacy.py:6:16: B006")
+    assert not (python_repo.root / ".ruff_cache").exists()
+
+
+def test_static_check_java_compares_with_the_starting_files(java_repo):
+    ctx = with_baseline(java_repo)
+    exception = java_repo.root / "src/main/java/com/example/users/UserNotFoundException.java"
+    exception.write_text("// moved down two lines\n\n" + exception.read_text())  # the old [serial] warning is now at line 6
+    service = java_repo.root / "src/main/java/com/example/users/UserService.java"
+    service.write_text(service.read_text().replace("return nickname;", "return nickName;"))
+    result = static_check({}, ctx)
+    assert result.output.splitlines()[0] == "javac -Xlint:all: 1 new finding in the repository (compared with the files at the start of this run):"
+    assert result.data["findings"]["javac"][0].startswith("src/main/java/com/example/users/UserService.java:46: error: cannot find symbol")
+    assert result.data["preexisting"]["javac"] == [
+        (
+            "src/main/java/com/example/users/UserNotFoundException.java:6: warning: [serial] serializable class "
+            "UserNotFoundException has no definition of serialVersionUID"
+        )
+    ]
+    assert result.output.splitlines()[-1] == "javac -Xlint:all: 1 finding was already there before this run (static_check with all=true lists them)"
+    assert not list(java_repo.root.rglob("*.class"))
+
+
+def test_findings_match_by_message_and_line_text_not_line_number():
+    start = ["a.py:3:1: F811 Redefinition of unused `f` from line 1", "a.py:5:1: E711 Comparison to `None`"]
+    now = ["a.py:9:1: F811 Redefinition of unused `f` from line 7", "a.py:11:1: E711 Comparison to `None`",
+           "a.py:12:1: E711 Comparison to `None`"]  # fmt: skip
+    start_lines = {"a.py": ["def f(): ...", "", "def f(): ...", "", "x == None"]}
+    now_lines = {"a.py": ["", "", "", "", "", "", "def f(): ...", "", "def f(): ...", "", "x == None", "x == None"]}
+    new, old = split_findings(now, start, now_lines.__getitem__, start_lines.__getitem__)
+    assert old == now[:2]  # moved six lines down, the message's own line number too
+    assert new == now[2:]  # a second copy of an old mistake is new
 
 
 def test_static_check_errors(python_repo):
