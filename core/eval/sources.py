@@ -23,6 +23,7 @@ recipes from two PyPI releases (``suites/README.md``, "Adding a task").
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -140,6 +141,14 @@ def sources_cache() -> Path:
     return Path(os.environ.get("HORIZON_SOURCES_CACHE") or horizon_home() / "cache" / "sources").expanduser()
 
 
+def _cache_folder(path: Path) -> Path:
+    """``make_data_folder`` for the sources cache, whose error also names its own variable."""
+    try:
+        return make_data_folder(path)
+    except UserError as exc:
+        raise UserError(f"{exc} (the sources cache alone can be moved with HORIZON_SOURCES_CACHE)") from None
+
+
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -177,7 +186,7 @@ def fetch_archive(layer: ArchiveLayer, cache: Path | None = None) -> tuple[Path,
         if _file_sha256(path) == layer.sha256:
             return path, 0
         path.unlink()  # damaged: fetched again
-    folder = make_data_folder(cache / "archives")
+    folder = _cache_folder(cache / "archives")
     request = urllib.request.Request(layer.url, headers={"User-Agent": "horizon-sources"})
     digest, size = hashlib.sha256(), 0
     with tempfile.NamedTemporaryFile(dir=folder, prefix=".download-", delete=False) as out:
@@ -190,7 +199,7 @@ def fetch_archive(layer: ArchiveLayer, cache: Path | None = None) -> tuple[Path,
                         raise UserError(f"{layer.url} is larger than {MAX_ARCHIVE_BYTES // 2**20} MiB; refused")
                     digest.update(block)
                     out.write(block)
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             partial.unlink(missing_ok=True)
             reason = getattr(exc, "reason", None) or exc
             raise UserError(f"cannot download {layer.url} ({reason}); {_offline_help(layer, cache)}") from None
@@ -387,7 +396,7 @@ def materialise(recipe: StartRecipe, name: str = "", cache: Path | None = None) 
         if tree_digest(folder) == recipe.tree_sha256:
             return StartTree(folder, 0, built=False)
         remove_tree(folder)  # changed by hand or half-removed: built again
-    make_data_folder(folder.parent)
+    _cache_folder(folder.parent)
     partial = folder.parent / f".{folder.name}.{os.getpid()}.partial"
     remove_tree(partial)
     try:

@@ -270,3 +270,9 @@ def test_a_changed_tree_is_refused_and_an_edited_cached_tree_rebuilt(tmp_path, c
     assert again.built and again.path == made.path and (made.path / "a.py").read_text() == "a = 1\n"
     (made.path / "a.py").chmod(0o755)  # the executable bit is part of the digest
     assert sources.tree_digest(made.path) != digest
+
+
+def test_an_unwritable_cache_is_one_line_naming_its_variable(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder\n")
+    with pytest.raises(UserError, match=r"cannot write Horizon's data folder .*a-file/cache/trees .*HORIZON_SOURCES_CACHE"):
+        sources.materialise(real_recipe(), name=TASK.name, cache=tmp_path / "a-file" / "cache")
