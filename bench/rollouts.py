@@ -104,6 +104,10 @@ def main() -> None:
     args.workers = args.workers or ([1, 2] if args.quick else [1, 2, 4])
     args.episodes = args.episodes or (2 if args.quick else 8)
     home = Path(tempfile.mkdtemp(prefix="horizon-bench-rollouts-"))
+    from core.eval.sources import sources_cache
+
+    # the tasks' starting trees come from the user's sources cache (built there once), not the fresh home
+    os.environ.setdefault("HORIZON_SOURCES_CACHE", str(sources_cache()))
     os.environ["HORIZON_HOME"] = str(home)  # before Ray starts: its workers inherit it
     console = Console(width=max(Console().width, 150))  # the table is 11 columns wide
     console.print(f"{args.episodes} episodes of {', '.join(args.task or DEFAULT_TASKS)} per row, policy {args.policy}, "

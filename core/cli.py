@@ -459,6 +459,8 @@ def eval_cmd(
     retries: int = typer.Option(2, "--retries", min=0, help="restarts of an episode after an infrastructure failure (Ray)"),
     baseline_runs: int = typer.Option(1, "--baseline-runs", min=1, max=2,
                                       help="2: run each coding task's tests twice at set-up, to flag flaky environments"),
+    fetch_only: bool = typer.Option(False, "--fetch-only", help="only download and build the tasks' starting trees into the "
+                                    "sources cache (for offline runs later), then exit"),
 ) -> None:
     """Run every task of SUITE with PLUGIN, k attempts each, in parallel; print pass@1, pass@k, reward and cost."""
     from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
@@ -470,7 +472,12 @@ def eval_cmd(
         backend = backend or ("ray" if ray_available() else "processes")
         if backend not in ("ray", "processes"):
             raise UserError(f"--backend must be ray or processes, not {backend!r}")
-        chosen = load_suite(suite.resolve(), tasks)
+        chosen = load_suite(suite.resolve(), tasks)  # builds the starting trees that task files give as recipes
+        if fetch_only:
+            for task in chosen:
+                console.print(f"{_safe(task.name)}  [dim]{_safe(task.repo)}[/]")
+            console.print(f"{len(chosen)} tasks ready")
+            return
         settings = load_settings(base_url=base_url, model=model)
         config = None
         if policy not in EVAL_SCRIPTED:

@@ -4,9 +4,12 @@ For one recipe (package, buggy version, fixed version, instruction; optionally t
 test files to take) this script:
 
 1. finds both source distributions through PyPI's JSON simple API (PEP 691,
-   https://peps.python.org/pep-0691/), downloads them into a cache and checks their SHA-256;
-2. makes ``repo/``: the buggy release's files, without documentation, CI files and packaging
-   metadata, plus the test files that changed in the fixed release (its new tests);
+   https://peps.python.org/pep-0691/), downloads them into Horizon's sources cache and checks
+   their SHA-256 (``core.eval.sources``);
+2. writes the starting tree's recipe (``start`` in ``task.json``): the buggy release's files,
+   without documentation, CI files and packaging metadata (``STRIP``), plus the test files that
+   changed in the fixed release (its new tests), and the SHA-256 of the tree they make. The tree
+   itself is not written into the suite: ``agent eval`` builds it from the recipe into the cache;
 3. makes ``fix.diff``: ``git diff`` of the source files that changed (version-string lines left
    as they were in the buggy release: a version bump is no part of a fix);
 4. runs the whole test suite before and after the fix in Horizon's sandbox and writes
@@ -20,25 +23,21 @@ Usage::
 
 Recipes (a JSON list of objects): ``name``, ``package``, ``buggy``, ``fixed``, ``instruction``,
 ``changelog``; optional ``src`` and ``tests`` (paths in the sdist; default: every changed
-source / test file), ``drop`` (globs of files to leave out of ``repo/``), ``src_dir`` (a
-``src/`` layout: a root ``conftest.py`` puts that folder on the import path, as an editable
-install would).
+source / test file), ``drop`` (gitignore-style patterns of files to leave out of the tree),
+``src_dir`` (a ``src/`` layout: a root ``conftest.py`` puts that folder on the import path, as
+an editable install would).
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
-import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import urllib.request
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -46,18 +45,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checking import classify, run_before_after
 
+from core.eval.sources import ArchiveLayer, build_tree, fetch_archive, select_files, tree_digest, unpack
 from plugins.coding.testing import test_files
 
 SIMPLE_API = "https://pypi.org/simple/{name}/"
-CACHE = Path(tempfile.gettempdir()) / "horizon-sdists"
-#: Never part of a task's repository: documentation, CI, packaging metadata, editor files
-#: (top-level entries), and caches or build metadata (anywhere).
-STRIP_TOP = [
-    "docs", "doc", ".github", ".circleci", ".gitlab-ci.yml", ".travis.yml", ".readthedocs.yaml", ".readthedocs.yml",
-    "PKG-INFO", ".pre-commit-config.yaml", ".coveragerc", "azure-pipelines.yml", "appveyor.yml", ".gitattributes",
-    ".editorconfig", "Makefile", "bin", "scripts", "artwork", "examples", "ez_setup.py", ".mailmap", ".flake8", ".tox",
+#: Never part of a task's repository (gitignore-style patterns, ``sources.ArchiveLayer.exclude``):
+#: documentation, CI, packaging metadata, editor files (top-level entries: ``/name``), and caches
+#: or build metadata (at any depth).
+STRIP = [
+    "/docs", "/doc", "/.github", "/.circleci", "/.gitlab-ci.yml", "/.travis.yml", "/.readthedocs.yaml", "/.readthedocs.yml",
+    "/PKG-INFO", "/.pre-commit-config.yaml", "/.coveragerc", "/azure-pipelines.yml", "/appveyor.yml", "/.gitattributes",
+    "/.editorconfig", "/Makefile", "/bin", "/scripts", "/artwork", "/examples", "/ez_setup.py", "/.mailmap", "/.flake8", "/.tox",
+    "*.egg-info", ".git", "__pycache__", "*.pyc", ".pytest_cache",
 ]  # fmt: skip
-STRIP_ANYWHERE = ["*.egg-info", ".git", "__pycache__", "*.pyc", ".pytest_cache"]
 #: Root conftest.py written for a recipe with ``src_dir``: what ``pip install -e .`` would give.
 SRC_SHIM = """\
 # Added by Horizon's suites/build_task.py (not part of the package): the package is not
@@ -96,52 +96,17 @@ def sdist_file(package: str, version: str) -> dict[str, Any]:
     raise SystemExit(f"{package} {version}: no source distribution on PyPI")
 
 
-def fetch(package: str, version: str) -> tuple[Path, dict[str, Any]]:
-    """Download a release's sdist into the cache (once) and check its SHA-256.
-
-    Returns:
-        ``(archive path, simple-API entry)``.
-    """
-    entry = sdist_file(package, version)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / entry["filename"]
-    if not path.is_file():
-        with urllib.request.urlopen(entry["url"], timeout=120) as reply:
-            path.write_bytes(reply.read())
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != entry["hashes"]["sha256"]:
-        path.unlink()
-        raise SystemExit(f"{entry['filename']}: SHA-256 {digest} is not PyPI's {entry['hashes']['sha256']}")
-    return path, entry
+def layer(entry: dict[str, Any], **rules: Any) -> ArchiveLayer:
+    """An archive layer of a task's starting tree from a simple-API entry (its URL and PyPI's SHA-256)."""
+    return ArchiveLayer(url=entry["url"], sha256=entry["hashes"]["sha256"], **rules)
 
 
-def extract(archive: Path, dest: Path) -> Path:
-    """Unpack an sdist and return its single top folder."""
-    if archive.suffix == ".zip":
-        with zipfile.ZipFile(archive) as z:
-            z.extractall(dest)
-    else:
-        with tarfile.open(archive) as t:
-            t.extractall(dest, filter="data")
-    (top,) = [p for p in dest.iterdir() if p.is_dir()]
-    return top
-
-
-def _stripped(rel: str, drop: list[str]) -> bool:
-    parts = rel.split("/")
-    return (
-        any(fnmatch.fnmatch(parts[0], pattern) for pattern in STRIP_TOP)
-        or any(fnmatch.fnmatch(part, pattern) for part in parts for pattern in STRIP_ANYWHERE)
-        or any(fnmatch.fnmatch(rel, g) for g in drop)
-    )
-
-
-def tree(root: Path, drop: list[str]) -> dict[str, Path]:
-    """``{relative path: file}`` of the files kept from an unpacked sdist."""
-    return {
-        p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*"))
-        if p.is_file() and not _stripped(p.relative_to(root).as_posix(), drop)
-    }  # fmt: skip
+def unpacked(entry: dict[str, Any], exclude: list[str], dest: Path) -> tuple[Path, dict[str, Path]]:
+    """A release's sdist, downloaded into Horizon's sources cache once (checked against PyPI's
+    SHA-256) and unpacked into ``dest``: ``(top folder, {relative path: file} without exclude)``."""
+    archive, _ = fetch_archive(layer(entry))
+    root = unpack(archive, dest, entry["url"])
+    return root, select_files(root, exclude, label=entry["url"])
 
 
 def without_version_change(buggy: str, fixed: str) -> str:
@@ -182,20 +147,43 @@ def git_diff(pairs: dict[str, tuple[str | None, str]]) -> str:
     return "".join(chunks)
 
 
+def start_recipe(recipe: dict[str, Any], buggy: dict[str, Any], fixed: dict[str, Any], tests: list[str]) -> dict[str, Any]:
+    """A task's ``start`` (``core.eval.sources.StartRecipe``) without its ``tree_sha256``: the buggy
+    sdist without ``STRIP`` and the recipe's ``drop``, the fixed sdist's ``tests``, and the
+    ``src_dir`` shim.
+
+    Args:
+        recipe: the recipe (``drop``, ``src_dir`` are read).
+        buggy, fixed: the two sdists' simple-API entries (``sdist_file``).
+        tests: the test files taken from the fixed release.
+    """
+    return {
+        "archives": [layer(buggy, exclude=STRIP + recipe.get("drop", [])), layer(fixed, include=sorted(tests))],
+        "files": {"conftest.py": SRC_SHIM.format(src_dir=recipe["src_dir"])} if recipe.get("src_dir") else {},
+    }
+
+
+def recipe_json(start: dict[str, Any], tree_sha256: str) -> dict[str, Any]:
+    """``start`` as ``task.json`` holds it (defaults left out), with the tree's digest."""
+    archives = [a.model_dump(exclude_defaults=True) for a in start["archives"]]
+    return {"archives": archives, "files": start["files"], "tree_sha256": tree_sha256}
+
+
 def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
     """Build (or rebuild) the task folder ``out/<name>`` from a recipe; return a report row.
 
     Raises:
-        SystemExit: download failure, no source change, or the fix does not behave (the message says how).
+        SystemExit: no source change, or the fix does not behave (the message says how).
+        UserError: a download fails or is not what PyPI lists (``core.eval.sources.fetch_archive``).
     """
     name, package = recipe["name"], recipe["package"]
-    drop = recipe.get("drop", [])
-    buggy_archive, buggy_entry = fetch(package, recipe["buggy"])
-    fixed_archive, fixed_entry = fetch(package, recipe["fixed"])
+    exclude = STRIP + recipe.get("drop", [])
+    buggy_entry = sdist_file(package, recipe["buggy"])
+    fixed_entry = sdist_file(package, recipe["fixed"])
+    task_dir = out / name
     with tempfile.TemporaryDirectory(prefix=f"build-{name}-") as tmp:
-        buggy_root = extract(buggy_archive, Path(tmp, "buggy"))
-        fixed_root = extract(fixed_archive, Path(tmp, "fixed"))
-        buggy, fixed = tree(buggy_root, drop), tree(fixed_root, drop)
+        buggy_root, buggy = unpacked(buggy_entry, exclude, Path(tmp, "buggy"))
+        fixed_root, fixed = unpacked(fixed_entry, exclude, Path(tmp, "fixed"))
         tests_in_fixed = set(test_files(fixed_root)) | set(test_files(buggy_root))
 
         def changed(rel: str) -> bool:
@@ -217,22 +205,16 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
                 pairs[rel] = (old, new)
         if not pairs:
             raise SystemExit(f"{name}: no source file changed between {recipe['buggy']} and {recipe['fixed']}")
-        task_dir = out / name
-        if task_dir.exists():
-            shutil.rmtree(task_dir)
-        repo = task_dir / "repo"
-        for rel, path in buggy.items():
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, repo / rel)
-        for rel in tests:
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(fixed[rel], repo / rel)
-        if recipe.get("src_dir"):  # a src/ layout: the package is not installed, so tests need the folder on sys.path
-            if (repo / "conftest.py").exists():
-                raise SystemExit(f"{name}: the repository has a conftest.py already; cannot add the src_dir shim")
-            (repo / "conftest.py").write_text(SRC_SHIM.format(src_dir=recipe["src_dir"]), encoding="utf-8")
+        if recipe.get("src_dir") and "conftest.py" in buggy:
+            raise SystemExit(f"{name}: the repository has a conftest.py already; cannot add the src_dir shim")
+        start = start_recipe(recipe, buggy_entry, fixed_entry, tests)
+        repo = Path(tmp, "repo")  # the starting tree, as agent eval will build it from the recipe
+        build_tree(start["archives"], start["files"], repo)
+        digest = tree_digest(repo)
+        task_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(task_dir / "repo", ignore_errors=True)  # a tree an older builder wrote into the suite
         (task_dir / "fix.diff").write_text(git_diff(pairs), encoding="utf-8")
-    check = run_before_after(repo, task_dir / "fix.diff")
+        check = run_before_after(repo, task_dir / "fix.diff")
     f2p, p2p, broken, still = classify(check)
     spec = {
         "instruction": recipe["instruction"],
@@ -247,6 +229,7 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
         "pass_to_pass": p2p,
         "test_command": "python -m pytest -p no:cacheprovider",
         "test_files": sorted(tests),
+        "start": recipe_json(start, digest),
     }  # fmt: skip
     (task_dir / "task.json").write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     problems = []

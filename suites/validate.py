@@ -1,6 +1,7 @@
 """Check every task's reference fix, twice in a row, and write the results table.
 
-For each task folder of a suite, twice: copy ``repo/`` to a fresh workspace, run the whole test
+For each task folder of a suite, twice: copy its starting tree (``repo/``, or the tree built from
+its ``start`` recipe into the sources cache) to a fresh workspace, run the whole test
 suite in Horizon's sandbox (``plugins.coding.testing.run_test_suite``), apply ``fix.diff`` and
 run it again. A task passes when, in both rounds,
 

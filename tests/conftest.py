@@ -1,5 +1,6 @@
 """Shared fixtures: a private Horizon home per test and fresh copies of the example repositories."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,11 +10,20 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.fixture(scope="session")
+def sources_cache(tmp_path_factory):
+    """One sources cache for the session (``core.eval.sources``): suite tasks' archives are
+    downloaded from PyPI once per session, not once per test. ``$HORIZON_SOURCES_CACHE``, when
+    set, is used instead (CI can keep it between sessions; its content is checked on every use)."""
+    return Path(os.environ.get("HORIZON_SOURCES_CACHE") or tmp_path_factory.mktemp("sources-cache"))
+
+
 @pytest.fixture(autouse=True)
-def horizon_home(tmp_path, monkeypatch):
+def horizon_home(tmp_path, monkeypatch, sources_cache):
     """Runs, config and checkpoints of each test go to its own folder, never to ~/.horizon."""
     home = tmp_path / "horizon-home"
     monkeypatch.setenv("HORIZON_HOME", str(home))
+    monkeypatch.setenv("HORIZON_SOURCES_CACHE", str(sources_cache))
     for var in ("HORIZON_BASE_URL", "HORIZON_MODEL", "HORIZON_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     return home

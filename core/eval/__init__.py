@@ -1,7 +1,9 @@
 """Evaluating a plugin on a suite of tasks: ``agent eval PLUGIN SUITE``.
 
-    tasks.py        task folders (task.json/task.toml, repo/, fix.diff or reference.jsonl), suites
-                    of suites, and diff hunks as edits
+    tasks.py        task folders (task.json/task.toml, repo/ or a start recipe, fix.diff or
+                    reference.jsonl), suites of suites, and diff hunks as edits
+    sources.py      a task's starting tree built from archives named by URL and SHA-256 into
+                    Horizon's cache, checked against the recipe's tree digest
     policies.py     scripted policies built from a task: reference, finish-only, edit-tests
     runner.py       one episode per (task, attempt) as a Horizon run; run_eval schedules them
     ray_backend.py  the episodes on Ray: tasks, an actor per heavy (3D) episode, hard time limits,

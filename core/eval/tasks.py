@@ -3,9 +3,11 @@
 A suite is a folder with one subfolder per task (format in ``suites/README.md``)::
 
     SUITE/TASK/
-        task.json | task.toml   instruction, plugin, language, source, fail_to_pass, pass_to_pass, test command
-        repo/                   the starting state: a repository (coding) or the plugin's task folder
-                                (a scene's or a filing set's task.json)
+        task.json | task.toml   instruction, plugin, language, source, fail_to_pass, pass_to_pass, test command,
+                                and ``start``: how the starting tree is made from published archives
+                                (``core.eval.sources``: built into Horizon's cache when the task is read)
+        repo/                   the starting state, when there is no ``start``: a repository (coding) or the
+                                plugin's task folder (a scene's or a filing set's task.json)
         fix.diff                coding: the reference fix (git unified diff, paths ``a/…`` and ``b/…``)
         reference.jsonl         any plugin: the reference trajectory as a scripted policy
                                 (``core.policy.scripted``); used when there is no fix.diff
@@ -32,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from core.errors import UserError
+from core.eval.sources import StartRecipe, materialise
 
 TASK_FILES = ("task.json", "task.toml")
 #: The reference trajectory of a task that has no fix.diff (a scripted policy's JSON Lines turns).
@@ -74,6 +77,8 @@ class TaskSpec(BaseModel):
         test_command: the command that runs the tests, from the repository root (for people;
             Horizon's coding plugin detects and runs them itself).
         test_files: the test files taken from the fixed release (relative to ``repo/``).
+        start: how the starting tree is made from archives (``core.eval.sources.StartRecipe``),
+            or None when the task folder carries it as ``repo/``.
     """
 
     instruction: str = Field(min_length=1)
@@ -84,6 +89,7 @@ class TaskSpec(BaseModel):
     pass_to_pass: list[str] = []
     test_command: str = "python -m pytest -p no:cacheprovider"
     test_files: list[str] = []
+    start: StartRecipe | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -108,8 +114,8 @@ class EvalTask:
         folder: the task folder (absolute).
         spec: its ``task.json``/``task.toml``.
         suite_plugin: the plugin the suite of suites implies (its folder name), or empty.
-        start: the starting tree when it is not ``folder/repo`` (a Terminal-Bench task's, built
-            from its Dockerfile), or None.
+        start: the starting tree when it is not ``folder/repo``: built from the task's ``start``
+            recipe or, for a Terminal-Bench task, from its Dockerfile, into Horizon's cache; or None.
         metadata: facts the episode's ``Task.metadata`` carries (a Terminal-Bench task's working
             folder, tests and time limits: ``core.eval.terminal_bench.task_metadata``).
     """
@@ -144,10 +150,16 @@ class EvalTask:
 def load_task(folder: Path) -> EvalTask:
     """Read one task folder.
 
+    A task whose file has a ``start`` recipe gets its starting tree from the sources cache, built
+    there first when missing (``core.eval.sources.materialise``: downloads, checks SHA-256s and
+    the tree's digest); its folder's ``repo/``, if any, is not used.
+
     Raises:
-        UserError: no task file, an unreadable or invalid one, ``repo/`` missing, or neither a
-            ``fix.diff`` nor a ``reference.jsonl``; a Terminal-Bench task whose environment needs
-            Docker; the message names the file and the problem.
+        UserError: no task file, an unreadable or invalid one, neither ``start`` nor ``repo/``,
+            or neither a ``fix.diff`` nor a ``reference.jsonl``; the starting tree cannot be made
+            (offline with an empty cache, a changed archive: the message names the task, the URL
+            and what to do); a Terminal-Bench task whose environment needs Docker; the message
+            names the file and the problem.
     """
     from core.eval import terminal_bench
 
@@ -165,12 +177,19 @@ def load_task(folder: Path) -> EvalTask:
     except (OSError, ValueError) as exc:  # JSONDecodeError, TOMLDecodeError and ValidationError are ValueErrors
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
         raise UserError(f"{path} is not a valid task file: {detail}") from None
-    if not (folder / "repo").is_dir():
-        raise UserError(f"task {folder.name}: the repository folder {folder / 'repo'} is missing")
+    if spec.start is None and not (folder / "repo").is_dir():
+        raise UserError(f"task {folder.name}: the repository folder {folder / 'repo'} is missing (and {path.name} has no start recipe)")
     if not (folder / "fix.diff").is_file() and not (folder / REFERENCE_SCRIPT).is_file():
         raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing "
                         f"(a task of another plugin than coding gives {REFERENCE_SCRIPT}, a scripted trajectory, instead)")
-    return EvalTask(name=folder.name, folder=folder, spec=spec)
+    start = None
+    if spec.start is not None:
+        try:
+            start = materialise(spec.start, name=folder.name).path
+        except UserError as exc:
+            made_from = f" ({spec.source.package} {spec.source.buggy_version})" if spec.source else ""
+            raise UserError(f"task {folder.name}{made_from}: {exc}") from None
+    return EvalTask(name=folder.name, folder=folder, spec=spec, start=start)
 
 
 def _is_task(folder: Path) -> bool:
@@ -212,7 +231,7 @@ def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
             for sub in _subfolders(suite):
                 found += [(f"{sub.name}/{d.name}", d, sub.name) for d in _subfolders(sub) if _is_task(d)]
     if not found:
-        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, repo/ and fix.diff or {REFERENCE_SCRIPT}; "
+        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, a start recipe or repo/, and fix.diff or {REFERENCE_SCRIPT}; "
                         "or, for a Terminal-Bench task, instruction.md and task.toml, or task.yaml), and is not one itself; "
                         "give the suite's folder (--task NAME picks tasks in it) or one task's folder")
     if only:

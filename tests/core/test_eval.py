@@ -18,6 +18,7 @@ import pytest
 
 from core import eval as ev
 from core.errors import UserError
+from core.eval.sources import sources_cache, tree_digest
 from core.runner import list_runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,11 +62,20 @@ def test_summary_averages_over_tasks():
 
 
 def test_suite_has_twenty_valid_tasks():
+    """Every task names its sdists and is built from them (core.eval.sources) into the cache: the
+    buggy release's files plus the fixed release's test files; no third-party tree is in the suite."""
     tasks = ev.load_suite(SUITE)
     assert len(tasks) >= 20
     for task in tasks:
         assert task.spec.fail_to_pass and task.spec.pass_to_pass, task.name
-        assert task.spec.source.buggy_sdist_sha256 and task.spec.source.fixed_sdist_url.startswith("https://"), task.name
+        source, start = task.spec.source, task.spec.start
+        assert source.buggy_sdist_sha256 and source.fixed_sdist_url.startswith("https://"), task.name
+        buggy, fixed = start.archives
+        assert (buggy.url, buggy.sha256, fixed.url, fixed.sha256) == (
+            source.buggy_sdist_url, source.buggy_sdist_sha256, source.fixed_sdist_url, source.fixed_sdist_sha256), task.name
+        assert fixed.include == task.spec.test_files, task.name
+        assert not (task.folder / "repo").exists() and task.repo.is_relative_to(sources_cache()), task.name
+        assert tree_digest(task.repo) == start.tree_sha256, task.name
         for test_file in task.spec.test_files:
             assert (task.repo / test_file).is_file(), (task.name, test_file)
 

@@ -64,7 +64,7 @@ def test_ray_runs_every_plugin_streams_results_and_retries_infrastructure_failur
             from core.runner import Run
             from core.state import Limits, Pricing
 
-            Run.start(Task(plugin="coding", instruction="hang", repo=Path(spec.task_folder) / "repo"), ScriptedPolicy([]),
+            Run.start(Task(plugin="coding", instruction="hang", repo=Path(spec.repo)), ScriptedPolicy([]),
                       policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing(), home=Path(spec.home), run_id=spec.run_id)
             time.sleep(600)
         return run_episode(spec)

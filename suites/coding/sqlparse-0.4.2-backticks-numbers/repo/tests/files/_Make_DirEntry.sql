@@ -1,6 +1,0 @@
--- Make a new dir entry
--- and return its inode
-
-
-INSERT INTO dir_entries(type)
-                VALUES(:type)

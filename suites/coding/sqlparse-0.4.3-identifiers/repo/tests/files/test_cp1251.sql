@@ -1,1 +1,0 @@
-insert into foo values (1); -- Песня про надежду

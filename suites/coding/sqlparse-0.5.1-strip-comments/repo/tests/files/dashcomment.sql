@@ -1,5 +1,0 @@
-select * from user;
---select * from host;
-select * from user;
-select * -- foo;
-from foo;

@@ -1,7 +1,0 @@
-from tomlkit.container import Container
-
-
-class TOMLDocument(Container):
-    """
-    A TOML document.
-    """
