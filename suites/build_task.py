@@ -25,7 +25,11 @@ Recipes (a JSON list of objects): ``name``, ``package``, ``buggy``, ``fixed``, `
 ``changelog``; optional ``src`` and ``tests`` (paths in the sdist; default: every changed
 source / test file), ``drop`` (gitignore-style patterns of files to leave out of the tree),
 ``src_dir`` (a ``src/`` layout: a root ``conftest.py`` puts that folder on the import path, as
-an editable install would).
+an editable install would); ``hidden`` (true: the bug report comes without a failing test. The
+starting tree is the buggy sdist alone; the fixed release's changed tests become the task's
+``hidden_tests``, a second recipe the grader writes into its copy of the final workspace; the
+tests run in the project's own environment, built from its declared dependencies as they were
+when the fixed release was uploaded: ``dependencies_as_of``).
 """
 
 from __future__ import annotations
@@ -157,10 +161,27 @@ def start_recipe(recipe: dict[str, Any], buggy: dict[str, Any], fixed: dict[str,
         buggy, fixed: the two sdists' simple-API entries (``sdist_file``).
         tests: the test files taken from the fixed release.
     """
-    return {
-        "archives": [layer(buggy, exclude=STRIP + recipe.get("drop", [])), layer(fixed, include=sorted(tests))],
-        "files": {"conftest.py": SRC_SHIM.format(src_dir=recipe["src_dir"])} if recipe.get("src_dir") else {},
-    }
+    archives = [layer(buggy, exclude=STRIP + recipe.get("drop", []))]
+    if not recipe.get("hidden"):
+        archives.append(layer(fixed, include=sorted(tests)))
+    return {"archives": archives, "files": {"conftest.py": SRC_SHIM.format(src_dir=recipe["src_dir"])} if recipe.get("src_dir") else {}}
+
+
+def hidden_recipe(fixed: dict[str, Any], tests: list[str]) -> dict[str, Any]:
+    """A hidden-tests task's ``hidden_tests`` recipe without its ``tree_sha256``: the fixed sdist's ``tests`` only."""
+    return {"archives": [layer(fixed, include=sorted(tests))], "files": {}}
+
+
+def uploaded_at(entry: dict[str, Any]) -> str:
+    """A simple-API entry's upload time (PEP 700 ``upload-time``) to the second, ``2023-11-21T13:23:27Z``.
+
+    Raises:
+        SystemExit: the index gives no upload time.
+    """
+    stamp = entry.get("upload-time") or ""
+    if not stamp:
+        raise SystemExit(f"{entry.get('filename')}: the index gives no upload time (PEP 700), needed for dependencies_as_of")
+    return stamp.split(".")[0].rstrip("Z") + "Z"
 
 
 def recipe_json(start: dict[str, Any], tree_sha256: str) -> dict[str, Any]:
@@ -207,14 +228,24 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
             raise SystemExit(f"{name}: no source file changed between {recipe['buggy']} and {recipe['fixed']}")
         if recipe.get("src_dir") and "conftest.py" in buggy:
             raise SystemExit(f"{name}: the repository has a conftest.py already; cannot add the src_dir shim")
+        if recipe.get("hidden") and not tests:
+            raise SystemExit(f"{name}: no test file changed between {recipe['buggy']} and {recipe['fixed']}; nothing to hide")
         start = start_recipe(recipe, buggy_entry, fixed_entry, tests)
         repo = Path(tmp, "repo")  # the starting tree, as agent eval will build it from the recipe
         build_tree(start["archives"], start["files"], repo)
         digest = tree_digest(repo)
+        extra: dict[str, Any] = {}
+        hidden_tree = None
+        if recipe.get("hidden"):
+            hidden = hidden_recipe(fixed_entry, tests)
+            hidden_tree = Path(tmp, "hidden")
+            build_tree(hidden["archives"], hidden["files"], hidden_tree)
+            extra = {"hidden_tests": recipe_json(hidden, tree_digest(hidden_tree)), "dependencies_as_of": uploaded_at(fixed_entry)}
         task_dir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(task_dir / "repo", ignore_errors=True)  # a tree an older builder wrote into the suite
         (task_dir / "fix.diff").write_text(git_diff(pairs), encoding="utf-8")
-        check = run_before_after(repo, task_dir / "fix.diff")
+        check = run_before_after(repo, task_dir / "fix.diff", hidden_tests=hidden_tree,
+                                 dependencies_as_of=extra.get("dependencies_as_of", ""))  # fmt: skip
     f2p, p2p, broken, still = classify(check)
     spec = {
         "instruction": recipe["instruction"],
@@ -230,6 +261,7 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
         "test_command": "python -m pytest -p no:cacheprovider",
         "test_files": sorted(tests),
         "start": recipe_json(start, digest),
+        **extra,
     }  # fmt: skip
     (task_dir / "task.json").write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     problems = []
@@ -239,7 +271,10 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
         problems.append(f"the fix breaks {broken[:5]}")
     if still:
         problems.append(f"tests fail even with the fix: {still[:5]}")
-    return {"name": name, "f2p": len(f2p), "p2p": len(p2p), "seconds": round(check.seconds, 1), "problems": problems}
+    if recipe.get("hidden") and check.environment.kind == "horizon":
+        problems.append(f"the tests did not run in the project's own environment: {check.environment.summary}")
+    return {"name": name, "f2p": len(f2p), "p2p": len(p2p), "seconds": round(check.seconds, 1), "problems": problems,
+            "environment": check.environment.summary}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= not row["problems"]
             status = "ok" if not row["problems"] else "PROBLEM: " + "; ".join(row["problems"])
             print(f"{row['name']:<34} f2p {row['f2p']:>3}  p2p {row['p2p']:>5}  {row['seconds']:>6} s  {status}", flush=True)
+            if row.get("environment"):
+                print(f"{'':<34} test environment: {row['environment']}", flush=True)
     return 0 if ok else 1
 
 

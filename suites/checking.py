@@ -3,7 +3,10 @@
 Shared by ``build_task.py`` (which records the fail-to-pass and pass-to-pass tests) and
 ``validate.py`` (which checks them). Tests run exactly as an episode runs them: the repository is
 copied to a fresh workspace, the sandbox is ``core.sandbox.open_sandbox`` and the runner is the
-coding plugin's ``run_test_suite``; the fix is applied with ``git apply``.
+coding plugin's ``run_test_suite``; the fix is applied with ``git apply``. A task with hidden
+tests has them written into the copy first (as the grader does), and its tests run in the
+project's own environment (``plugins.coding.environment.choose_environment``, as an episode's
+set-up chooses it); other tasks run with Horizon's interpreter, as they were built.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from core import gitstore
 from core.sandbox import open_sandbox
+from plugins.coding.environment import TestEnvironment, choose_environment, horizon_environment
+from plugins.coding.grading import put_hidden_tests
 from plugins.coding.testing import TestRun, run_test_suite
 
 
@@ -32,6 +37,7 @@ class FixCheck:
         before, after: ``{test_id: outcome}`` without and with the fix.
         before_run, after_run: the full test runs (exit codes, output).
         seconds: wall-clock time of both runs, set-up included.
+        environment: where the tests ran (its ``summary`` says which and how it was made).
     """
 
     before: dict[str, str]
@@ -39,14 +45,21 @@ class FixCheck:
     before_run: TestRun
     after_run: TestRun
     seconds: float
+    environment: TestEnvironment
 
 
-def run_before_after(repo: Path, fix_diff: Path, *, isolated: bool = True) -> FixCheck:
+def run_before_after(
+    repo: Path, fix_diff: Path, *, hidden_tests: Path | None = None, dependencies_as_of: str = "", isolated: bool = True
+) -> FixCheck:
     """Run the whole test suite of ``repo``, apply ``fix_diff`` and run it again.
 
     Args:
         repo: the task's repository state (not changed: a copy is used).
         fix_diff: the reference fix.
+        hidden_tests: the task's hidden tests (a folder of files at their repository paths),
+            written into the copy before both runs; the tests then run in the project's own
+            environment, built as of ``dependencies_as_of`` (an ISO date; empty: the newest).
+            None: Horizon's interpreter, as the suites without hidden tests were built.
         isolated: run under bubblewrap (False only where bwrap cannot start).
 
     Raises:
@@ -59,11 +72,16 @@ def run_before_after(repo: Path, fix_diff: Path, *, isolated: bool = True) -> Fi
         shutil.copytree(repo, workspace, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
         scratch.mkdir()
         sandbox = open_sandbox(workspace, scratch, isolated=isolated)
-        before = run_test_suite(sandbox, workspace, scratch)
+        if hidden_tests is not None:
+            environment = choose_environment(sandbox, workspace, scratch, as_of=dependencies_as_of)
+            put_hidden_tests(hidden_tests, workspace)
+        else:
+            environment = horizon_environment(workspace, "the task has no hidden tests (built before test environments)")
+        before = run_test_suite(sandbox, workspace, scratch, environment=environment)
         gitstore.init(Path(tmp) / "apply.git")  # an empty database: git applies the diff to the copy as plain files
         gitstore.git(Path(tmp) / "apply.git", "apply", "--whitespace=nowarn", str(fix_diff.resolve()), cwd=workspace)
-        after = run_test_suite(sandbox, workspace, scratch)
-    return FixCheck(dict(before.outcomes), dict(after.outcomes), before, after, time.monotonic() - started)
+        after = run_test_suite(sandbox, workspace, scratch, environment=environment)
+    return FixCheck(dict(before.outcomes), dict(after.outcomes), before, after, time.monotonic() - started, environment)
 
 
 def failed_before(test_id: str, before: dict[str, str]) -> bool:

@@ -37,7 +37,9 @@ ROUNDS = 2
 
 def check_round(task: EvalTask) -> dict[str, Any]:
     """One before/after round; returns the counts and the problems found (empty: good)."""
-    check = run_before_after(task.repo, task.fix_diff)
+    hidden = task.metadata.get("hidden_tests")
+    check = run_before_after(task.repo, task.fix_diff, hidden_tests=Path(hidden) if hidden else None,
+                             dependencies_as_of=task.spec.dependencies_as_of)  # fmt: skip
     spec = task.spec
     problems = []
     not_failing = [t for t in spec.fail_to_pass if not failed_before(t, check.before)]

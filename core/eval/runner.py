@@ -179,8 +179,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
         run = Run.start(
             Task(plugin=spec.plugin, instruction=spec.instruction, repo=Path(spec.repo or Path(spec.task_folder) / "repo"),
                  # the suite (reference fixes, declared and hidden tests) is out of the agent's sight
-                 metadata={"fail_to_pass": spec.fail_to_pass, "pass_to_pass": spec.pass_to_pass,
-                           "sandbox_hidden": [str(Path(spec.task_folder).resolve().parent)], **spec.metadata}),
+                 metadata={"fail_to_pass": spec.fail_to_pass, "pass_to_pass": spec.pass_to_pass, **spec.metadata,
+                           "sandbox_hidden": [str(Path(spec.task_folder).resolve().parent), *spec.metadata.get("sandbox_hidden", [])]}),
             policy, policy_config=spec.policy, limits=Limits(**spec.limits), pricing=Pricing(**spec.pricing),
             isolated=spec.isolated, home=Path(spec.home), on_event=on_event, run_id=spec.run_id or None,
         )  # fmt: skip

@@ -79,6 +79,14 @@ class TaskSpec(BaseModel):
         test_files: the test files taken from the fixed release (relative to ``repo/``).
         start: how the starting tree is made from archives (``core.eval.sources.StartRecipe``),
             or None when the task folder carries it as ``repo/``.
+        hidden_tests: how the task's hidden tests are made (the same recipe format): test files,
+            at their paths in the repository, that the agent never sees; the coding grader
+            writes them into its copy of the final workspace before running ``fail_to_pass``
+            and ``pass_to_pass`` (``plugins.coding.grading.put_hidden_tests``). None: the tests
+            that grade the run are in the starting tree.
+        dependencies_as_of: an ISO date; the project's test environment is built from
+            distributions uploaded before it (the fixed release's upload time), so an old
+            release is tested with the dependencies of its time. Empty: the newest.
     """
 
     instruction: str = Field(min_length=1)
@@ -90,6 +98,8 @@ class TaskSpec(BaseModel):
     test_command: str = "python -m pytest -p no:cacheprovider"
     test_files: list[str] = []
     start: StartRecipe | None = None
+    hidden_tests: StartRecipe | None = None
+    dependencies_as_of: str = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -117,7 +127,9 @@ class EvalTask:
         start: the starting tree when it is not ``folder/repo``: built from the task's ``start``
             recipe or, for a Terminal-Bench task, from its Dockerfile, into Horizon's cache; or None.
         metadata: facts the episode's ``Task.metadata`` carries (a Terminal-Bench task's working
-            folder, tests and time limits: ``core.eval.terminal_bench.task_metadata``).
+            folder, tests and time limits: ``core.eval.terminal_bench.task_metadata``; a task with
+            hidden tests: ``hidden_tests``, the folder they were built into, hidden from the
+            episode's sandbox like the suite; ``dependencies_as_of``).
     """
 
     name: str
@@ -182,14 +194,19 @@ def load_task(folder: Path) -> EvalTask:
     if not (folder / "fix.diff").is_file() and not (folder / REFERENCE_SCRIPT).is_file():
         raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing "
                         f"(a task of another plugin than coding gives {REFERENCE_SCRIPT}, a scripted trajectory, instead)")
-    start = None
-    if spec.start is not None:
-        try:
+    made_from = f" ({spec.source.package} {spec.source.buggy_version})" if spec.source else ""
+    start, metadata = None, {}
+    try:
+        if spec.start is not None:
             start = materialise(spec.start, name=folder.name).path
-        except UserError as exc:
-            made_from = f" ({spec.source.package} {spec.source.buggy_version})" if spec.source else ""
-            raise UserError(f"task {folder.name}{made_from}: {exc}") from None
-    return EvalTask(name=folder.name, folder=folder, spec=spec, start=start)
+        if spec.hidden_tests is not None:
+            hidden = materialise(spec.hidden_tests, name=f"{folder.name}-hidden-tests").path
+            metadata = {"hidden_tests": str(hidden), "sandbox_hidden": [str(hidden)]}
+    except UserError as exc:
+        raise UserError(f"task {folder.name}{made_from}: {exc}") from None
+    if spec.dependencies_as_of:
+        metadata["dependencies_as_of"] = spec.dependencies_as_of
+    return EvalTask(name=folder.name, folder=folder, spec=spec, start=start, metadata=metadata)
 
 
 def _is_task(folder: Path) -> bool:

@@ -97,7 +97,7 @@ class CodingPlugin:
         if not built.text:
             return tests
         return (
-            f"{tests}\n\nRepository map (the most used definitions, as line│source; repo_map shows more "
+            f"{tests}\n\nRepository map (the definitions nearest to the task's words, then the most used; as line│source; repo_map shows more "
             f"or focuses on other names):\n{built.text}"
         )
 
@@ -112,7 +112,8 @@ class CodingPlugin:
             return ""
         chosen = load_environment(ctx.scratch)  # a set-up interrupted after the choice: keep it
         if chosen is None:
-            chosen = choose_environment(ctx.sandbox, ctx.workspace, ctx.scratch, repo=task.repo)
+            chosen = choose_environment(ctx.sandbox, ctx.workspace, ctx.scratch, repo=task.repo,
+                                        as_of=str(task.metadata.get("dependencies_as_of") or ""))  # fmt: skip
             save_environment(ctx.scratch, chosen)
         return describe(chosen)
 

@@ -288,7 +288,9 @@ def _python_mismatch(requires: str) -> str:
     )
 
 
-def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: Path | None = None) -> TestEnvironment:
+def choose_environment(
+    sandbox: Sandbox, workspace: Path, scratch: Path, repo: Path | None = None, *, as_of: str = ""
+) -> TestEnvironment:
     """Decide where this episode's Python tests run (module docstring); build it if needed.
 
     Args:
@@ -296,6 +298,9 @@ def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: P
         workspace: the episode's repository copy.
         scratch: the run's scratch folder (a build's log goes under ``runs/``).
         repo: the repository the run was copied from, whose ``.venv`` a run does not copy.
+        as_of: for a built environment, install only distributions uploaded before this ISO
+            date (a task's ``dependencies_as_of``: an old release tested with the dependencies
+            of its time, not today's); empty: the newest.
 
     Returns:
         The environment, its ``summary`` saying which, how it was made, how long it took, and
@@ -354,14 +359,16 @@ def choose_environment(sandbox: Sandbox, workspace: Path, scratch: Path, repo: P
     except FileNotFoundError as exc:
         return done(horizon_environment(workspace, str(exc)))
     python_id = f"{sys.implementation.name}-{platform.python_version()}-{base_interpreter()}"
-    key = cache_key(workspace, declaration, [f"recipe={RECIPE}", f"python={python_id}", *index_settings()])
+    as_of = as_of.strip()
+    key = cache_key(workspace, declaration, [f"recipe={RECIPE}", f"python={python_id}", *index_settings(),
+                                             *([f"exclude-newer={as_of}"] if as_of else [])])  # fmt: skip
     try:
-        built = build_or_reuse(sandbox, workspace, scratch, declaration, key, uv)
+        built = build_or_reuse(sandbox, workspace, scratch, declaration, key, uv, as_of=as_of)
     except UserError as exc:
         if "cannot build environments" not in str(exc):
             raise
         return done(horizon_environment(workspace, str(exc)))
-    source = declaration.summary()
+    source = declaration.summary() + (f" (distributions uploaded before {as_of})" if as_of else "")
     if built.path is None:
         log = f" (log: {built.log})" if built.log else ""
         return done(horizon_environment(workspace, f"building one with uv from {source} failed after {built.seconds:.1f} s{log}:\n"

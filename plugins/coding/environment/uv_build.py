@@ -232,7 +232,9 @@ def failure_text(result: ProcessResult, lines: int = 12) -> str:
     return tail[-1500:] or f"exit code {result.exit_code}"
 
 
-def build_or_reuse(sandbox: Sandbox, workspace: Path, scratch: Path, declaration: Declaration, key: str, uv: str) -> Built:
+def build_or_reuse(
+    sandbox: Sandbox, workspace: Path, scratch: Path, declaration: Declaration, key: str, uv: str, *, as_of: str = ""
+) -> Built:
     """The environment for ``key``: from the cache, else built (module docstring).
 
     Args:
@@ -242,6 +244,9 @@ def build_or_reuse(sandbox: Sandbox, workspace: Path, scratch: Path, declaration
         declaration: what to install (``declared.read_declaration``).
         key: ``declared.cache_key`` of the declaration.
         uv: the uv program (``uv.find_uv_bin()``).
+        as_of: an ISO date or timestamp (``2024-03-01``): only distributions uploaded before it
+            are installed (uv's ``UV_EXCLUDE_NEWER``), so an old release is tested with the
+            dependencies of its time; it must be part of ``key``. Empty: the newest.
 
     Returns:
         ``Built``; a failed build is a result with ``error``, not an exception.
@@ -263,7 +268,7 @@ def build_or_reuse(sandbox: Sandbox, workspace: Path, scratch: Path, declaration
     build = root / f".build-{key[:12]}-{secrets.token_hex(4)}"
     build.mkdir()
     try:
-        result = _build(_build_sandbox(sandbox, build, logs), workspace, build, declaration, uv, _Log(logs / "build.log"))
+        result = _build(_build_sandbox(sandbox, build, logs), workspace, build, declaration, uv, _Log(logs / "build.log"), as_of)
         result.log = str(logs / "build.log")
         if result.path is not None:
             result.manifest.update(key=key, recipe=RECIPE, python=str(base_interpreter()), built_from=declaration.summary(),
@@ -296,14 +301,14 @@ def _remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
             continue
 
 
-def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: _Log) -> Built:
+def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: _Log, as_of: str = "") -> Built:
     project = build / "project"
     shutil.copytree(workspace.resolve(), project, symlinks=True, ignore=_not_content(COPY_SKIPPED))
     env = build / "env"
     python = str(env / "bin" / "python")
     variables = {"UV_CACHE_DIR": str(build / "uv-cache"), "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1", "NO_COLOR": "1",
                  **{n: os.environ[n] for n in INDEX_VARIABLES + NETWORK_VARIABLES if os.environ.get(n)},
-                 **_pretend_version(workspace, declaration)}  # fmt: skip
+                 **_pretend_version(workspace, declaration), **({"UV_EXCLUDE_NEWER": as_of} if as_of else {})}  # fmt: skip
 
     def run(*argv: str) -> ProcessResult:
         return log.add(box.run([uv, *argv], cwd=project, env=variables))

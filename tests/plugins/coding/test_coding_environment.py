@@ -178,9 +178,9 @@ def context(root: Path, scratch: Path) -> ToolContext:
     return ToolContext(workspace=root, sandbox=open_sandbox(root, scratch), scratch=scratch)
 
 
-def setup_text(root: Path, scratch: Path, repo: Path | None = None) -> tuple[str, ToolContext]:
+def setup_text(root: Path, scratch: Path, repo: Path | None = None, metadata: dict | None = None) -> tuple[str, ToolContext]:
     ctx = context(root, scratch)
-    text = CodingPlugin().setup(Task(plugin="coding", instruction="check", repo=repo), ctx)
+    text = CodingPlugin().setup(Task(plugin="coding", instruction="check", repo=repo, metadata=metadata or {}), ctx)
     return text, ctx
 
 
@@ -475,3 +475,16 @@ def test_a_real_project_builds_from_pypi_with_its_build_backend(tmp_path, monkey
     text, _ = setup_text(root, tmp_path / "scratch")
     assert "Test environment: built with uv from pyproject.toml[test]" in text, text
     assert "1 tests; 0 fail now" in text, text
+
+
+@pytest.mark.skipif(not _pypi_reachable(), reason="PyPI cannot be resolved here (CI has it)")
+def test_dependencies_as_of_a_date_install_what_pypi_had_then(tmp_path, monkeypatch):
+    """A task's ``dependencies_as_of`` (an old release's date): six 1.17.0 (December 2024) is not
+    taken for a 2024-01-01 build, 1.16.0 (May 2021) is; pytest too is of its time."""
+    for name in ("HORIZON_TEST_ENV", "HORIZON_TEST_PYTHON", "UV_NO_INDEX", "UV_FIND_LINKS", "UV_OFFLINE", "UV_EXCLUDE_NEWER"):
+        monkeypatch.delenv(name, raising=False)
+    root = make_project(tmp_path / "ws", extras={"test": ["six"]},
+                        tests="\nimport six, pytest\n\ndef test_old():\n    assert (six.__version__, pytest.__version__) == ('1.16.0', '7.4.4')\n")  # fmt: skip
+    text, ctx = setup_text(root, tmp_path / "scratch", metadata={"dependencies_as_of": "2024-01-01T00:00:00Z"})
+    assert "pyproject.toml[test] (distributions uploaded before 2024-01-01T00:00:00Z)" in text, text
+    assert "fail now" in text and run_test_suite(ctx.sandbox, root, ctx.scratch).count("passed") == 4, text
