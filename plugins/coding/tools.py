@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from core.errors import ToolError
 from core.tools import Tool, ToolContext, ToolResult, tool
 from plugins.coding import files, patch, repomap, search, static, symbols, testing
+from plugins.coding.environment import shell_environment
 
 
 def _rel(ctx: ToolContext, path) -> str:
@@ -230,7 +231,7 @@ class ShellArgs(BaseModel):
 
 @tool
 def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
-    """Run a bash command in the sandbox: a fresh process each time (no state carries over between calls), no network, only the repository writable, .git read-only. Returns the exit code, stdout and stderr.
+    """Run a bash command in the sandbox: a fresh process each time (no state carries over between calls), no network, only the repository writable, .git read-only; python, pip and pytest are those of the project's test environment. Returns the exit code, stdout and stderr.
 
     Args: ``ShellArgs``. Returns a result whose ``data`` is ``{"exit_code": n, "timed_out": bool,
     "stdout_bytes": n, "stderr_bytes": n, "duration_s": seconds}``.
@@ -238,7 +239,8 @@ def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     if "\0" in args.command:
         raise ToolError("the command contains a NUL byte, which no program can receive; remove it")
     limits = ctx.sandbox.limits.model_copy(update={"timeout_s": args.timeout_s})
-    proc = ctx.sandbox.run(["bash", "-c", args.command], limits=limits)
+    sandbox, variables = shell_environment(ctx.sandbox, ctx.workspace, ctx.scratch)
+    proc = sandbox.run(["bash", "-c", args.command], env=variables or None, limits=limits)
     status = f"timed out after {args.timeout_s:g} s (killed)" if proc.timed_out else f"exit code {proc.exit_code}"
     parts = [status]
     for name, text, total in (("stdout", proc.stdout, proc.stdout_bytes), ("stderr", proc.stderr, proc.stderr_bytes)):

@@ -56,6 +56,7 @@ __all__ = [
     "horizon_environment",
     "load_environment",
     "save_environment",
+    "shell_environment",
 ]
 
 ENVIRONMENT_FILE = "test_environment.json"
@@ -393,5 +394,27 @@ def choose_environment(
 
 
 def describe(environment: TestEnvironment) -> str:
-    """The set-up text's line: ``Test environment: <summary>.``"""
-    return f"Test environment: {environment.summary}."
+    """The set-up text's line: ``Test environment: <summary>.``, and, for the project's own
+    environment, that ``shell`` commands use it too (``shell_environment``)."""
+    if environment.kind == "horizon":
+        return f"Test environment: {environment.summary}."
+    return f"Test environment: {environment.summary}. Commands of the shell tool run in it too (its python, pip and pytest)."
+
+
+def shell_environment(sandbox: Sandbox, workspace: Path, scratch: Path) -> tuple[Sandbox, dict[str, str]]:
+    """Where a ``shell`` command runs: in the project's environment chosen at set-up, as the tests
+    do (the sandbox also shows it; ``PATH`` starts with its ``bin``, so ``python``, ``pip`` and
+    ``pytest`` are its own; the workspace's source roots first on ``PYTHONPATH``), so that
+    ``python -c 'import pkg'`` imports what the tests import. Horizon's own interpreter, or no
+    choice saved (another plugin's workspace, an environment deleted since): ``(sandbox, {})``.
+
+    Returns:
+        ``(sandbox, extra environment variables)`` for ``Sandbox.run``.
+    """
+    environment = load_environment(scratch)
+    if environment is None or environment.kind == "horizon" or not Path(environment.interpreter(workspace)).exists():
+        return sandbox, {}
+    variables = environment.variables(workspace)
+    if "PATH" not in variables:  # an interpreter without a virtual environment (HORIZON_TEST_PYTHON=/usr/bin/python3.12)
+        variables["PATH"] = ":".join([str(Path(environment.interpreter(workspace)).parent), *SYSTEM_PATH])
+    return environment.sandbox(sandbox), variables

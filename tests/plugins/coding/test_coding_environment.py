@@ -33,6 +33,7 @@ from plugins.coding.environment.declared import cache_key, read_declaration, sou
 from plugins.coding.environment.uv_build import build_or_reuse, env_cache_root
 from plugins.coding.plugin import CodingPlugin
 from plugins.coding.testing import format_test_run, run_test_suite
+from plugins.coding.tools import shell
 
 #: Pure-Python distributions pytest needs, repacked from Horizon's environment into the wheel folder.
 PYTEST_DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
@@ -254,6 +255,11 @@ def test_test_extra_is_installed_the_workspace_is_imported_and_the_cache_is_reus
     site = next(env.glob("lib/python3*/site-packages"))
     assert (site / "demodep.py").is_file() and list(site.glob("demo-1.2.3.dist-info"))
     assert not (site / "demo").exists(), "the project's own files are removed: the workspace's are imported"
+
+    # shell commands run in it too: its python imports the dependency and the workspace's copy of the project
+    assert "shell tool run in it too" in text, text
+    probe = shell({"command": "python -c 'import demodep, demo; print(demodep.ANSWER, demo.__file__)'; which pytest"}, ctx)
+    assert f"42 {first.resolve()}/src/demo/__init__.py" in probe.output and f"{env}/bin/pytest" in probe.output, probe.output
 
     # run_tests reads the choice from scratch; a copy at another path (as the grader makes) imports its own files
     assert run_test_suite(ctx.sandbox, first, ctx.scratch).count("passed") == 4
