@@ -17,7 +17,8 @@ def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactl
     flagged = {name: report.flags[episodes.ids[name]] for name in episodes.ten if report.flags[episodes.ids[name]]}
     assert set(flagged) == {"infra_setup", "infra_mid", "py_test_edit"}
     assert {f.reason for f in flagged["infra_setup"]} == {"infrastructure_failure"}
-    assert "cannot make a folder for this command's files" in flagged["infra_setup"][0].detail  # scratch is a file now
+    detail = flagged["infra_setup"][0].detail  # scratch is a file now: the set-up's first sandbox command cannot start
+    assert "/scratch" in detail and ("Not a directory" in detail or "cannot make a folder for this command's files" in detail), detail
     assert "crashed" in flagged["infra_setup"][0].detail
     assert {f.reason for f in flagged["infra_mid"]} == {"infrastructure_failure"}
     hacking = flagged["py_test_edit"]
