@@ -35,8 +35,12 @@ from core.eval.runner import episode_specs, run_episode
 from core.eval.tasks import load_task
 from plugins.coding.testing import test_files
 
-#: Never part of what a harness changed: caches, environments, version control.
-SKIPPED = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".horizon", "node_modules"}
+#: Never part of what a harness changed: caches, environments, version control, and what
+#: ``pip install -e .`` writes (a repository's .gitignore keeps those out of a reviewed diff;
+#: an sdist's tree has no .gitignore to do it).
+SKIPPED = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".horizon", "node_modules", ".eggs"}
+#: Build outputs at the tree's top.
+SKIPPED_TOP = {"build", "dist"}
 
 
 def changed_sources(start: Path, final: Path) -> str:
@@ -50,7 +54,8 @@ def changed_sources(start: Path, final: Path) -> str:
     chunks = []
     for path in sorted(final.rglob("*")):
         rel = path.relative_to(final)
-        if not path.is_file() or path.is_symlink() or SKIPPED & set(rel.parts) or rel.suffix == ".pyc" or rel.as_posix() in tests:
+        if (not path.is_file() or path.is_symlink() or SKIPPED & set(rel.parts) or rel.parts[0] in SKIPPED_TOP or rel.suffix == ".pyc"
+                or any(part.endswith(".egg-info") for part in rel.parts) or rel.as_posix() in tests):  # fmt: skip
             continue
         old = start / rel
         if old.is_file() and old.read_bytes() == path.read_bytes():
