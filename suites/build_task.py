@@ -62,6 +62,14 @@ STRIP = [
     "/.editorconfig", "/Makefile", "/bin", "/scripts", "/artwork", "/examples", "/ez_setup.py", "/.mailmap", "/.flake8", "/.tox",
     "*.egg-info", ".git", "__pycache__", "*.pyc", ".pytest_cache",
 ]  # fmt: skip
+def stripped(recipe: dict[str, Any]) -> list[str]:
+    """``STRIP`` plus the recipe's ``drop``; a hidden-tests task keeps the sdist's ``PKG-INFO``: its
+    tests run in the project's built environment, and a version from version control (hatch-vcs,
+    setuptools-scm) can only come from there in a tree without ``.git``."""
+    strip = [p for p in STRIP if p != "/PKG-INFO"] if recipe.get("hidden") else STRIP
+    return strip + recipe.get("drop", [])
+
+
 #: Root conftest.py written for a recipe with ``src_dir``: what ``pip install -e .`` would give.
 SRC_SHIM = """\
 # Added by Horizon's suites/build_task.py (not part of the package): the package is not
@@ -161,7 +169,7 @@ def start_recipe(recipe: dict[str, Any], buggy: dict[str, Any], fixed: dict[str,
         buggy, fixed: the two sdists' simple-API entries (``sdist_file``).
         tests: the test files taken from the fixed release.
     """
-    archives = [layer(buggy, exclude=STRIP + recipe.get("drop", []))]
+    archives = [layer(buggy, exclude=stripped(recipe))]
     if not recipe.get("hidden"):
         archives.append(layer(fixed, include=sorted(tests)))
     return {"archives": archives, "files": {"conftest.py": SRC_SHIM.format(src_dir=recipe["src_dir"])} if recipe.get("src_dir") else {}}
@@ -198,7 +206,7 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
         UserError: a download fails or is not what PyPI lists (``core.eval.sources.fetch_archive``).
     """
     name, package = recipe["name"], recipe["package"]
-    exclude = STRIP + recipe.get("drop", [])
+    exclude = stripped(recipe)
     buggy_entry = sdist_file(package, recipe["buggy"])
     fixed_entry = sdist_file(package, recipe["fixed"])
     task_dir = out / name
@@ -218,9 +226,9 @@ def build(recipe: dict[str, Any], out: Path) -> dict[str, Any]:
             r for r in fixed if r.endswith(".py") and not is_test(r) and Path(r).name not in NOT_SOURCE and changed(r)
         ]
         pairs: dict[str, tuple[str | None, str]] = {}
-        for rel in src_candidates:
-            new = fixed[rel].read_text(encoding="utf-8")
-            old = buggy[rel].read_text(encoding="utf-8") if rel in buggy else None
+        for rel in src_candidates:  # bytes decoded as they are: a CRLF file's diff keeps its CRs, or it would not apply
+            new = fixed[rel].read_bytes().decode("utf-8")
+            old = buggy[rel].read_bytes().decode("utf-8") if rel in buggy else None
             new = without_version_change(old, new) if old is not None else new
             if new != old:
                 pairs[rel] = (old, new)

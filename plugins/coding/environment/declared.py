@@ -346,13 +346,15 @@ def cache_key(workspace: Path, declaration: Declaration, settings: list[str]) ->
 
     Args:
         workspace: repository root.
-        declaration: from ``read_declaration``; its ``files`` are hashed.
+        declaration: from ``read_declaration``; its ``files`` are hashed, and an sdist's
+            ``PKG-INFO`` (the version a project without ``.git`` is built with).
         settings: other inputs of the build, one string each.
     """
     digest = hashlib.sha256()
     for item in settings:
         digest.update(b"setting\0" + item.encode() + b"\0")
-    for rel in declaration.files:
+    metadata = ["PKG-INFO"] if (workspace / "PKG-INFO").is_file() and "PKG-INFO" not in declaration.files else []
+    for rel in [*declaration.files, *metadata]:
         path = workspace / rel
         digest.update(b"file\0" + rel.encode() + b"\0")
         try:
