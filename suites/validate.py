@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="tasks checked at once")
     parser.add_argument("--out", type=Path, default=None, help="Markdown file for the table (default: SUITE/VALIDATION.md)")
     parser.add_argument("names", nargs="*", help="only these tasks")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # task names before or after the options
     tasks = load_suite(args.suite.resolve(), args.names)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(validate, tasks))
