@@ -233,6 +233,16 @@ def test_suite_of_suites_names_tasks_by_suite_and_takes_patterns():
         ev.load_suite(SUITES, ["threed/nothing-*"])
 
 
+def test_hidden_tests_tasks_name_the_coding_plugin_in_a_suite_of_suites():
+    (task,) = ev.load_suite(SUITES, ["coding-hidden/toolz-*"])  # its suite's folder name is no plugin's
+    assert task.plugin("") == "coding" and task.spec.hidden_tests is not None and task.spec.dependencies_as_of
+    hidden = Path(task.metadata["hidden_tests"])
+    assert hidden.is_dir() and task.metadata["sandbox_hidden"] == [str(hidden)]
+    for path in (p for p in hidden.rglob("*") if p.is_file()):  # the starting tree lacks the fixed release's tests
+        start = task.repo / path.relative_to(hidden)
+        assert not start.is_file() or start.read_bytes() != path.read_bytes(), start
+
+
 def test_reference_of_a_task_without_fix_diff_is_its_reference_jsonl(tmp_path):
     (task,) = ev.load_suite(SUITES / "threed", ["low-table"])
     turns = ev.SCRIPTED["reference"](task)
