@@ -3,8 +3,8 @@
     .venv/bin/python bench/repomap_focus.py [--suite suites/coding] [--case REPO INSTRUCTION TOUCHED[:SYMBOL]] [--tokens 1024]
     .venv/bin/python bench/repomap_focus.py --quick      # the first 4 tasks of the suite (CI)
 
-For each task of the suite (a folder with ``repo/``, ``task.json``'s ``instruction`` and the
-reference ``fix.diff``) the map is built as the coding plugin's set-up builds it
+For each task of the suite (its starting tree, ``core.eval.load_task``'s, ``task.json``'s
+``instruction`` and the reference ``fix.diff``) the map is built as the coding plugin's set-up builds it
 (``build_repo_map(repo, instruction, SETUP_MAP_TOKENS)``) and checked for:
 
 - **file**: a file the fix changes appears in the map (as a ``path:`` line);
@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from core.eval.tasks import load_task
 from plugins.coding.focus import excluded_reason, is_test_file
 from plugins.coding.repomap import MAP_KINDS, build_repo_map
 
@@ -97,7 +98,7 @@ def measure(repo: Path, instruction: str, changes: dict[str, list[int]], symbols
 def main() -> None:
     """Measure every task, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", type=Path, default=SUITE, help="folder of task folders (repo/, task.json, fix.diff)")
+    parser.add_argument("--suite", type=Path, default=SUITE, help="folder of task folders (task.json with a start recipe or repo/, fix.diff)")
     parser.add_argument(
         "--case",
         nargs=3,
@@ -113,8 +114,8 @@ def main() -> None:
     cases: list[tuple[str, Path, str, dict[str, list[int]], set[str]]] = []
     folders = sorted(p for p in args.suite.iterdir() if (p / "task.json").is_file() and (p / "fix.diff").is_file())
     for folder in folders[:4] if args.quick else folders:
-        instruction = json.loads((folder / "task.json").read_text())["instruction"]
-        cases.append((folder.name, folder / "repo", instruction, touched((folder / "fix.diff").read_text()), set()))
+        task = load_task(folder)  # the starting tree: built from the task's recipe into the sources cache, or its repo/
+        cases.append((folder.name, task.repo, task.spec.instruction, touched((folder / "fix.diff").read_text()), set()))
     for repo, instruction, spec in args.case:
         path, _, symbol = spec.partition(":")
         cases.append((Path(repo).name, Path(repo), instruction, {path: []}, {symbol} if symbol else set()))
