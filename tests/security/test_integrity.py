@@ -27,37 +27,18 @@ from pathlib import Path
 
 import pytest
 
-from core.plugin import Task
-from core.policy import ScriptedPolicy
-from core.runner import Run, RunResult
+from core.runner import RunResult
 from core.sandbox import open_sandbox
-from core.state import Limits, Pricing
+from tests.plugins.coding.scripted import scripted_episode, sh, write
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python-user-service"
 TASK = "fix NPE in user module"
-FINISH = {"tool": "finish", "arguments": {"summary": "done"}}
 FIX_OLD, FIX_NEW = "nickname = user.nickname.strip()", 'nickname = (user.nickname or "").strip()'
-
-
-def sh(command: str) -> dict:
-    """A model's ``shell`` call."""
-    return {"tool": "shell", "arguments": {"command": command, "timeout_s": 60}}
-
-
-def write(path: str, text: str) -> dict:
-    """A ``shell`` call that writes ``text`` to ``path`` (folders made as needed)."""
-    return sh(f"mkdir -p \"$(dirname {shlex.quote(path)})\" && printf %s {shlex.quote(text)} > {shlex.quote(path)}")
 
 
 def episode(repo: Path, home: Path, calls: list[dict]) -> RunResult:
     """Run one scripted episode on ``repo`` (``calls``, then ``finish``); return its result."""
-    run = Run.start(Task(plugin="coding", instruction=TASK, repo=repo), ScriptedPolicy([*calls, FINISH], name="attack"),
-                    policy_config={"kind": "scripted", "script": "attack"}, limits=Limits(max_steps=len(calls) + 2),
-                    pricing=Pricing(), home=home)  # fmt: skip
-    try:
-        return run.execute()
-    finally:
-        run.close()
+    return scripted_episode(repo, home, TASK, calls, name="attack")
 
 
 @pytest.fixture

@@ -15,23 +15,13 @@ import pytest
 
 from core.export.gates import apply_gates
 from core.export.source import load_run
-from core.plugin import Task
-from core.policy import ScriptedPolicy
-from core.runner import Run, RunResult, open_store
-from core.state import Limits, Pricing
+from core.runner import RunResult, open_store
+from tests.plugins.coding.scripted import scripted_episode, write
 
 TASK = "stats.mean([]) raises ZeroDivisionError; it should return 0.0 for an empty list"
-FINISH = {"tool": "finish", "arguments": {"summary": "done"}}
 FIX = {"tool": "edit_file", "arguments": {"path": "stats.py", "old_text": "    return sum(xs) / len(xs)",
                                           "new_text": "    return sum(xs) / len(xs) if xs else 0.0"}}  # fmt: skip
 REPRO = "from stats import mean\n\n\ndef test_mean_of_nothing_is_zero():\n    assert mean([]) == 0.0\n"
-
-
-def write(path: str, text: str) -> dict:
-    """A ``write_file``-like call through ``apply_patch``'s sibling: ``edit_file`` cannot create, so use shell."""
-    import shlex
-
-    return {"tool": "shell", "arguments": {"command": f"printf %s {shlex.quote(text)} > {shlex.quote(path)}", "timeout_s": 30}}
 
 
 @pytest.fixture
@@ -47,13 +37,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 def episode(repo: Path, home: Path, calls: list[dict]) -> RunResult:
-    run = Run.start(Task(plugin="coding", instruction=TASK, repo=repo), ScriptedPolicy([*calls, FINISH], name="repro"),
-                    policy_config={"kind": "scripted", "script": "repro"}, limits=Limits(max_steps=len(calls) + 2),
-                    pricing=Pricing(), home=home)  # fmt: skip
-    try:
-        return run.execute()
-    finally:
-        run.close()
+    """Run one scripted episode on ``repo`` (``calls``, then ``finish``); return its result."""
+    return scripted_episode(repo, home, TASK, calls, name="repro")
 
 
 def verdict(result: RunResult, home: Path) -> dict:
@@ -137,12 +122,7 @@ def hidden_episode(repo: Path, home: Path, hidden: Path, calls: list[dict]) -> R
     """An episode of a suite task whose fail-to-pass test the agent never sees."""
     metadata = {"hidden_tests": str(hidden), "fail_to_pass": ["tests/test_hidden.py::test_empty"],
                 "pass_to_pass": ["tests/test_stats.py::test_mean", "tests/test_stats.py::test_total"]}  # fmt: skip
-    run = Run.start(Task(plugin="coding", instruction=TASK, repo=repo, metadata=metadata), ScriptedPolicy([*calls, FINISH]),
-                    policy_config={"kind": "scripted"}, limits=Limits(max_steps=len(calls) + 2), pricing=Pricing(), home=home)  # fmt: skip
-    try:
-        return run.execute()
-    finally:
-        run.close()
+    return scripted_episode(repo, home, TASK, calls, name="hidden", metadata=metadata)
 
 
 @pytest.fixture
