@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_task import git_diff
 
 from core.config import horizon_home
 from core.eval.runner import episode_specs, run_episode
@@ -48,27 +49,22 @@ def changed_sources(start: Path, final: Path) -> str:
     test files and ``SKIPPED`` folders left out; deleted files are left out too (the replay edits only).
 
     Raises:
-        SystemExit: git cannot compare the trees.
+        SystemExit: git cannot compare two versions of a file (``build_task.git_diff``).
+        UnicodeDecodeError: a changed file is not UTF-8 text.
     """
     tests = set(test_files(start)) | set(test_files(final))
-    chunks = []
+    changed: dict[str, tuple[str | None, str]] = {}
     for path in sorted(final.rglob("*")):
         rel = path.relative_to(final)
         if (not path.is_file() or path.is_symlink() or SKIPPED & set(rel.parts) or rel.parts[0] in SKIPPED_TOP or rel.suffix == ".pyc"
                 or any(part.endswith(".egg-info") for part in rel.parts) or rel.as_posix() in tests):  # fmt: skip
             continue
         old = start / rel
-        if old.is_file() and old.read_bytes() == path.read_bytes():
+        new = path.read_bytes()
+        if old.is_file() and old.read_bytes() == new:
             continue
-        proc = subprocess.run(
-            ["git", "diff", "--no-index", "--no-color", "--", str(old) if old.is_file() else "/dev/null", str(path)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"git diff failed for {rel}: {proc.stderr.strip()}")
-        text = proc.stdout.replace(f"a{old}", f"a/{rel.as_posix()}").replace(f"b{path}", f"b/{rel.as_posix()}")
-        chunks.append(text)
-    return "".join(chunks)
+        changed[rel.as_posix()] = (old.read_bytes().decode("utf-8") if old.is_file() else None, new.decode("utf-8"))
+    return git_diff(changed)
 
 
 def main(argv: list[str] | None = None) -> int:
