@@ -48,7 +48,9 @@ TEST_REQUIREMENTS = (
 DEV_REQUIREMENTS = ("requirements/dev.txt", "requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt")
 BASE_REQUIREMENTS = ("requirements.txt", "requirements/base.txt")
 #: Files that are read whole into the cache key when present (requirement files are added as found).
-DECLARING_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "uv.lock", "poetry.lock")
+#: Files whose contents decide the environment (its cache key); an sdist's ``PKG-INFO`` gives the
+#: version a project without ``.git`` is built with (hatch-vcs, setuptools-scm).
+DECLARING_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "uv.lock", "poetry.lock", "PKG-INFO")
 _REQ_INCLUDE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 _TOX_FACTOR = re.compile(r"^[\w.,!{}-]+:\s")  # "py38: pytest<8", "tests: tests"
 
@@ -346,15 +348,13 @@ def cache_key(workspace: Path, declaration: Declaration, settings: list[str]) ->
 
     Args:
         workspace: repository root.
-        declaration: from ``read_declaration``; its ``files`` are hashed, and an sdist's
-            ``PKG-INFO`` (the version a project without ``.git`` is built with).
+        declaration: from ``read_declaration``; its ``files`` are hashed.
         settings: other inputs of the build, one string each.
     """
     digest = hashlib.sha256()
     for item in settings:
         digest.update(b"setting\0" + item.encode() + b"\0")
-    metadata = ["PKG-INFO"] if (workspace / "PKG-INFO").is_file() and "PKG-INFO" not in declaration.files else []
-    for rel in [*declaration.files, *metadata]:
+    for rel in declaration.files:
         path = workspace / rel
         digest.update(b"file\0" + rel.encode() + b"\0")
         try:
