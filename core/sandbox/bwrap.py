@@ -171,6 +171,7 @@ def build_bwrap_argv(
     binds: Sequence[tuple[Path, Path]] = (),
     allow_network: bool = False,
     readonly: Sequence[Path] = (),
+    mounts: Sequence[tuple[Path, Path]] = (),
     hidden: Sequence[Path] = (),
     masked: Sequence[Path] = (),
     python: Sequence[Path] = (),
@@ -202,6 +203,9 @@ def build_bwrap_argv(
         allow_network: share the host's network namespace instead of a loopback-only one.
         readonly: paths bound read-only last, on top of everything (e.g. ``workspace/.git``);
             each must exist.
+        mounts: ``(host folder, folder in the workspace)`` pairs bound read-only over the
+            workspace's folder, after ``readonly`` (e.g. a cached ``node_modules``); each
+            folder in the workspace must exist and not be a link.
         hidden: folders to replace with an empty tmpfs (the user's home, /root).
         masked: files to cover with an empty file (``/dev/null``), e.g. ``/etc/shadow``.
         python: Python installation folders, bound read-only again after the tmpfs.
@@ -260,6 +264,10 @@ def build_bwrap_argv(
         args += ["--ro-bind", str(path), str(path)]
         if alias is not None and path.is_relative_to(workspace):  # a bind does not carry read-only submounts
             args += ["--ro-bind", str(path), str(alias / path.relative_to(workspace))]
+    for host, inside in mounts:
+        args += ["--ro-bind", str(host), str(inside)]
+        if alias is not None:
+            args += ["--ro-bind", str(host), str(alias / inside.relative_to(workspace))]
     if root:
         args += ["--remount-ro", "/"]
     args += ["--chdir", str(cwd), "--clearenv"]
@@ -334,6 +342,7 @@ class BwrapSandbox:
         self.limits = limits or SandboxLimits()
         self.allow_network = allow_network
         self.readonly = [Path(p).resolve() for p in readonly or []]
+        self.mounts: list[tuple[Path, Path]] = []  # (workspace-relative folder, host folder): with_mounts
         self.use_cgroups = use_cgroups
         self.bwrap = find_bwrap()
         # bwrap outlives a Horizon killed with SIGKILL (--die-with-parent ties only the sandbox to
@@ -363,6 +372,37 @@ class BwrapSandbox:
         other = copy.copy(self)
         other.readonly = [*self.readonly, *(Path(p).resolve() for p in paths if Path(p).resolve() not in self.readonly)]
         return other
+
+    def with_mounts(self, mounts: dict[str, Path]) -> BwrapSandbox:
+        """A copy of this sandbox that shows host folders read-only at folders of the workspace.
+
+        Args:
+            mounts: ``{path relative to the workspace: host folder}`` (``{"node_modules":
+                cache/<key>/node_modules}``). Each run makes the workspace's folder when it is
+                missing (an empty folder: what a tree without its installed packages has), and
+                skips a mount whose place in the workspace is a link or a file (the code under
+                test chose it; the command then runs without that folder).
+        """
+        other = copy.copy(self)
+        other.mounts = [*self.mounts, *((Path(rel), Path(host).resolve()) for rel, host in mounts.items())]
+        return other
+
+    def _mount_points(self) -> list[tuple[Path, Path]]:
+        """``mounts`` as ``(host, absolute folder in the workspace)``, the folders made when missing."""
+        found = []
+        for rel, host in self.mounts:
+            inside = self.workspace / rel
+            # Never made or bound through a link: the workspace's content chose those.
+            if rel.is_absolute() or ".." in rel.parts or not host.is_dir() or inside.parent.resolve() != inside.parent:
+                continue
+            try:
+                if not os.path.lexists(inside):
+                    inside.mkdir()
+            except OSError:
+                continue
+            if inside.is_dir() and not inside.is_symlink():
+                found.append((host, inside))
+        return found
 
     def run(
         self,
@@ -414,6 +454,7 @@ class BwrapSandbox:
                 binds=self.binds,
                 allow_network=self.allow_network,
                 readonly=readonly,
+                mounts=self._mount_points(),
                 hidden=self._hidden,
                 masked=self._masked,
                 python=self._python,

@@ -210,6 +210,28 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(sandbox: BwrapSandbo
     assert "Read-only file system" in result.stderr  # /etc and /var/tmp: the host's / is read-only
 
 
+def test_with_mounts_shows_a_host_folder_read_only_in_the_workspace_never_through_a_link(
+    sandbox: BwrapSandbox, workspace: Path, tmp_path: Path
+) -> None:
+    installed = tmp_path / "cache" / "node_modules"
+    (installed / "ms").mkdir(parents=True)
+    (installed / "ms" / "index.js").write_text("module.exports = 42\n")
+    mounted = sandbox.with_mounts({"node_modules": installed})
+    result = sh(mounted, "cat node_modules/ms/index.js; touch node_modules/new; echo x > node_modules/ms/index.js")
+    assert result.stdout == "module.exports = 42\n" and "Read-only file system" in result.stderr
+    assert (installed / "ms" / "index.js").read_text() == "module.exports = 42\n" and not (installed / "new").exists()
+    assert (workspace / "node_modules").is_dir() and not list((workspace / "node_modules").iterdir())  # only the mount point
+    assert sh(sandbox, "ls node_modules").stdout == ""  # the sandbox it was copied from is unchanged
+    # A node_modules the workspace's content made a link: nothing is mounted or made through it.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = tmp_path / "ws2"
+    other.mkdir()
+    (other / "node_modules").symlink_to(elsewhere)
+    linked = BwrapSandbox(other, tmp_path / "scratch2", limits=FAST).with_mounts({"node_modules": installed})
+    assert sh(linked, "ls node_modules/").stdout == "" and not list(elsewhere.iterdir())
+
+
 def test_no_capabilities_so_no_remounting(sandbox: BwrapSandbox) -> None:
     # Run as root, bwrap would leave the command every capability: enough to remount / writable.
     result = sh(sandbox, "grep CapEff /proc/self/status; mount -o remount,rw,bind / && touch /etc/horizon-remounted")
