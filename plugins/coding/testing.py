@@ -228,7 +228,7 @@ def _has_pytest_config(root: Path) -> bool:
     return False
 
 
-def detect_framework(workspace: Path) -> Framework | None:
+def detect_framework(workspace: Path, node_modules: Path | None = None) -> Framework | None:
     """Tell which test framework a repository uses.
 
     ``junit`` when there is a ``src/test/java`` folder or ``*Test.java``-style files; ``pytest``
@@ -240,6 +240,8 @@ def detect_framework(workspace: Path) -> Framework | None:
 
     Args:
         workspace: repository root.
+        node_modules: the installed packages set-up chose (``TestEnvironment.node_modules``),
+            default the workspace's own ``node_modules``.
 
     Returns:
         The framework, or ``None`` when no tests were found.
@@ -265,7 +267,7 @@ def detect_framework(workspace: Path) -> Framework | None:
     best = max(counts, key=lambda name: counts[name])  # the first of equals wins: dicts keep order
     if not counts[best]:
         return None
-    if best == "node" and uses_jest(root) and jest_binary(root) is not None:
+    if best == "node" and uses_jest(root) and jest_binary(root, node_modules) is not None:
         return "jest"
     return best  # type: ignore[return-value]
 
@@ -789,7 +791,9 @@ def run_test_suite(
             missing, or a selector is malformed.
     """
     root = workspace.resolve()
-    framework = framework or detect_framework(root)
+    environment = environment or load_environment(scratch)
+    modules = Path(environment.node_modules) if environment is not None and environment.node_modules else None
+    framework = framework or detect_framework(root, node_modules=modules)
     if framework is None:
         return TestRun(framework=None, exit_code=-1, output=NO_TESTS_MESSAGE)
     selected = _check_selectors(tests or [])
@@ -797,7 +801,7 @@ def run_test_suite(
     run_dir = new_run_dir(scratch, framework)
     started = time.monotonic()
     if framework == "pytest":
-        environment = environment or load_environment(scratch) or horizon_environment(root)
+        environment = environment or horizon_environment(root)
         run = _run_pytest(sandbox, root, run_dir, selected, limits, python, environment)
     elif framework == "junit":
         run = _run_junit(sandbox, root, run_dir, selected, limits)
@@ -806,10 +810,13 @@ def run_test_suite(
 
         if shutil.which("node") is None:
             raise ToolError("cannot run JavaScript tests here: node is not installed")
-        if framework == "jest" and testing_node.jest_binary(root) is None:
+        if framework == "jest" and testing_node.jest_binary(root, modules) is None:
             raise ToolError("cannot run Jest here: node_modules/.bin/jest is not installed (no download is possible)")
-        runner = testing_node.run_jest if framework == "jest" else testing_node.run_node
-        run = runner(sandbox, root, run_dir, selected, limits)
+        box = environment.sandbox(sandbox) if environment is not None else sandbox  # shows node_modules
+        if framework == "jest":
+            run = testing_node.run_jest(box, root, run_dir, selected, limits, node_modules=modules)
+        else:
+            run = testing_node.run_node(box, root, run_dir, selected, limits)
     else:
         from plugins.coding import testing_go
 
@@ -823,7 +830,7 @@ def run_test_suite(
 # --------------------------------------------------------------------------- rendering
 
 
-_EXCEPTION_LINE = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b(?::.*)?)$")
+_EXCEPTION_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit)\b(?::.*)?)$")  # Node's is plain "Error: ..."
 _CONFTEST_FAILED = re.compile(r"ImportError while loading conftest '([^']+)'")
 #: Lines of a collection error's report that say nothing about the cause.
 _COLLECTION_NOISE = ("collection failure", "Hint: make sure your test modules", "Traceback:", "importlib/__init__.py",

@@ -48,11 +48,16 @@ export default async function* horizonReporter(source) {
       const cause = error?.cause ?? error;
       const message = cause ? String(cause?.stack ?? cause).split('\n').slice(0, 8).join('\n') : '';
       yield JSON.stringify({ file, names: [...stack, data.name], status, suite, message }) + '\n';
+    } else if (event.type === 'test:stderr' && file) {
+      // A file that fails to load says why only on its process's stderr ("Cannot find module").
+      yield JSON.stringify({ file, stderr: String(data.message ?? '') }) + '\n';
     }
   }
 }
 """
 
+#: How much of a test file's stderr is kept as the message of a file that failed to load.
+_STDERR_CHARS = 2000
 _JEST_CONFIGS = ("jest.config.js", "jest.config.mjs", "jest.config.cjs", "jest.config.ts", "jest.config.json")
 
 
@@ -72,10 +77,15 @@ def uses_jest(root: Path) -> bool:
     return "jest" in package or any((root / name).is_file() for name in _JEST_CONFIGS) or "jest" in script.split()
 
 
-def jest_binary(root: Path) -> Path | None:
-    """``node_modules/.bin/jest`` of the repository when installed, else None."""
-    candidate = root / "node_modules" / ".bin" / "jest"
-    return candidate if candidate.exists() else None
+def jest_binary(root: Path, node_modules: Path | None = None) -> Path | None:
+    """``root/node_modules/.bin/jest`` when Jest is installed there, else None.
+
+    Args:
+        node_modules: the host folder the sandbox shows at ``root/node_modules``
+            (``TestEnvironment.node_modules``); default the repository's own.
+    """
+    installed = (node_modules or root / "node_modules") / ".bin" / "jest"
+    return root / "node_modules" / ".bin" / "jest" if installed.exists() else None
 
 
 def _rel(root: Path, file: str) -> str:
@@ -90,11 +100,13 @@ def parse_node_report(root: Path, report: Path) -> tuple[dict[str, Outcome], dic
     """Read the JSON lines of Horizon's ``node --test`` reporter.
 
     Returns:
-        ``(outcomes, messages, load_failed)``; ``load_failed`` when some test file failed to load.
+        ``(outcomes, messages, load_failed)``; ``load_failed`` when some test file failed to load,
+        its message then the end of the file's stderr (``test:stderr`` events), which says why.
     """
     outcomes: dict[str, Outcome] = {}
     messages: dict[str, str] = {}
     load_failed = False
+    stderr: dict[str, str] = {}
     for line in read_regular(report).decode("utf-8", "replace").splitlines():
         try:
             event = json.loads(line)
@@ -103,6 +115,9 @@ def parse_node_report(root: Path, report: Path) -> tuple[dict[str, Outcome], dic
         if not isinstance(event, dict) or event.get("suite"):
             continue
         rel = _rel(root, str(event.get("file", "")))
+        if "stderr" in event:
+            stderr[rel] = (stderr.get(rel, "") + str(event["stderr"]))[-_STDERR_CHARS:]
+            continue
         names = [str(n) for n in event.get("names", [])]
         status = event.get("status")
         if len(names) == 1 and _rel(root, names[0]) == rel:  # the file itself: it failed to load or run
@@ -115,6 +130,9 @@ def parse_node_report(root: Path, report: Path) -> tuple[dict[str, Outcome], dic
         outcomes[test_id] = outcome
         if outcome == "failed":
             messages[test_id] = str(event.get("message", ""))
+    for rel, text in stderr.items():  # node's own message for a file is only "test failed"
+        if outcomes.get(rel) == "error" and text.strip() and messages.get(rel, "").strip(" '\"") in ("", "test failed"):
+            messages[rel] = text.strip()
     return outcomes, messages, load_failed
 
 
@@ -164,9 +182,11 @@ def run_node(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limi
     return _finish(sandbox, root, run_dir, argv, limits, "node", report, parse_node_report)
 
 
-def run_jest(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None) -> TestRun:
-    """Run the repository's installed Jest with a JSON report and read per-test outcomes."""
-    jest = jest_binary(root)
+def run_jest(sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None,
+             *, node_modules: Path | None = None) -> TestRun:  # fmt: skip
+    """Run the repository's installed Jest with a JSON report and read per-test outcomes
+    (``node_modules``: as ``jest_binary``; ``sandbox`` must show it at ``root/node_modules``)."""
+    jest = jest_binary(root, node_modules)
     node = shutil.which("node")
     report = run_dir / "report.json"
     argv = [
