@@ -9,7 +9,8 @@ from core import workspace as ws
 from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
-from plugins.coding.environment import choose_environment, describe, load_environment, save_environment
+from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
+from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
@@ -102,19 +103,28 @@ class CodingPlugin:
         )
 
     def _environment(self, task: Task, ctx: ToolContext) -> str:
-        """Choose where Python tests run (``plugins.coding.environment``) and save it in scratch,
-        so ``run_tests``, the grader and a resumed run use the same one.
+        """Choose where Python tests run (``plugins.coding.environment``), or which ``node_modules``
+        JavaScript tests see (``environment.node``), and save it in scratch, so ``run_tests``,
+        ``shell``, the grader and a resumed run use the same one.
 
         Returns:
-            The set-up text's line about it; "" when the repository's tests are not Python's.
+            The set-up text's line about it; "" when the repository's tests are neither Python's nor JavaScript's.
         """
-        if detect_framework(ctx.workspace) != "pytest":
+        framework = detect_framework(ctx.workspace)
+        if framework not in ("pytest", "node"):
             return ""
         chosen = load_environment(ctx.scratch)  # a set-up interrupted after the choice: keep it
-        if chosen is None:
+        if chosen is not None:
+            return describe(chosen)
+        if framework == "pytest":
             chosen = choose_environment(ctx.sandbox, ctx.workspace, ctx.scratch, repo=task.repo,
                                         as_of=str(task.metadata.get("dependencies_as_of") or ""))  # fmt: skip
-            save_environment(ctx.scratch, chosen)
+        else:  # JavaScript: Python's interpreter is irrelevant; the installed packages are not
+            modules = choose_node_modules(ctx.sandbox, ctx.workspace, ctx.scratch, repo=task.repo)
+            chosen = horizon_environment(ctx.workspace, own=True)
+            chosen.language = "javascript"
+            chosen.node_modules, chosen.summary, chosen.seconds = str(modules.path or ""), modules.summary, modules.seconds
+        save_environment(ctx.scratch, chosen)
         return describe(chosen)
 
     def _baseline(self, ctx: ToolContext, runs: int = 1, hidden_tests: bool = False) -> str:

@@ -93,6 +93,10 @@ class TestEnvironment(BaseModel):
         summary: the set-up text's line about it.
         seconds: how long choosing (and building) took.
         python_version: ``3.11.7``; "" when not checked.
+        language: whose tests: ``python``, or ``javascript`` (then only ``node_modules`` matters
+            and the summary is about it).
+        node_modules: a host folder shown read-only at ``<tree>/node_modules`` (a JavaScript
+            repository's installed packages: ``environment.node``); "" for none.
     """
 
     __test__ = False  # not a pytest test class
@@ -106,6 +110,8 @@ class TestEnvironment(BaseModel):
     summary: str = ""
     seconds: float = 0.0
     python_version: str = ""
+    language: Literal["python", "javascript"] = "python"
+    node_modules: str = ""
 
     def interpreter(self, workspace: Path) -> str:
         """The interpreter's absolute path for a run in ``workspace``."""
@@ -125,13 +131,18 @@ class TestEnvironment(BaseModel):
         return found
 
     def sandbox(self, sandbox: Sandbox) -> Sandbox:
-        """``sandbox``, or a copy of it that also shows ``visible`` read-only (bwrap only:
-        other sandboxes see the whole machine)."""
+        """``sandbox``, or a copy of it that also shows ``visible`` read-only and ``node_modules``
+        read-only at its workspace's ``node_modules`` (bwrap only: other sandboxes see the whole
+        machine and cannot bind a folder into the workspace)."""
         from core.sandbox.bwrap import BwrapSandbox
 
-        if not self.visible or not isinstance(sandbox, BwrapSandbox):
+        if not isinstance(sandbox, BwrapSandbox):
             return sandbox
-        return sandbox.with_readonly([Path(p) for p in self.visible])
+        if self.visible:
+            sandbox = sandbox.with_readonly([Path(p) for p in self.visible])
+        if self.node_modules:
+            sandbox = sandbox.with_mounts({"node_modules": Path(self.node_modules)})
+        return sandbox
 
 
 def save_environment(scratch: Path, environment: TestEnvironment) -> None:
@@ -361,7 +372,7 @@ def choose_environment(
         return done(horizon_environment(workspace, str(exc)))
     python_id = f"{sys.implementation.name}-{platform.python_version()}-{base_interpreter()}"
     as_of = as_of.strip()
-    key = cache_key(workspace, declaration, [f"recipe={RECIPE}", f"python={python_id}", *index_settings(),
+    key = cache_key(workspace, declaration.files, [f"recipe={RECIPE}", f"python={python_id}", *index_settings(),
                                              *([f"exclude-newer={as_of}"] if as_of else [])])  # fmt: skip
     try:
         built = build_or_reuse(sandbox, workspace, scratch, declaration, key, uv, as_of=as_of)
@@ -395,7 +406,11 @@ def choose_environment(
 
 def describe(environment: TestEnvironment) -> str:
     """The set-up text's line: ``Test environment: <summary>.``, and, for the project's own
-    environment, that ``shell`` commands use it too (``shell_environment``)."""
+    environment, that ``shell`` commands use it too (``shell_environment``); for JavaScript
+    tests ``Node packages: <summary>.``"""
+    if environment.language == "javascript":
+        shown = " They are read-only at node_modules in tests and shell commands." if environment.node_modules else ""
+        return f"Node packages: {environment.summary}.{shown}"
     if environment.kind == "horizon":
         return f"Test environment: {environment.summary}."
     return f"Test environment: {environment.summary}. Commands of the shell tool run in it too (its python, pip and pytest)."
@@ -406,14 +421,17 @@ def shell_environment(sandbox: Sandbox, workspace: Path, scratch: Path) -> tuple
     do (the sandbox also shows it; ``PATH`` starts with its ``bin``, so ``python``, ``pip`` and
     ``pytest`` are its own; the workspace's source roots first on ``PYTHONPATH``), so that
     ``python -c 'import pkg'`` imports what the tests import. Horizon's own interpreter, or no
-    choice saved (another plugin's workspace, an environment deleted since): ``(sandbox, {})``.
+    choice saved (another plugin's workspace, an environment deleted since): ``(sandbox, {})``,
+    the sandbox showing the repository's ``node_modules`` when set-up installed one.
 
     Returns:
         ``(sandbox, extra environment variables)`` for ``Sandbox.run``.
     """
     environment = load_environment(scratch)
-    if environment is None or environment.kind == "horizon" or not Path(environment.interpreter(workspace)).exists():
+    if environment is None:
         return sandbox, {}
+    if environment.kind == "horizon" or not Path(environment.interpreter(workspace)).exists():
+        return environment.sandbox(sandbox) if environment.node_modules else sandbox, {}
     variables = environment.variables(workspace)
     if "PATH" not in variables:  # an interpreter without a virtual environment (HORIZON_TEST_PYTHON=/usr/bin/python3.12)
         variables["PATH"] = ":".join([str(Path(environment.interpreter(workspace)).parent), *SYSTEM_PATH])

@@ -342,19 +342,20 @@ def _holds_code(folder: Path) -> bool:
         return False
 
 
-def cache_key(workspace: Path, declaration: Declaration, settings: list[str]) -> str:
+def cache_key(workspace: Path, files: list[str], settings: list[str]) -> str:
     """SHA-256 (hex) of the declaring files' paths and contents plus ``settings`` (Python version,
     index options, the recipe's version), so equal inputs share one environment.
 
     Args:
         workspace: repository root.
-        declaration: from ``read_declaration``; its ``files`` are hashed.
+        files: the declaring files, relative to ``workspace`` (``Declaration.files``,
+            ``package.json`` and its lockfile); a missing one is hashed as unreadable.
         settings: other inputs of the build, one string each.
     """
     digest = hashlib.sha256()
     for item in settings:
         digest.update(b"setting\0" + item.encode() + b"\0")
-    for rel in declaration.files:
+    for rel in files:
         path = workspace / rel
         digest.update(b"file\0" + rel.encode() + b"\0")
         try:

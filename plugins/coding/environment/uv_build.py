@@ -181,7 +181,7 @@ def read_manifest(env: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _build_sandbox(sandbox: Sandbox, build: Path, logs: Path) -> Sandbox:
+def build_sandbox(sandbox: Sandbox, build: Path, logs: Path) -> Sandbox:
     """A sandbox like the episode's on the build folder, with the network (the episode's stays offline)."""
     from core.sandbox.bwrap import BwrapSandbox
     from core.sandbox.unconfined import UnconfinedSandbox
@@ -203,7 +203,7 @@ def _pretend_version(workspace: Path, declaration: Declaration) -> dict[str, str
     return {"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_" + re.sub(r"[-_.]+", "_", declaration.name).upper(): "0.0.0"}
 
 
-class _Log:
+class BuildLog:
     """Collects each build command's output into ``build.log`` and keeps the last failure's tail."""
 
     def __init__(self, path: Path):
@@ -263,33 +263,45 @@ def build_or_reuse(
     manifest = read_manifest(final)
     if manifest is not None:
         return Built(path=final, reused=True, seconds=time.monotonic() - started, manifest=manifest)
-    _remove_abandoned(root)
+    remove_abandoned(root)
     logs = new_run_dir(scratch, "environment")
     build = root / f".build-{key[:12]}-{secrets.token_hex(4)}"
     build.mkdir()
     try:
-        result = _build(_build_sandbox(sandbox, build, logs), workspace, build, declaration, uv, _Log(logs / "build.log"), as_of)
+        result = _build(build_sandbox(sandbox, build, logs), workspace, build, declaration, uv, BuildLog(logs / "build.log"), as_of)
         result.log = str(logs / "build.log")
         if result.path is not None:
             result.manifest.update(key=key, recipe=RECIPE, python=str(base_interpreter()), built_from=declaration.summary(),
                                    files=declaration.files, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))  # fmt: skip
             write_new(result.path / MANIFEST, json.dumps(result.manifest, indent=1))
-            try:
-                os.rename(result.path, final)
-                result.path = final
-            except OSError as exc:  # another run renamed the same key into place first: use theirs
-                theirs = read_manifest(final)
-                if theirs is None:
-                    result.path, result.error = None, f"the new environment could not be moved into the cache ({exc})"
-                else:
-                    result.path, result.reused, result.manifest = final, True, theirs
+            result.path, theirs, result.error = move_into_cache(result.path, final)
+            if theirs is not None:
+                result.reused, result.manifest = True, theirs
     finally:
         remove_tree(build)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
+def move_into_cache(folder: Path, final: Path) -> tuple[Path | None, dict | None, str]:
+    """Rename a complete build ``folder`` (with its ``MANIFEST``) to ``final`` (one file system:
+    atomic). Another run may have renamed the same key into place first: theirs is used.
+
+    Returns:
+        ``(final, None, "")`` when renamed; ``(final, their manifest, "")`` when another run's
+        folder is there; ``(None, None, why)`` when neither.
+    """
+    try:
+        os.rename(folder, final)
+        return final, None, ""
+    except OSError as exc:
+        theirs = read_manifest(final)
+        if theirs is None:
+            return None, None, f"the new folder could not be moved into the cache ({exc})"
+        return final, theirs, ""
+
+
+def remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
     """Delete build folders older than ``age_s``: left by a run killed mid-build (a live build
     is far younger: each of its few commands stops after ``BUILD_LIMITS.timeout_s``)."""
     now = time.time()
@@ -301,7 +313,7 @@ def _remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
             continue
 
 
-def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: _Log, as_of: str = "") -> Built:
+def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: BuildLog, as_of: str = "") -> Built:
     project = build / "project"
     shutil.copytree(workspace.resolve(), project, symlinks=True, ignore=_not_content(COPY_SKIPPED))
     env = build / "env"

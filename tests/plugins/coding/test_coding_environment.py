@@ -231,12 +231,12 @@ def test_declaration_reads_tox_deps_setup_cfg_and_layouts(tmp_path):
 def test_cache_key_follows_the_declaring_files_contents(tmp_path):
     project = make_project(tmp_path / "p", extras={"test": ["demodep"]})
     decl = read_declaration(project)
-    first = cache_key(project, decl, ["python=3.11"])
+    first = cache_key(project, decl.files, ["python=3.11"])
     (project / "src" / "demo" / "__init__.py").write_text("changed = True\n")  # code is not part of the key
-    assert cache_key(project, decl, ["python=3.11"]) == first
-    assert cache_key(project, decl, ["python=3.12"]) != first
+    assert cache_key(project, decl.files, ["python=3.11"]) == first
+    assert cache_key(project, decl.files, ["python=3.12"]) != first
     (project / "pyproject.toml").write_text((project / "pyproject.toml").read_text().replace("demodep", "demodep>=1"))
-    assert cache_key(project, read_declaration(project), ["python=3.11"]) != first
+    assert cache_key(project, read_declaration(project).files, ["python=3.11"]) != first
 
 
 # --------------------------------------------------------------------------- built environments
@@ -296,7 +296,7 @@ def test_a_uv_lock_gives_the_locked_versions(tmp_path, offline_index):
 def test_concurrent_builds_of_one_key_give_one_complete_environment(tmp_path, offline_index):
     project = make_project(tmp_path / "ws", extras={"test": ["demodep"]})
     decl = read_declaration(project)
-    key = cache_key(project, decl, ["concurrency-test"])
+    key = cache_key(project, decl.files, ["concurrency-test"])
     results = []
 
     def build(n: int) -> None:
