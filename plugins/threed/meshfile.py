@@ -26,8 +26,8 @@ from scipy.spatial import cKDTree
 #: Vertices closer than this (metres) are one vertex before any topology check.
 MERGE_DISTANCE_M = 1e-5
 
-#: What to tell a person or model holding a file Horizon cannot read.
-_FIX = "export it again from the modelling program, or open it in Blender to see what is wrong"
+#: The advice every MeshFileError for a broken file ends with.
+ADVICE = "export it again from the modelling program, or open it in Blender to see what is wrong"
 
 
 class MeshFileError(ValueError):
@@ -51,16 +51,20 @@ def weld(mesh: trimesh.Trimesh, distance_m: float = MERGE_DISTANCE_M) -> trimesh
         A new, unprocessed ``trimesh.Trimesh``.
     """
     vertices = np.asarray(mesh.vertices, dtype=np.float64)
-    faces = np.asarray(mesh.faces, dtype=np.int64)
-    n = len(vertices)
-    distinct = len(np.unique(vertices, axis=0)) if n else 0
+    faces = np.asarray(mesh.faces, dtype=np.int64).reshape(-1, 3)
+    n = distinct = len(vertices)
     if n:
-        pairs = cKDTree(vertices).query_pairs(distance_m, output_type="ndarray")
-        graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+        # exact twins first (a 1-D unique of each row's bytes; + 0.0 turns -0.0 into 0.0), then the
+        # distance on the distinct positions only: STL has about six copies of each vertex
+        rows = np.ascontiguousarray(vertices + 0.0).view(np.dtype((np.void, 24))).ravel()
+        _, first_exact, exact = np.unique(rows, return_index=True, return_inverse=True)
+        distinct = len(first_exact)
+        pairs = cKDTree(vertices[first_exact]).query_pairs(distance_m, output_type="ndarray")
+        graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(distinct, distinct))
         groups, labels = connected_components(graph, directed=False)
         first = np.full(groups, n, dtype=np.int64)
-        np.minimum.at(first, labels, np.arange(n))
-        vertices, faces = vertices[first], labels[faces]
+        np.minimum.at(first, labels, first_exact)  # each group at its lowest-numbered vertex
+        vertices, faces = vertices[first], labels[exact.ravel()][faces]
     kept = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
     out = trimesh.Trimesh(vertices, faces[kept], process=False, metadata=dict(mesh.metadata))
     out.remove_unreferenced_vertices()
@@ -113,13 +117,13 @@ def _obj_census(text: str, name: str) -> int:
             corners = words[1:]
             if len(corners) < 3:
                 raise MeshFileError(f"{name}: line {n} is a face with {len(corners)} corner(s); "
-                                    f"a face needs at least 3; {_FIX}")
+                                    f"a face needs at least 3; {ADVICE}")
             for corner in corners:
                 match = _INDEX.match(corner)
                 index = int(match.group()) if match else 0
                 if index == 0 or abs(index) > vertices:
                     raise MeshFileError(f"{name}: line {n}: face corner {corner!r} names no vertex (vertices 1 to "
-                                        f"{vertices} are defined before it; OBJ indices start at 1); {_FIX}")
+                                        f"{vertices} are defined before it; OBJ indices start at 1); {ADVICE}")
                 if index < 0 and relative_at is None:
                     relative_at = n
             triangles += len(corners) - 2
@@ -169,24 +173,24 @@ def load_parts(path: Path, scale: float = 1.0, merge_distance_m: float = MERGE_D
     if not path.is_file():
         raise MeshFileError(f"mesh file {path} does not exist")
     if path.stat().st_size == 0:
-        raise MeshFileError(f"{path.name} is an empty file (0 bytes); {_FIX}")
+        raise MeshFileError(f"{path.name} is an empty file (0 bytes); {ADVICE}")
     is_obj = path.suffix.lower() == ".obj"
     expected = _obj_census(path.read_text(errors="replace"), path.name) if is_obj else None
     options = {"split_objects": True, "group_material": False, "skip_materials": True} if is_obj else {}
     try:
         loaded = trimesh.load(path, force="scene", process=False, **options)
     except Exception as exc:  # noqa: BLE001 - trimesh raises many types for broken files
-        raise MeshFileError(f"{path.name} could not be read as a mesh ({type(exc).__name__}: {exc}); {_FIX}") from None
+        raise MeshFileError(f"{path.name} could not be read as a mesh ({type(exc).__name__}: {exc}); {ADVICE}") from None
     parts = [g for g in loaded.dump() if isinstance(g, trimesh.Trimesh) and len(g.faces)]
     if expected is not None and sum(len(p.faces) for p in parts) != expected:
         raise MeshFileError(f"{path.name}: its faces make {expected} triangles but trimesh read "
-                            f"{sum(len(p.faces) for p in parts)}; {_FIX}")
+                            f"{sum(len(p.faces) for p in parts)}; {ADVICE}")
     if not parts:
         why = _stl_why_no_faces(path) if path.suffix.lower() == ".stl" else "is it empty, or only points or lines?"
-        raise MeshFileError(f"{path.name} has no faces ({why}); {_FIX}")
+        raise MeshFileError(f"{path.name} has no faces ({why}); {ADVICE}")
     for part in parts:
         if not np.isfinite(part.vertices).all():
-            raise MeshFileError(f"{path.name} has vertices with infinite or NaN coordinates; {_FIX}")
+            raise MeshFileError(f"{path.name} has vertices with infinite or NaN coordinates; {ADVICE}")
     return [weld(p.apply_scale(scale) if scale != 1.0 else p, merge_distance_m) for p in parts]
 
 
