@@ -1,7 +1,9 @@
 """Geometry checks with trimesh: each returns a ``Check`` (verdict, value in [0, 1], details).
 
 Units are metres throughout (Blender's default unit; STL files carry none, so a caller states
-theirs). The checks:
+theirs). Meshes come from ``meshfile`` (``load_parts``, ``load_npz``, re-exported here), welded:
+vertices closer than ``MERGE_DISTANCE_M`` (10 µm) are one vertex, whatever their UVs or normals,
+so format splits never count as open edges. The checks:
 
 - ``closed_solid``: trimesh's ``is_volume`` (watertight, consistent winding, positive finite
   volume), not merely watertight; the details count open (boundary) edges and edges shared by
@@ -16,19 +18,17 @@ theirs). The checks:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import trimesh
 from scipy import ndimage
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-
-class MeshFileError(ValueError):
-    """A mesh file cannot be checked (missing, empty, malformed); the message says why and what to do."""
+from plugins.threed.meshfile import MERGE_DISTANCE_M, MeshFileError, load_npz, load_parts, weld  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -50,67 +50,6 @@ class Check:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-# -- loading ---------------------------------------------------------------------------------
-
-_OBJ_FACE = re.compile(r"^f\s+(.*)$")
-
-
-def _validate_obj(path: Path) -> None:
-    """Reject OBJ faces with fewer than three corners or indices past the vertex list, which
-    trimesh would otherwise drop without a word."""
-    vertices = 0
-    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if line.startswith("v "):
-            vertices += 1
-            continue
-        match = _OBJ_FACE.match(line)
-        if not match:
-            continue
-        corners = match.group(1).split()
-        if len(corners) < 3:
-            raise MeshFileError(f"{path.name}:{n}: a face with {len(corners)} corner(s); every face needs at least 3 vertex indices")
-        for corner in corners:
-            head = corner.split("/")[0]
-            try:
-                index = int(head)
-            except ValueError:
-                raise MeshFileError(f"{path.name}:{n}: {corner!r} is not a vertex index") from None
-            if index == 0 or abs(index) > vertices:
-                raise MeshFileError(f"{path.name}:{n}: vertex index {index} does not exist (only {vertices} vertices so far)")
-
-
-def load_parts(path: Path) -> list[trimesh.Trimesh]:
-    """Load a mesh file (STL, OBJ, PLY, glTF/GLB, OFF) as its separate objects, vertices merged.
-
-    Objects a file declares separately (OBJ ``o`` groups, glTF nodes) stay separate parts, so two
-    objects that touch count as two bodies.
-
-    Raises:
-        MeshFileError: the file is missing, unreadable, malformed or has no faces.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise MeshFileError(f"mesh file {path} does not exist")
-    if path.suffix.lower() == ".obj":
-        _validate_obj(path)
-    try:
-        loaded = trimesh.load(path, force="scene", **({"split_object": True, "group_material": False} if path.suffix.lower() == ".obj" else {}))
-    except Exception as exc:  # noqa: BLE001 - trimesh raises many types for broken files
-        raise MeshFileError(f"{path.name} could not be read as a mesh ({type(exc).__name__}: {exc})") from None
-    parts = [g for g in loaded.dump() if isinstance(g, trimesh.Trimesh) and len(g.faces)]
-    if not parts:
-        raise MeshFileError(f"{path.name} has no faces; export the object again (is it empty, or only points/lines?)")
-    for part in parts:
-        part.merge_vertices()
-    return parts
-
-
-def load_npz(path: Path) -> trimesh.Trimesh:
-    """Load a mesh written by the worker's ``mesh_data`` (world coordinates in metres)."""
-    data = np.load(path)
-    return trimesh.Trimesh(vertices=data["vertices"], faces=data["triangles"], process=True)
-
-
 def combine(parts: list[trimesh.Trimesh]) -> trimesh.Trimesh:
     """One mesh holding every part (vertices not merged across parts)."""
     return parts[0] if len(parts) == 1 else trimesh.util.concatenate(parts)
@@ -119,41 +58,66 @@ def combine(parts: list[trimesh.Trimesh]) -> trimesh.Trimesh:
 # -- single-mesh checks ----------------------------------------------------------------------
 
 
+def _edge_ids(mesh: trimesh.Trimesh) -> np.ndarray:
+    """One integer per undirected edge of each face corner: (3m,) in ``mesh.edges_sorted`` order."""
+    edges = mesh.edges_sorted.astype(np.int64)
+    return edges[:, 0] * (int(edges.max()) + 1) + edges[:, 1]  # a 1-D unique is ~50x faster than rows
+
+
 def edge_counts(mesh: trimesh.Trimesh) -> tuple[int, int]:
     """(boundary edges used by one face, non-manifold edges used by more than two faces)."""
     if len(mesh.faces) == 0:
         return 0, 0
-    edges = mesh.edges_sorted.astype(np.int64)
-    keys = edges[:, 0] * (int(edges.max()) + 1) + edges[:, 1]  # one integer per edge: a 1-D unique is ~50x faster
-    _, counts = np.unique(keys, return_counts=True)
+    _, counts = np.unique(_edge_ids(mesh), return_counts=True)
     return int((counts == 1).sum()), int((counts > 2).sum())
+
+
+def _solid_defects(d: dict[str, Any]) -> list[str]:
+    """The reasons one part's details (``closed_solid``'s) say it is not a volume, worst first."""
+    why = []
+    if d["boundary_edges"]:
+        why.append(f"{d['boundary_edges']} open edges (holes)")
+    if d["non_manifold_edges"]:
+        why.append(f"{d['non_manifold_edges']} edges shared by more than two faces")
+    if not d["winding_consistent"]:
+        why.append("faces wound inconsistently (some normals flipped)")
+    if not why and d["signed_volume_m3"] is not None and d["signed_volume_m3"] < 0:
+        why.append(f"inside out (volume {d['signed_volume_m3']:.6g} m³: every face points inwards)")
+    elif not why:
+        why.append("no positive volume (flat)")
+    return why
 
 
 def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
     """Every part is a volume in trimesh's sense (``is_volume``): watertight, consistently wound,
-    with a positive finite volume. Being watertight alone is not enough."""
+    with a positive finite volume. Being watertight alone is not enough.
+
+    Args:
+        parts: welded meshes in metres (``load_parts``, ``load_npz``).
+
+    Returns:
+        A ``Check`` whose message names every defect of the first failing part (open edges,
+        edges of more than two faces, inconsistent winding, inside out); ``detail["parts"]`` holds
+        each part's counts and volume (m³; the signed volume only where the part is watertight).
+    """
     details = []
     for part in parts:
         boundary, nonmanifold = edge_counts(part)
+        watertight = bool(part.is_watertight)
         details.append({
-            "watertight": bool(part.is_watertight), "winding_consistent": bool(part.is_winding_consistent),
+            "watertight": watertight, "winding_consistent": bool(part.is_winding_consistent),
             "is_volume": bool(part.is_volume), "boundary_edges": boundary, "non_manifold_edges": nonmanifold,
             "volume_m3": float(part.volume) if part.is_volume else None,
+            "signed_volume_m3": float(part.volume) if watertight else None,
+            "merged_vertices": part.metadata.get("merged_vertices", 0),
         })
     ok = all(d["is_volume"] for d in details)
     if ok:
         message = f"closed solid ({sum(d['volume_m3'] for d in details):.6g} m³)"
     else:
-        bad = next(d for d in details if not d["is_volume"])
-        if bad["boundary_edges"]:
-            why = f"{bad['boundary_edges']} open edges (holes)"
-        elif bad["non_manifold_edges"]:
-            why = f"{bad['non_manifold_edges']} edges shared by more than two faces"
-        elif not bad["winding_consistent"]:
-            why = "faces wound inconsistently (some normals flipped)"
-        else:
-            why = "no positive volume (inside out or flat)"
-        message = f"not a closed solid: {why}"
+        bad = [i for i, d in enumerate(details) if not d["is_volume"]]
+        where = f" (part {bad[0] + 1} of {len(parts)}; {len(bad)} failing)" if len(parts) > 1 else ""
+        message = f"not a closed solid: {'; '.join(_solid_defects(details[bad[0]]))}{where}"
     return Check("closed_solid", ok, 1.0 if ok else 0.0, message, {"parts": details})
 
 
@@ -189,11 +153,18 @@ def face_count(mesh: trimesh.Trimesh, max_faces: int | None = None, min_faces: i
 
 
 def body_count(mesh: trimesh.Trimesh) -> int:
-    """Connected components of faces joined through shared edges (two solids touching only at a
-    corner are two bodies)."""
-    if len(mesh.faces) == 0:
+    """Connected components of faces joined through shared edges, an edge shared by three or more
+    faces included (trimesh's ``face_adjacency`` pairs only edges of exactly two faces, which
+    split a mesh at every non-manifold edge); two solids touching only at a corner are two bodies."""
+    m = len(mesh.faces)
+    if m == 0:
         return 0
-    return len(trimesh.graph.connected_components(mesh.face_adjacency, nodes=np.arange(len(mesh.faces)), min_len=1))
+    _, edge = np.unique(_edge_ids(mesh), return_inverse=True)
+    face = np.repeat(np.arange(m), 3)  # edges_sorted lists each face's three edges in turn
+    # a graph of faces (nodes 0..m-1) and edges (nodes m..): a face is linked to its three edges
+    graph = coo_matrix((np.ones(len(face), dtype=np.int8), (face, m + edge.ravel())), shape=(m + edge.max() + 1,) * 2)
+    _, labels = connected_components(graph, directed=False)
+    return len(np.unique(labels[:m]))
 
 
 def bodies(parts: list[trimesh.Trimesh], expected: int = 1) -> Check:

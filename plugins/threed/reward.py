@@ -9,7 +9,9 @@ Each requested object gets the checks its spec asks for (``exists``, ``closed_so
 
 With no ``task.json`` (a free-form request), every visible mesh must be a closed solid with a
 material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene scores 0.
-``REWARD_VERSION`` is stored with every verdict and changes whenever this definition does.
+``REWARD_VERSION`` is stored with every verdict and changes whenever this definition does
+(2: meshes welded at ``checks.MERGE_DISTANCE_M`` before the checks, OBJ objects kept apart,
+bodies joined through non-manifold edges too).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/1"
+REWARD_VERSION = "threed-geometry/2"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -53,8 +55,7 @@ def object_checks(spec: ObjectSpec, mesh: trimesh.Trimesh, slots: list[str | Non
         found.append(checks.face_count(mesh, spec.max_faces))
     if spec.reference:
         try:
-            ref = checks.combine(checks.load_parts(task_folder / spec.reference.path))
-            ref.apply_scale(scale)
+            ref = checks.combine(checks.load_parts(task_folder / spec.reference.path, scale))
             found.append(checks.reference(mesh, ref, spec.reference.max_chamfer * scale, spec.reference.min_iou))
         except checks.MeshFileError as exc:
             found.append(Check("reference", False, 0.0, f"reference mesh unusable: {exc}"))

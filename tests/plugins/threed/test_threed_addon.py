@@ -65,3 +65,28 @@ def test_addon_runs_a_scripted_episode_into_the_open_scene(tmp_path):
     labels = [c[1]["text"] for c in drawn if c[0] == "label"]
     assert any("steps applied" in t for t in labels) and any("finish: ok" in t for t in labels)
     assert result["stop_when_idle"] == ["CANCELLED"] and result["unregistered"]
+
+
+def test_manifest_passes_blenders_own_extension_validator(tmp_path):
+    from plugins.threed.build_addon import ADDON, build_addon, validate_with_blender
+
+    valid, report = validate_with_blender(ADDON)
+    assert valid, report
+    valid, report = validate_with_blender(build_addon(tmp_path / "addon.zip"))
+    assert valid and "Success" in report, report
+
+
+def test_blenders_validator_rejects_a_broken_manifest(tmp_path):
+    import shutil
+
+    from plugins.threed.build_addon import ADDON, validate_with_blender
+
+    broken = tmp_path / "horizon_agent"
+    shutil.copytree(ADDON, broken)
+    manifest = broken / "blender_manifest.toml"
+    text = manifest.read_text()
+    manifest.write_text(text.replace('tagline = "', 'tagline = "' + "x" * 60, 1).replace('"4.2.0"', '"4.2"'))
+    valid, report = validate_with_blender(broken)
+    assert not valid
+    assert 'key "tagline" invalid' in report and "64 characters" in report  # Blender's words, not ours
+    assert 'key "blender_version_min" invalid' in report

@@ -31,14 +31,6 @@ def test_seven_eighths_cube_is_a_closed_non_convex_solid(meshes):
     assert not cube.is_convex
 
 
-def test_cube_with_a_missing_facet_is_not_closed(meshes):
-    bad = checks.closed_solid(parts(meshes, "admesh/block-fill-holes-bad.stl"))
-    assert not bad.passed and bad.detail["parts"][0]["boundary_edges"] == 3  # one triangle missing
-    good = checks.closed_solid(parts(meshes, "admesh/block-fill-holes-good.stl"))
-    assert good.detail["parts"][0]["boundary_edges"] == 0  # the hole is filled ...
-    assert not good.passed and "wound inconsistently" in good.message  # ... by a facet facing inwards
-
-
 def test_box_with_one_facet_removed_here_is_open(tmp_path):
     box = trimesh.creation.box([0.1, 0.2, 0.3])
     assert checks.closed_solid([box]).passed
@@ -64,34 +56,6 @@ def test_watertight_non_convex_part_built_here_is_a_volume():
     assert not ell.is_convex
     assert checks.closed_solid([ell]).passed
     assert checks.bodies([ell], 1).passed
-
-
-def test_multibody_parts_count_their_bodies(meshes):
-    multibody = parts(meshes, "multibody.stl")
-    assert checks.bodies(multibody, 1).detail["bodies"] == 2
-    assert not checks.bodies(multibody, 1).passed
-    two = parts(meshes, "two_objects.obj")  # a cube and a tetrahedron sharing corners
-    assert checks.bodies(two, 1).detail["bodies"] == 2
-
-
-def test_admesh_repairs_are_seen(meshes):
-    stray = checks.bodies(parts(meshes, "admesh/block-remove-unconnected-bad.stl"), 2)
-    cleaned = checks.bodies(parts(meshes, "admesh/block-remove-unconnected-good.stl"), 2)
-    assert stray.detail["bodies"] == 3 and cleaned.passed  # the stray facet is one body more
-    assert checks.closed_solid(parts(meshes, "admesh/block-remove-unconnected-good.stl")).passed
-    flipped = checks.closed_solid(parts(meshes, "admesh/block-normal-directions-bad.stl"))
-    assert not flipped.passed and "wound inconsistently" in flipped.message
-    (consistent,) = parts(meshes, "admesh/block-normal-directions-good.stl")
-    assert consistent.is_winding_consistent and consistent.volume < 0  # consistent, but inside out
-    assert not checks.closed_solid([consistent]).passed
-    consistent.invert()
-    assert checks.closed_solid([consistent]).passed
-
-
-@pytest.mark.parametrize("name, words", [("empty.stl", "no faces"), ("notenoughindices.obj", "at least 3")])
-def test_unusable_files_raise_a_clear_error(meshes, name, words):
-    with pytest.raises(checks.MeshFileError, match=words):
-        checks.load_parts(meshes / name)
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

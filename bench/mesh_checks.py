@@ -1,0 +1,130 @@
+"""Horizon's mesh checks beside Blender's 3D-print checks, on every mesh of a folder.
+
+    .venv/bin/python bench/mesh_checks.py [MESHES] [--markdown]
+    .venv/bin/python bench/mesh_checks.py --quick      # CI: the same run (the shared set takes seconds)
+
+MESHES is the argument, else ``$HORIZON_MESHES``, else ``../shared/data/meshes`` next to the
+repository; when it is missing the script says so and exits 0. Every ``.stl``, ``.obj`` and
+``.ply`` under it is loaded by Horizon (``checks.load_parts``: welded at ``MERGE_DISTANCE_M``)
+and by Blender (``plugins/threed/print3d.py`` in a child process: Blender's importer, merge by
+distance at the same distance, the 3D-Print Toolbox's Solid, Intersections, Degenerate and Shells
+checks computed with bmesh and Geometry Nodes), and three verdicts are compared
+(``plugins/threed/compare.py``): the file is readable, the mesh is a closed solid (Blender: the
+toolbox's Solid), the number of bodies (Blender: the toolbox's Shells). ``--markdown`` prints the
+table as Markdown (for docs/mesh-checks.md).
+
+The exit status is non-zero when the comparison breaks: Blender's child fails, or Horizon and
+Blender disagree where no known difference of definition explains it (``compare._explain``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console
+from rich.table import Table
+
+from plugins.threed import checks, compare, meshfile
+
+DEFAULT = ROOT / ".." / "shared" / "data" / "meshes"
+#: The advice every refusal ends with (left out of the Markdown table).
+FIX = meshfile.ADVICE
+
+
+def mark(agree: bool | None, explained: str | None) -> str:
+    """The agreement cell: yes, no (explained), NO (a finding), or n/a."""
+    return {True: "yes", None: "n/a"}.get(agree, "no (explained)" if explained else "NO")
+
+
+def verdict(v: compare.Verdict, check: str) -> str:
+    """A verdict cell: pass/fail (or a count) and the reason."""
+    if check == "bodies" and v.count is not None:
+        return v.reason
+    return f"{'pass' if v.ok else 'fail' if v.ok is False else '-'}: {v.reason}"
+
+
+def main() -> None:
+    """Run both sides on every mesh, print the table and the disagreements."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("meshes", nargs="?", type=Path, help="folder of meshes (default $HORIZON_MESHES or ../shared/data/meshes)")
+    parser.add_argument("--quick", action="store_true", help="CI mode: the same run")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args()
+    folder = (args.meshes or Path(os.environ.get("HORIZON_MESHES") or DEFAULT)).resolve()
+    if not folder.is_dir():
+        print(f"skipped: no meshes at {folder} (give a folder, set HORIZON_MESHES, or put ../shared/data/meshes next to "
+              "the repository)")
+        return
+    files = compare.mesh_files(folder)
+    start = time.perf_counter()
+    horizon = {f: compare.horizon_verdicts(f) for f in files}
+    horizon_s = time.perf_counter() - start
+    start = time.perf_counter()
+    blender = compare.run_blender(files)
+    blender_s = time.perf_counter() - start
+    rows = []
+    for f in files:
+        b, numbers = compare.blender_verdicts(blender[str(f)])
+        rows.append((f.relative_to(folder).as_posix(), compare.compare(horizon[f], b, numbers)))
+    emit_markdown(rows, folder) if args.markdown else emit_rich(rows, folder)
+    flat = [c for _, cs in rows for c in cs]
+    counts = {k: sum(mark(c.agree, c.explained) == k for c in flat) for k in ("yes", "no (explained)", "NO", "n/a")}
+    print(f"\n{len(files)} meshes, {len(flat)} comparisons: {counts['yes']} agree, {counts['no (explained)']} differ by a "
+          f"known difference of definition, {counts['NO']} unexplained, {counts['n/a']} not comparable (a side refused the "
+          f"file). Merge distance {checks.MERGE_DISTANCE_M} m. Horizon {horizon_s:.1f} s, Blender {blender_s:.1f} s "
+          "(its start included).")
+    unexplained = [f"{name} {c.check}: Horizon {c.horizon.reason} / Blender {c.blender.reason}"
+                   for name, cs in rows for c in cs if c.agree is False and not c.explained]
+    if unexplained:
+        sys.exit("Horizon and Blender disagree without an explanation:\n  " + "\n  ".join(unexplained))
+
+
+def emit_rich(rows, folder: Path) -> None:
+    """The table through rich, then each explained disagreement."""
+    console = Console(width=max(Console().width, 160))
+    table = Table(title=f"Horizon's checks and Blender's 3D-print checks on {folder}", show_lines=True)
+    for col in ("mesh", "check", "Horizon", "Blender", "agree"):
+        table.add_column(col, overflow="fold")
+    for name, comparisons in rows:
+        for c in comparisons:
+            table.add_row(name, c.check, verdict(c.horizon, c.check), verdict(c.blender, c.check), mark(c.agree, c.explained))
+    console.print(table)
+    for name, comparisons in rows:
+        for c in comparisons:
+            if c.explained:
+                console.print(f"{name} {c.check}: {c.explained}")
+
+
+def emit_markdown(rows, folder: Path) -> None:
+    """One Markdown row per mesh: readable and closed solid, then bodies, on both sides."""
+    print("| mesh | Horizon `closed_solid` | Blender Solid (non-manifold, bad contiguous; signed volume) | agree "
+          "| Horizon `bodies` | Blender Shells (edge-linked) | agree |")
+    print("|---|---|---|---|---:|---:|---|")
+    for name, (file_, solid, bodies) in rows:
+        both_read = file_.horizon.ok and file_.blender.ok
+        h_solid = verdict(solid.horizon, "closed_solid") if file_.horizon.ok else f"refused: {file_.horizon.reason}"
+        b_solid = verdict(solid.blender, "closed_solid") if file_.blender.ok else f"refused: {file_.blender.reason}"
+        agree_solid = mark(solid.agree, solid.explained) if both_read else mark(file_.agree, file_.explained)
+        h_bodies = "-" if bodies.horizon.count is None else str(bodies.horizon.count)
+        b_bodies = "-" if bodies.blender.count is None else bodies.blender.reason.split(" joined")[0].replace(" shells", "").replace(" shell", "") + ")"
+        print(f"| `{name}` | {_md(h_solid, folder)} | {_md(b_solid, folder)} | {agree_solid} | {h_bodies} | {b_bodies} "
+              f"| {mark(bodies.agree, bodies.explained)} |")
+
+
+def _md(text: str, folder: Path) -> str:
+    """``text`` short and safe in a Markdown table cell (no folder, no repeated advice)."""
+    for cut, put in ((f"; {FIX}", ""), ("not a closed solid: ", ""), ("pass: closed solid (", "pass ("), ("not solid: ", ""),
+                     ("solid: ", ""), (f"{folder}/", ""), ("non-manifold edges", "non-manifold"), ("volume ", "")):
+        text = text.replace(cut, put)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+if __name__ == "__main__":
+    main()
