@@ -100,7 +100,7 @@ def loop_overhead(steps: int, root: Path) -> dict[str, float]:
         Task(plugin="coding", instruction="bench", repo=repo), ScriptedPolicy(episode_turns(steps)),
         policy_config={"kind": "scripted"}, limits=Limits(max_steps=steps + 1), pricing=Pricing(), on_event=on_event,
     )
-    journal = run.episode.journal
+    journal = run.episode.env.journal
     assert journal is not None, "the run has no CallJournal: the workspace is not saved before writing calls"
     save = journal.before
 

@@ -4,9 +4,11 @@
                                     \\--(done)-----> verify -> END
 
 - ``model``: one policy call; the assistant turn is written to the run store before the node ends.
-- ``tools``: runs the turn's tool calls in order, each observation written to the run store as
-  soon as its call returns; malformed calls (unknown tool, bad arguments, no call at all)
-  become observations that say what was wrong, and are counted.
+- ``tools``: runs the turn's tool calls in order through the episode's ``Environment``
+  (``core.environment``: one error policy, output cap, stuck detector, journal), each
+  observation written to the run store as soon as its call returns, the last one of the step
+  with the budget left; malformed calls (unknown tool, bad arguments, no call at all) become
+  observations that say what was wrong, and are counted.
 - ``check``: the termination check: finish called, or a step, token, time, cost or
   malformed-output limit reached; each sets its own ``ExitStatus``. The stuck detector
   (``core.stuck``) warns the model in an observation, then ends the episode as ``stuck``.
@@ -20,28 +22,21 @@ store write but before the checkpoint resumes without calling the model or a too
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
 from core import compaction
-from core.errors import ToolError
-from core.observation import cut_lines
+from core.environment import Environment
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
-from core.reward import Trajectory, evaluate
-from core.safe_io import make_dirs, write_new
-from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing, ToolCall
+from core.reward import Trajectory
+from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
 from core.store import RunStore
-from core.stuck import StuckDetector, action_key
 from core.text import utf8_safe
-from core.tools import ToolContext, ToolResult
-from core.workspace import CallJournal
+from core.tools import ToolContext
 
 
 class StopRequested(Exception):
@@ -57,24 +52,19 @@ EventSink = Callable[[str, dict[str, Any]], None]
 class Episode:
     """What one run needs while it runs, besides the checkpointed state.
 
+    The episode itself (tools, sandbox, observations, reward) is the ``Environment``
+    (``core.environment``); this drives it with the policy and records every step in the store.
+
     Args:
         run_id: the run's id (also the checkpoint thread id).
         task: what the user asked for.
-        plugin: the domain plugin.
+        env: the episode's environment (already open; ``reset`` is the runner's step 0).
         policy: the model (or script) that chooses actions.
         store: the run's trajectory database; the history is loaded from it.
-        ctx: the tool context (workspace, sandbox, scratch).
         limits: the episode's budgets.
         pricing: prices for cost accounting.
         on_event: called with ``("model", {...})``, ``("tool", {...})``, ``("end", {...})`` as
             the run progresses (the CLI's live display).
-        max_observation_chars: each tool call's own output budget, in characters (the calls of
-            one reply do not share it); longer outputs are cut on line boundaries to head and
-            tail, naming the lines left out, and saved whole under
-            ``<workspace>/.horizon/observations/`` (excluded from the patch). Tools see it as
-            ``ctx.output_limit`` and may fit their output to it (``view_file`` does).
-        journal: saves the workspace before each call that may change it, so a call cut short
-            by a crash is undone before it runs again (None: no undo).
         keep_steps: steps kept verbatim when the history is compacted (``core.compaction``).
     """
 
@@ -82,47 +72,42 @@ class Episode:
         self,
         run_id: str,
         task: Task,
-        plugin: Plugin,
+        env: Environment,
         policy: Policy,
         store: RunStore,
-        ctx: ToolContext,
         *,
         limits: Limits,
         pricing: Pricing,
         on_event: EventSink | None = None,
-        max_observation_chars: int = 8000,
-        journal: CallJournal | None = None,
         keep_steps: int = 4,
     ) -> None:
         self.run_id = run_id
         self.task = task
-        self.plugin = plugin
+        self.env = env
         self.policy = policy
         self.store = store
-        self.ctx = ctx
         self.limits = limits
         self.pricing = pricing
         self.on_event = on_event or (lambda kind, data: None)
-        self.max_observation_chars = max_observation_chars
-        ctx.output_limit = max_observation_chars  # each call's own budget, told to the tools
-        self.journal = journal
         self.keep_steps = keep_steps
         self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
-        tools = plugin.tools()
-        self.tools = {t.name: t for t in tools}
-        self.tool_schemas = [t.schema() for t in tools]
+        self.tool_schemas = env.tool_schemas
         self.history: list[Message] = store.messages()
         self._wire: list[dict[str, Any]] = self._build_wire()
         self._answered_ids = {m.tool_call_id for m in self.history if m.role == "tool"}  # ids already used
         # The detector sees each call's observation before notes are added, by digest; a resumed
         # run replays the stored digests, so it warns and stops exactly where the first run did.
-        self.stuck = StuckDetector()
-        self._stuck_stops: dict[str, str] = {}
-        for record in store.tool_call_records():
-            verdict = self.stuck.observe(action_key(record["tool"], record["arguments"]), record["data"].get("observation_sha256", ""),
-                                         record["is_error"])
-            if verdict.level == "stop":
-                self._stuck_stops[record["tool_call_id"]] = verdict.reason
+        self._stuck_stops: dict[str, str] = env.replay(store.tool_call_records())
+
+    @property
+    def plugin(self) -> Plugin:
+        """The environment's plugin."""
+        return self.env.plugin
+
+    @property
+    def ctx(self) -> ToolContext:
+        """The environment's tool context (workspace, sandbox, scratch)."""
+        return self.env.ctx
 
     def append(self, message: Message) -> int:
         """Add an already-stored message to the in-memory history; return its position."""
@@ -173,34 +158,6 @@ class Episode:
         self._wire = self._build_wire()
         self.on_event("compaction", {"step": step, "tokens_before": before, "tokens_after": compaction.estimate_tokens(self._wire)})
         return index + 1
-
-    def observation(self, call: ToolCall, result: ToolResult) -> str:
-        """Cap one call's output at ``max_observation_chars`` (its own budget, whatever else the reply called).
-
-        A longer output is saved whole under ``<workspace>/.horizon/observations/`` and cut on
-        line boundaries (``core.observation.cut_lines``), keeping head and tail; the line in the
-        gap names the lines left out and the call that shows them (the plugin's ``reads_lines``
-        tool on the saved file).
-        """
-        text = result.output
-        limit = self.max_observation_chars
-        if len(text) <= limit:
-            return text
-        folder = self.ctx.workspace / ".horizon" / "observations"
-        make_dirs(folder, self.ctx.workspace)  # the agent could have planted links here
-        full = folder / f"{_file_stem(call.id)}.txt"
-        write_new(full, text)
-        rel = full.relative_to(self.ctx.workspace).as_posix()
-        reader = next((t.name for t in self.tools.values() if t.reads_lines), None)
-
-        def note(first: int, last: int, total: int) -> str:
-            if not first:
-                return f"[long lines were shortened (one call's output is cut at {limit:,} characters); the whole output is in {rel}]"
-            how = (f"{reader} path={rel} start_line={first} end_line={last} shows them" if reader
-                   else f"they are lines {first}-{last} of {rel}")  # fmt: skip
-            return f"[lines {first}-{last} of {total} not shown (one call's output is cut at {limit:,} characters); {how}]"
-
-        return cut_lines(text, limit, note)
 
     def budget_note(self, state: EpisodeState) -> str:
         """The remaining budget, shown to the model at the end of each step's observations.
@@ -303,30 +260,25 @@ class Episode:
                 if done or stuck:
                     break
                 continue
-            t0 = time.perf_counter()
-            result, bad = self._execute(call)
-            result = utf8_safe(result)  # outputs may echo undecodable bytes or the model's own lone surrogates
-            malformed += int(bad)
+            seen = self.env.step(call)
+            result = seen.result
+            malformed += int(seen.malformed)
             finished |= result.done
-            duration = time.perf_counter() - t0
-            content = self.observation(call, result)
-            digest = hashlib.sha256(content.encode()).hexdigest()
-            verdict = self.stuck.observe(action_key(call.name, call.arguments), digest, result.is_error)
-            if verdict.level != "ok":
-                content += f"\n\n[{verdict.reason}]"
-            if verdict.level == "stop":
-                stuck = self._stuck_stops[call.id] = verdict.reason
+            content = seen.content
+            if seen.stop:
+                stuck = self._stuck_stops[call.id] = seen.stop
             elif call is state.pending[-1] and not result.done:  # the step's last observation says what is left
                 content += self.budget_note(state)
             message = Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
             self.store.append_observation(
                 index, state.step, message, call, is_error=result.is_error,
-                data={**result.data, "done": result.done, "malformed": bad, "observation_sha256": digest}, duration_s=duration,
-            )
+                data={**result.data, "done": result.done, "malformed": seen.malformed, "observation_sha256": seen.digest},
+                duration_s=seen.duration_s,
+            )  # fmt: skip
             self.append(message)
             self.on_event(
                 "tool",
-                {"step": state.step, "call": call, "output": result.output, "is_error": result.is_error, "duration_s": duration},
+                {"step": state.step, "call": call, "output": result.output, "is_error": result.is_error, "duration_s": seen.duration_s},
             )
             index += 1
             if result.done or stuck:
@@ -342,27 +294,6 @@ class Episode:
         elif stuck:
             update.update(done=True, exit_status=ExitStatus.STUCK, exit_detail=stuck)
         return update
-
-    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:
-        """Run one call. Returns the result and whether the call itself was malformed."""
-        tool = self.tools.get(call.name)
-        if tool is None:
-            names = ", ".join(self.tools)
-            return ToolResult(output=f"unknown tool {call.name!r}; the tools are: {names}", is_error=True), True
-        try:
-            args = tool.parse(call.arguments)
-        except ToolError as exc:
-            return ToolResult(output=str(exc), is_error=True), True
-        if self.journal is not None and not tool.read_only:
-            self.journal.before(call.id)
-        try:
-            result = tool.fn(args, self.ctx)
-        except ToolError as exc:
-            return ToolResult(output=str(exc), is_error=True), False
-        except (OSError, ValueError) as exc:  # arguments the tool did not check: a NUL byte or a 300-byte name in a path
-            return ToolResult(output=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True,
-                              data={"exception": traceback.format_exc()}), False
-        return (result if isinstance(result, ToolResult) else ToolResult(output=str(result))), False
 
     def check_node(self, state: EpisodeState) -> dict[str, Any]:
         """Termination check: the first limit reached ends the episode with its reason."""
@@ -390,7 +321,7 @@ class Episode:
         start = time.perf_counter()
         self.store.update_run(exit_status=state.exit_status.value if state.exit_status else None, exit_detail=state.exit_detail)
         trajectory = Trajectory.from_store(self.store, self.ctx.scratch.parent, context=self.ctx)
-        result = evaluate(self.plugin.reward, self.task, trajectory)
+        result = self.env.reward(trajectory)
         self.store.set_reward(result)
         self.on_event("verify", {"reward": result})
         return {"verified": True, "reward": result.reward, "correct": result.correct,
@@ -416,12 +347,3 @@ def recursion_limit(limits: Limits) -> int:
     """LangGraph super-steps an episode may need: three nodes a step, plus verification."""
     return 3 * limits.max_steps + 10
 
-
-def _file_stem(call_id: str) -> str:
-    """A file name for a call's full output: the id itself when it is a plain word, else a hash of it.
-
-    Call ids come from the model server and may hold ``/``, ``..``, NUL bytes or 1,000 characters.
-    """
-    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", call_id):
-        return call_id
-    return "call-" + hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -31,18 +31,16 @@ from pydantic import BaseModel
 from core import workspace as ws
 from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
 from core.config import Settings, horizon_home, make_data_folder, runs_dir
+from core.environment import Environment
 from core.errors import ConfigError, ModelUnavailable, UserError
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
-from core.plugin import Task, load_plugin
+from core.plugin import Plugin, Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
 from core.policy.retry import RetryConfig
 from core.policy.router import with_fallback
 from core.runs import RUN_ID, apply_run, list_runs, mark_killed, new_run_id, open_store, open_store_for_writing
-from core.sandbox import open_sandbox
-from core.state import EpisodeState, ExitStatus, Limits, Message, Pricing
+from core.state import EpisodeState, ExitStatus, Limits, Pricing
 from core.store import RunStore
-from core.text import utf8_safe
-from core.tools import ToolContext
 
 # Re-exported: callers that start runs find the run-folder helpers here too (core.runs has them).
 __all__ = ["Run", "RunResult", "apply_run", "list_runs", "make_policy", "mark_killed", "new_run_id", "open_store", "policy_spec", "runs_dir"]
@@ -165,20 +163,10 @@ class Run:
 
     @staticmethod
     def _open_parts(folder: Path, run_id: str, task: Task, policy: Policy, config: dict[str, Any], on_event: EventSink | None,
-                    store: RunStore) -> Run:
-        plugin = load_plugin(task.plugin)
-        try:
-            sandbox = open_sandbox(folder / "workspace", folder / "scratch", isolated=config["isolated"],
-                                   alias=task.metadata.get("workspace_alias"),  # a Terminal-Bench task's WORKDIR
-                                   hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # an evaluation's suite
-        except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
-            raise UserError(f"the run's sandbox cannot be made: {exc}") from None
-        ctx = ToolContext(workspace=folder / "workspace", sandbox=sandbox, scratch=folder / "scratch", baseline=folder / "baseline.git")
-        episode = Episode(
-            run_id, task, plugin, policy, store, ctx,
-            limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]), on_event=on_event,
-            journal=ws.CallJournal(folder / "workspace", folder / "baseline.git", folder / "inflight.json"),
-        )
+                    store: RunStore, plugin: Plugin | None = None) -> Run:
+        env = Environment.open(task, folder, isolated=config["isolated"], journal=True, plugin=plugin)
+        episode = Episode(run_id, task, env, policy, store, limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]),
+                          on_event=on_event)  # fmt: skip
         checkpointer = _open_checkpoints(folder, run_id, config.get("keep_checkpoints", 20))
         return Run(run_id, folder, store, episode, checkpointer, checkpointer.conn)
 
@@ -246,7 +234,7 @@ class Run:
         os.replace(partial, folder)
         store = RunStore(folder / "trajectory.duckdb")
         try:
-            return cls._open_parts(folder, run_id, task, policy, config, on_event, store)
+            return cls._open_parts(folder, run_id, task, policy, config, on_event, store, plugin)
         except BaseException:  # nothing ran: leave no run behind that looks killed
             store.close()
             shutil.rmtree(folder, ignore_errors=True)
@@ -258,13 +246,8 @@ class Run:
         Runs inside ``execute``, so Ctrl-C or a kill during set-up is resumable like any step.
         """
         ep = self.episode
-        extra = ep.plugin.setup(ep.task, ep.ctx)
-        ep.on_event("setup", {"text": extra})  # what the plugin found (failing tests, unreadable files)
-        opening = [
-            Message(role="system", content=ep.plugin.system_prompt(ep.task)),
-            Message(role="user", content=ep.task.instruction + (f"\n\n{extra}" if extra else "")),
-        ]
-        opening = [utf8_safe(m) for m in opening]  # a task typed in a non-UTF-8 terminal
+        opening = ep.env.reset()
+        ep.on_event("setup", {"text": ep.env.setup_text})  # what the plugin found (failing tests, unreadable files)
         self.store.append_opening(opening)
         for message in opening:
             ep.append(message)
@@ -391,9 +374,7 @@ class Run:
     def close(self) -> None:
         """Release the plugin's resources (its optional ``teardown``), the store, the checkpoint
         database and the policy's connections."""
-        teardown = getattr(self.episode.plugin, "teardown", None)
-        if teardown is not None:
-            teardown(self.episode.ctx)  # e.g. the 3D plugin's Blender worker
+        self.episode.env.close()  # e.g. the 3D plugin's Blender worker
         self.store.close()
         self._sqlite.close()
         close_policy = getattr(self.episode.policy, "close", None)

@@ -41,10 +41,17 @@ repository copied into ``<HORIZON_HOME>/episodes/<id>/workspace`` (not under /tm
 sandbox mounts its own /tmp and hides the home folder, and episodes sit beside ``runs/`` like
 runs do), snapshotted into ``baseline.git`` (its tree must equal the exported ``start_tree``,
 so that the files are those the prompt describes), the sandbox, the ``ToolContext`` and the
-plugin's ``setup``. Tool calls of one episode run one at a time, in the order they arrive, in a
-worker thread (a test run takes seconds; other trajectories go on meanwhile). Errors of a call
-(unknown tool, bad arguments, ``ToolError``, a crash in the tool) are error observations, never
-exceptions. Observations are not cut here: verl cuts them (``max_tool_response_length``).
+plugin's ``setup`` (``core.environment.Environment.open`` and ``reset``, as the runner does).
+Tool calls of one episode run one at a time, in the order they arrive, in a worker thread (a
+test run takes seconds; other trajectories go on meanwhile), through ``Environment.step``: the
+loop's error policy (an unknown tool, bad arguments, ``ToolError``, an unchecked ``OSError`` are
+error observations), its output cap (``max_observation_chars`` in the tool config, default the
+loop's 8,000 characters: the whole output saved in the workspace, the cut naming the lines left
+out) and its stuck detector (a warning appended; a stop ends the episode as ``stuck``, judged
+then like ``finish``). So a policy trained through verl sees the observations it is evaluated
+with (``tests/core/test_environment.py`` proves it on one episode through both paths); only the
+loop's budget note (steps and tokens left under ``agent run``'s limits) is not added, since
+verl's own turn and length limits govern the rollout.
 
 "Not applicable" rewards (``core.reward``: nothing to judge) have no place in verl's float:
 ``calc_reward`` and ``compute_score`` give 0.0 for them, log a warning, and ``compute_score``
@@ -59,14 +66,12 @@ Without verl installed, ``HorizonTool`` subclasses a local stand-in with the sam
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import shutil
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,11 +80,12 @@ from pydantic import BaseModel
 
 from core import workspace as ws
 from core.config import horizon_home
+from core.environment import MAX_OBSERVATION_CHARS, Environment, Observation
 from core.errors import UserError
-from core.plugin import Plugin, Task, load_plugin
-from core.reward import RewardResult, Trajectory, aevaluate
-from core.sandbox import open_sandbox
-from core.tools import Tool, ToolContext, ToolResult
+from core.plugin import Task, load_plugin
+from core.reward import RewardResult, Trajectory
+from core.state import ToolCall
+from core.tools import ToolResult
 
 __all__ = ["EPISODE_FIELD", "REWARD_ERROR_FIELD", "REWARD_FIELD", "SCORED_FIELD", "HorizonTool", "ToolResponse", "close_all", "compute_score", "episodes_dir"]
 
@@ -125,20 +131,31 @@ def episodes_dir(home: Path | None = None) -> Path:
 
 @dataclass
 class _Episode:
-    """One trajectory's Horizon episode: its folder, task, plugin, tools and ``ToolContext``."""
+    """One trajectory's Horizon episode: its folder and its ``Environment`` (``core.environment``).
+
+    ``exit_status`` is ``submitted`` after ``finish``, ``stuck`` after the stuck detector's stop,
+    as the loop records them; then no further call runs.
+    """
 
     key: str
     folder: Path
-    task: Task
-    plugin: Plugin
-    tools: dict[str, Tool]
-    ctx: ToolContext
-    setup_text: str
+    env: Environment
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     refs: int = 0
-    done: bool = False
+    exit_status: str | None = None
     tool_data: list[dict[str, Any]] = field(default_factory=list)
     verdict: RewardResult | None = None
+    calls: int = 0
+
+    @property
+    def task(self) -> Task:
+        """The episode's task."""
+        return self.env.task
+
+    @property
+    def done(self) -> bool:
+        """The episode has ended (``finish`` was called, or the stuck detector stopped it)."""
+        return self.exit_status is not None
 
 
 _EPISODES: dict[str, _Episode] = {}  # open episodes by key, shared by every HorizonTool of the process
@@ -179,8 +196,8 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
         validate(task)
     home = Path(config["horizon_home"]) if config.get("horizon_home") else None
     folder = episodes_dir(home) / uuid.uuid4().hex
-    workspace, scratch = folder / "workspace", folder / "scratch"
-    scratch.mkdir(parents=True)
+    workspace = folder / "workspace"
+    (folder / "scratch").mkdir(parents=True)
     try:
         if task.repo is not None:
             if not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
@@ -195,18 +212,13 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
         if expected and tree != expected:
             raise UserError(f"the files of {task.repo} (tree {tree[:12]}) are not the task's starting files (tree {expected[:12]}): "
                             "the repository changed since the run was exported; restore it or export again")
-        try:
-            sandbox = open_sandbox(workspace, scratch, isolated=config.get("isolated", True),
-                                   alias=task.metadata.get("workspace_alias"))  # a Terminal-Bench task's WORKDIR (/app), as the runner does
-        except ValueError as exc:  # a working folder the sandbox cannot show at its path here
-            raise UserError(f"the episode's sandbox cannot be made: {exc}") from None
-        ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch, baseline=folder / "baseline.git")
-        setup_text = plugin.setup(task, ctx)
+        env = Environment.open(task, folder, isolated=config.get("isolated", True), plugin=plugin,
+                               max_observation_chars=int(config.get("max_observation_chars") or MAX_OBSERVATION_CHARS))  # fmt: skip
+        env.reset()  # the plugin's set-up; the opening messages are the exported prompt's
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return _Episode(key=key, folder=folder, task=task, plugin=plugin, tools={t.name: t for t in plugin.tools()}, ctx=ctx,
-                    setup_text=setup_text)
+    return _Episode(key=key, folder=folder, env=env)
 
 
 def _close_episode(key: str) -> None:
@@ -214,10 +226,8 @@ def _close_episode(key: str) -> None:
     episode = _EPISODES.pop(key, None)
     if episode is None:
         return
-    teardown = getattr(episode.plugin, "teardown", None)
     try:
-        if teardown is not None:
-            teardown(episode.ctx)
+        episode.env.close()
     except Exception:  # the folder must go whatever the plugin did
         log.exception("teardown of Horizon episode %s failed", key)
     finally:
@@ -247,37 +257,27 @@ async def _attach(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
     return await asyncio.shield(opening)
 
 
-def _run_tool(episode: _Episode, name: str, parameters: Any) -> ToolResult:
-    """Run one tool call as the loop does (``Tool`` validates the arguments; ``ToolError`` is an
-    error result); errors the tool did not expect become error results too."""
-    tool = episode.tools.get(name)
-    if tool is None:
-        return ToolResult(output=f"unknown tool {name!r}; the tools are: {', '.join(episode.tools)}", is_error=True)
+def _step(episode: _Episode, name: str, parameters: Any) -> Observation:
+    """Run one tool call through the episode's ``Environment``, as the loop does (the same error
+    policy, output cap and stuck detector), with an id of its own (verl gives none)."""
+    episode.calls += 1
+    arguments = parameters if isinstance(parameters, str) else json.dumps(parameters)
+    call = ToolCall(id=f"verl_{episode.calls}", name=name, arguments=arguments)
     try:
-        return tool(parameters, episode.ctx)
-    except Exception as exc:  # noqa: BLE001 - a failed call is an observation, never the end of a rollout
-        return ToolResult(output=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
-
-
-def _in_thread(fn: Callable[..., RewardResult | Awaitable[RewardResult]]) -> Callable[..., Awaitable[Any]]:
-    """A reward function whose synchronous part (the coding reward runs the tests) runs in a worker thread."""
-
-    async def call(task: Task, trajectory: Trajectory) -> Any:
-        result = await asyncio.to_thread(fn, task, trajectory)
-        return await result if inspect.isawaitable(result) else result
-
-    call.__qualname__ = getattr(fn, "__qualname__", "reward")
-    return call
+        return episode.env.step(call)
+    except Exception as exc:  # a bug in a tool ends a run of the loop (resumably); a rollout goes on
+        log.exception("Horizon episode %s: the %s tool crashed", episode.key, name)
+        failed = ToolResult(output=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return Observation(content=failed.output, result=failed, malformed=False, digest="")
 
 
 async def _judge(episode: _Episode) -> RewardResult:
     """The plugin's verdict on the episode as it is now (kept until the next tool call changes it)."""
     if episode.verdict is None:
-        trajectory = Trajectory(
-            tool_data=list(episode.tool_data), exit_status="submitted" if episode.done else None,
-            workspace=episode.ctx.workspace, scratch=episode.ctx.scratch, metadata=episode.task.metadata, context=episode.ctx,
-        )  # fmt: skip
-        episode.verdict = await aevaluate(_in_thread(episode.plugin.reward), episode.task, trajectory)
+        ctx = episode.env.ctx
+        trajectory = Trajectory(tool_data=list(episode.tool_data), exit_status=episode.exit_status, workspace=ctx.workspace,
+                                scratch=ctx.scratch, metadata=episode.task.metadata, context=ctx)  # fmt: skip
+        episode.verdict = await episode.env.areward(trajectory)
     return episode.verdict
 
 
@@ -399,14 +399,17 @@ class HorizonTool(_Base):
             return ToolResponse(text=text), 0.0, metrics
         async with episode.lock:
             if episode.done:
-                result = ToolResult(output="the episode has ended (finish was called); no further tool calls are run", is_error=True)
+                why = "finish was called" if episode.exit_status == "submitted" else "the agent repeated itself"
+                text = f"the episode has ended ({why}); no further tool calls are run"
+                result = ToolResult(output=text, is_error=True)
             else:
-                result = await asyncio.to_thread(_run_tool, episode, self.name, parameters)
+                seen = await asyncio.to_thread(_step, episode, self.name, parameters)
                 arguments = parameters if isinstance(parameters, str) else json.dumps(parameters)
-                episode.tool_data.append({"tool": self.name, "arguments": arguments, "is_error": result.is_error, "data": result.data})
+                episode.tool_data.append({"tool": self.name, "arguments": arguments, "is_error": seen.result.is_error, "data": seen.result.data})
                 episode.verdict = None  # the files may have changed
-                episode.done = result.done
-                if result.done and isinstance(getattr(agent_data, "extra_fields", None), dict):
+                episode.exit_status = "submitted" if seen.done else "stuck" if seen.stop else None
+                result = ToolResult(output=seen.content, is_error=seen.result.is_error, done=episode.done, data=seen.result.data)
+                if episode.done and isinstance(getattr(agent_data, "extra_fields", None), dict):
                     verdict, failure = await _judge_safely(episode)
                     if verdict is None:
                         agent_data.extra_fields.update({REWARD_FIELD: 0.0, SCORED_FIELD: False, REWARD_ERROR_FIELD: failure})

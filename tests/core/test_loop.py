@@ -149,9 +149,9 @@ def test_a_long_output_is_cut_on_lines_naming_the_missing_ones_and_the_call_that
     script = "for i in $(seq 1 400); do printf 'line %04d %s\\n' $i xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done"
     result = run(python_repo, [{"tool": "shell", "arguments": {"command": script}}, FINISH])
     observation = tool_outputs(result.run_id)[0]
-    assert len(observation) < 8200 and ".horizon/observations/call_0_0.txt" in observation
+    assert len(observation) < 8200 and ".horizon/observations/call-1.txt" in observation
     note = re.search(r"\[lines (\d+)-(\d+) of (\d+) not shown \(one call's output is cut at 8,000 characters\); "
-                     r"view_file path=\.horizon/observations/call_0_0\.txt start_line=(\d+) end_line=(\d+) shows them\]", observation)
+                     r"view_file path=\.horizon/observations/call-1\.txt start_line=(\d+) end_line=(\d+) shows them\]", observation)
     assert note, observation[3000:5000]
     first, last, total = int(note[1]), int(note[2]), int(note[3])
     assert (int(note[4]), int(note[5])) == (first, last) and total == 402  # exit code, "--- stdout ---", 400 lines
@@ -159,7 +159,7 @@ def test_a_long_output_is_cut_on_lines_naming_the_missing_ones_and_the_call_that
     assert all(len(line) < 200 for line in kept)  # whole lines, never a line cut in its middle
     numbered = {int(line[5:9]) for line in kept if line.startswith("line ")}
     assert numbered == set(range(1, first - 2)) | set(range(last - 1, 401))  # output line n is "line n-2"
-    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call_0_0.txt"
+    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call-1.txt"
     from plugins.coding.files import view_file
 
     shown = view_file(full.parents[2], full, first, last).splitlines()

@@ -157,7 +157,7 @@ def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_re
 def test_a_run_whose_sandbox_cannot_open_leaves_nothing_behind(python_repo, tmp_path, monkeypatch):
     """Run.start fails after the run's folder is in place (the sandbox cannot be made): the folder
     goes, so no run that looks killed is left for agent runs, resume or export."""
-    from core import runner as runner_module
+    from core import environment as environment_module
     from core.errors import UserError
     from core.plugin import Task
     from core.policy import ScriptedPolicy
@@ -167,13 +167,13 @@ def test_a_run_whose_sandbox_cannot_open_leaves_nothing_behind(python_repo, tmp_
     def refuse(*args, **kwargs):
         raise ValueError("the workspace alias /srv/app cannot be made")
 
-    monkeypatch.setattr(runner_module, "open_sandbox", refuse)
+    monkeypatch.setattr(environment_module, "open_sandbox", refuse)
     home = tmp_path / "home"
     try:
         Run.start(Task(plugin="coding", instruction="x", repo=python_repo), ScriptedPolicy([]), policy_config={"kind": "scripted"},
                   limits=Limits(), pricing=Pricing(), home=home)  # fmt: skip
     except UserError as exc:
-        assert "the run's sandbox cannot be made: the workspace alias /srv/app" in str(exc)
+        assert "the episode's sandbox cannot be made: the workspace alias /srv/app" in str(exc)
     else:
         raise AssertionError("the run started without a sandbox")
     assert list_runs(home) == [] and not any((home / "runs").iterdir())

@@ -58,18 +58,18 @@ def test_test_output_file_cannot_redirect_horizons_write(run, observe):
 
 @pytest.mark.attack(
     "H02",
-    "make Horizon write outside the sandbox: link the workspace's .horizon/observations/<call id>.txt to a host "
-    "file; a long observation for that call is then saved through the link by the loop (core/loop.py)",
+    "make Horizon write outside the sandbox: link the workspace's .horizon/observations/call-<n>.txt to a host "
+    "file; a long observation for that call is then saved through the link by the environment (core/environment.py)",
     "the host file is unchanged",
 )
 def test_observation_file_cannot_redirect_horizons_write(run, observe):
-    from core.loop import Episode
+    from core.environment import Environment
 
     victim = run.visible / "victim.txt"
     victim.write_text("original\n")
-    made = run.sh(f"mkdir -p .horizon/observations && ln -s {victim} .horizon/observations/call_7.txt")
-    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={})
-    Episode.observation(episode, ToolCall(id="call_7", name="shell"), ToolResult(output="* * * * * root evil\n" * 50))
+    made = run.sh(f"mkdir -p .horizon/observations && ln -s {victim} .horizon/observations/call-7.txt")
+    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={}, calls=7)  # the episode's 7th call
+    Environment.observation(episode, ToolCall(id="call_7", name="shell"), ToolResult(output="* * * * * root evil\n" * 50))
     after = victim.read_text()
     state = "unchanged" if after == "original\n" else f"OVERWRITTEN with {after[:30]!r}"
     observe(f"link made: {not made.is_error}; host file now {state}")
@@ -80,16 +80,16 @@ def test_observation_file_cannot_redirect_horizons_write(run, observe):
     "H03",
     "make Horizon write outside the workspace with a tool-call id chosen by the model: id "
     "'../../../../<host folder>/dropped' becomes the observation file's name",
-    "the file name is the id only when it is a plain word, else a hash of it (core/loop.py _file_stem): "
+    "the file is named by the call's number in the episode, never its id (core/environment.py): "
     "nothing is written outside the workspace",
 )
 def test_call_id_cannot_choose_a_path(run, observe):
-    from core.loop import Episode
+    from core.environment import Environment
 
     folder = run.ws / ".horizon" / "observations"
     call_id = os.path.relpath(run.visible / "dropped", folder)
-    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={})
-    Episode.observation(episode, ToolCall(id=call_id, name="shell"), ToolResult(output="x" * 1000))
+    episode = SimpleNamespace(ctx=run.ctx, max_observation_chars=200, tools={}, calls=1)
+    Environment.observation(episode, ToolCall(id=call_id, name="shell"), ToolResult(output="x" * 1000))
     dropped = run.visible / "dropped.txt"
     written = sorted(p.name for p in folder.iterdir())
     observe(f"call id {call_id!r}: {'WROTE ' + str(dropped) if dropped.exists() else 'nothing outside'}; saved as {written}")

@@ -1,0 +1,281 @@
+"""``Environment``: one episode of a plugin on a task, in Gymnasium's shape (reset, step, reward, close).
+
+Every driver of an episode drives this one object, so what a policy sees while it is trained is
+what it sees while it is evaluated, by construction:
+
+* the LangGraph loop (``core.loop``, used by ``agent run``, ``agent resume`` and ``agent eval``):
+  its ``tools`` node calls ``step`` for each tool call of the model's turn and its ``verify``
+  node calls ``reward``; ``core.runner`` opens and closes it;
+* the verl adapter (``core.trainers.verl.HorizonTool``): ``execute`` calls ``step``, the
+  ending call ``reward``.
+
+``reset()`` runs the plugin's set-up and returns the opening messages (system prompt, task).
+``step(call)`` runs one tool call with one error policy (an unknown tool, bad arguments, a
+``ToolError`` or an ``OSError``/``ValueError`` the tool did not check are error observations,
+the first two counted as malformed), saves the workspace first when the tool may change it (the
+``journal``: a call cut short by a crash is undone before it runs again), caps the output at
+``max_observation_chars`` (its own budget; a longer output is saved whole in the workspace and
+cut on line boundaries, naming the lines left out and the tool that shows them), and shows it to
+the stuck detector (``core.stuck``), whose warning is appended and whose stop ends the episode.
+What a step returns is the observation exactly as the model sees it, but for the budget note:
+that is the driver's (``core.loop.Episode.budget_note``: steps and tokens left under
+``agent run``'s limits); verl's rollout has its own turn and length limits and adds none.
+
+The source of truth for an episode is the run store (``core.store.RunStore``, DuckDB): the
+messages, each model call and each tool call with its observation and data, and the verdict.
+LangGraph's checkpoints hold only counters and flags (``core.state.EpisodeState``) that the
+store's rows could rebuild, and the loop consults the store before acting, so a run killed
+between a store write and its checkpoint resumes without repeating the call. ``inflight.json``
+(``core.workspace.CallJournal``) holds the workspace's state before the one call in flight; it
+is derived from the workspace and deleted when the call returns. The verl adapter keeps no store
+(verl records its own rollouts), only the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import ToolError, UserError
+from core.observation import cut_lines
+from core.plugin import Plugin, Task, load_plugin
+from core.reward import RewardResult, Trajectory, aevaluate, evaluate
+from core.safe_io import make_dirs, write_new
+from core.sandbox import open_sandbox
+from core.state import Message, ToolCall
+from core.stuck import StuckDetector, action_key
+from core.text import utf8_safe
+from core.tools import ToolContext, ToolResult
+from core.workspace import CallJournal
+
+__all__ = ["MAX_OBSERVATION_CHARS", "Environment", "Observation"]
+
+#: Each tool call's own output budget, in characters (the calls of one reply do not share it).
+MAX_OBSERVATION_CHARS = 8000
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one tool call gave back.
+
+    Attributes:
+        content: the text the model sees (capped, with the stuck detector's warning or stop
+            reason appended); the driver may add its budget note.
+        result: the tool's own result (UTF-8-safe; ``output`` uncut, ``data`` for the reward).
+        malformed: the call itself was malformed (unknown tool, arguments that do not validate).
+        digest: SHA-256 (hex) of the capped output before any note: what the stuck detector saw.
+        stop: why the stuck detector ended the episode; "" when it did not.
+        duration_s: seconds the call took, capping included.
+    """
+
+    content: str
+    result: ToolResult
+    malformed: bool
+    digest: str
+    stop: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        """The call ended the episode (``finish``)."""
+        return self.result.done
+
+
+class Environment:
+    """One episode of ``plugin`` on ``task`` in the workspace and sandbox of ``ctx`` (module docstring).
+
+    Args:
+        task: what the user asked for.
+        plugin: the domain plugin (its tools, set-up, reward and teardown).
+        ctx: the tool context (workspace, sandbox, scratch, baseline).
+        max_observation_chars: each call's output budget, in characters; tools see it as
+            ``ctx.output_limit`` and may fit their output to it (``view_file`` does).
+        journal: saves the workspace before each call that may change it (None: no undo).
+    """
+
+    def __init__(self, task: Task, plugin: Plugin, ctx: ToolContext, *, max_observation_chars: int = MAX_OBSERVATION_CHARS,
+                 journal: CallJournal | None = None) -> None:  # fmt: skip
+        self.task = task
+        self.plugin = plugin
+        self.ctx = ctx
+        self.max_observation_chars = max_observation_chars
+        ctx.output_limit = max_observation_chars
+        self.journal = journal
+        tools = plugin.tools()
+        self.tools = {t.name: t for t in tools}
+        self.tool_schemas = [t.schema() for t in tools]
+        self.stuck = StuckDetector()
+        self.setup_text = ""
+        self.calls = 0  # tool calls run so far (replayed ones included): names each call's saved output
+
+    @classmethod
+    def open(cls, task: Task, folder: Path, *, isolated: bool = True, plugin: Plugin | None = None, journal: bool = False,
+             max_observation_chars: int = MAX_OBSERVATION_CHARS) -> Environment:  # fmt: skip
+        """The environment of an episode whose files are in ``folder`` (``workspace/``,
+        ``scratch/``, ``baseline.git``, as ``core.runner`` and the verl adapter lay them out).
+
+        The sandbox shows the workspace a second time at ``task.metadata["workspace_alias"]``
+        (a Terminal-Bench task's working folder, ``/app``) and hides the folders of
+        ``task.metadata["sandbox_hidden"]`` (an evaluation's suite and hidden tests).
+
+        Args:
+            isolated: run commands in the bwrap sandbox (False: ``--no-sandbox``).
+            plugin: the plugin, when the caller has loaded it already (default ``load_plugin(task.plugin)``).
+            journal: keep ``folder/inflight.json`` (``CallJournal``), so that a run resumed after
+                a crash undoes the call that was cut short.
+
+        Raises:
+            PluginNotFound: no plugin of that name.
+            UserError: the sandbox cannot be made here (a working folder it cannot show).
+            SandboxUnavailable: isolation was asked for and bwrap cannot start here.
+        """
+        plugin = plugin or load_plugin(task.plugin)
+        workspace, scratch = folder / "workspace", folder / "scratch"
+        try:
+            sandbox = open_sandbox(workspace, scratch, isolated=isolated, alias=task.metadata.get("workspace_alias"),
+                                   hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # fmt: skip
+        except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
+            raise UserError(f"the episode's sandbox cannot be made: {exc}") from None
+        ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch, baseline=folder / "baseline.git")
+        keeper = CallJournal(workspace, folder / "baseline.git", folder / "inflight.json") if journal else None
+        return cls(task, plugin, ctx, max_observation_chars=max_observation_chars, journal=keeper)
+
+    # -- the episode --------------------------------------------------------------------------
+
+    def reset(self) -> list[Message]:
+        """Run the plugin's set-up (e.g. the baseline test run) and return the opening messages:
+        the system prompt and the task with what set-up found (``setup_text``), UTF-8-safe."""
+        self.setup_text = self.plugin.setup(self.task, self.ctx)
+        opening = [
+            Message(role="system", content=self.plugin.system_prompt(self.task)),
+            Message(role="user", content=self.task.instruction + (f"\n\n{self.setup_text}" if self.setup_text else "")),
+        ]
+        return [utf8_safe(m) for m in opening]  # a task typed in a non-UTF-8 terminal
+
+    def replay(self, records: list[dict[str, Any]]) -> dict[str, str]:
+        """Show the stuck detector the calls of an earlier part of this episode (a resumed run),
+        so it warns and stops exactly where the first run did.
+
+        Args:
+            records: ``RunStore.tool_call_records()``: ``tool``, ``arguments``, ``is_error``,
+                ``tool_call_id`` and ``data["observation_sha256"]``, in order.
+
+        Returns:
+            ``{tool call id: reason}`` for the calls after which the detector stopped the episode.
+        """
+        stops = {}
+        self.calls += len(records)
+        for record in records:
+            verdict = self.stuck.observe(action_key(record["tool"], record["arguments"]), record["data"].get("observation_sha256", ""),
+                                         record["is_error"])  # fmt: skip
+            if verdict.level == "stop":
+                stops[record["tool_call_id"]] = verdict.reason
+        return stops
+
+    def step(self, call: ToolCall) -> Observation:
+        """Run one tool call and shape what the model sees of it (module docstring).
+
+        Args:
+            call: the call as the model wrote it (``arguments``: JSON text, validated here).
+
+        Returns:
+            The ``Observation``; nothing about the call raises (a tool's bug that is not an
+            ``OSError``/``ValueError`` does: it is Horizon's or the plugin's, and the run records it).
+        """
+        started = time.perf_counter()
+        self.calls += 1
+        result, malformed = self._execute(call)
+        result = utf8_safe(result)  # outputs may echo undecodable bytes or the model's own lone surrogates
+        content = self.observation(call, result)
+        digest = hashlib.sha256(content.encode()).hexdigest()
+        verdict = self.stuck.observe(action_key(call.name, call.arguments), digest, result.is_error)
+        if verdict.level != "ok":
+            content += f"\n\n[{verdict.reason}]"
+        return Observation(content=content, result=result, malformed=malformed, digest=digest,
+                           stop=verdict.reason if verdict.level == "stop" else "", duration_s=time.perf_counter() - started)  # fmt: skip
+
+    def reward(self, trajectory: Trajectory) -> RewardResult:
+        """The plugin's verdict on the episode (``core.reward.evaluate``)."""
+        return evaluate(self.plugin.reward, self.task, trajectory)
+
+    async def areward(self, trajectory: Trajectory, *, in_thread: bool = True) -> RewardResult:
+        """``reward`` for an asyncio driver: a synchronous reward (the coding reward runs the
+        tests) runs in a worker thread when ``in_thread``, so other episodes go on meanwhile."""
+        import asyncio
+        import inspect
+
+        if not in_thread:
+            return await aevaluate(self.plugin.reward, self.task, trajectory)
+        fn = self.plugin.reward
+
+        async def call(task: Task, traj: Trajectory) -> Any:
+            result = await asyncio.to_thread(fn, task, traj)
+            return await result if inspect.isawaitable(result) else result
+
+        call.__qualname__ = getattr(fn, "__qualname__", "reward")
+        return await aevaluate(call, self.task, trajectory)
+
+    def close(self) -> None:
+        """Release what the plugin started for the episode (its optional ``teardown``: the 3D
+        plugin's Blender worker); safe to call twice."""
+        teardown = getattr(self.plugin, "teardown", None)
+        if teardown is not None:
+            teardown(self.ctx)
+
+    # -- one call ------------------------------------------------------------------------------
+
+    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:
+        """Run one call. Returns the result and whether the call itself was malformed."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ToolResult(output=f"unknown tool {call.name!r}; the tools are: {', '.join(self.tools)}", is_error=True), True
+        try:
+            args = tool.parse(call.arguments)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), is_error=True), True
+        if self.journal is not None and not tool.read_only:
+            self.journal.before(call.id)
+        try:
+            result = tool.fn(args, self.ctx)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), is_error=True), False
+        except (OSError, ValueError) as exc:  # arguments the tool did not check: a NUL byte or a 300-byte name in a path
+            return ToolResult(output=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True,
+                              data={"exception": traceback.format_exc()}), False  # fmt: skip
+        return (result if isinstance(result, ToolResult) else ToolResult(output=str(result))), False
+
+    def observation(self, call: ToolCall, result: ToolResult) -> str:
+        """Cap one call's output at ``max_observation_chars`` (its own budget, whatever else the reply called).
+
+        A longer output is saved whole as ``<workspace>/.horizon/observations/call-<n>.txt``, ``n``
+        the call's number in the episode (never its id, which the model server chose: it may hold
+        ``/`` or ``..``, and a number is the same for every driver), and cut on line boundaries
+        (``core.observation.cut_lines``), keeping head and tail; the line in the gap names the
+        lines left out and the call that shows them (the plugin's ``reads_lines`` tool on the
+        saved file).
+        """
+        text = result.output
+        limit = self.max_observation_chars
+        if len(text) <= limit:
+            return text
+        folder = self.ctx.workspace / ".horizon" / "observations"
+        make_dirs(folder, self.ctx.workspace)  # the agent could have planted links here
+        full = folder / f"call-{self.calls}.txt"
+        write_new(full, text)
+        rel = full.relative_to(self.ctx.workspace).as_posix()
+        reader = next((t.name for t in self.tools.values() if t.reads_lines), None)
+
+        def note(first: int, last: int, total: int) -> str:
+            if not first:
+                return f"[long lines were shortened (one call's output is cut at {limit:,} characters); the whole output is in {rel}]"
+            how = (f"{reader} path={rel} start_line={first} end_line={last} shows them" if reader
+                   else f"they are lines {first}-{last} of {rel}")  # fmt: skip
+            return f"[lines {first}-{last} of {total} not shown (one call's output is cut at {limit:,} characters); {how}]"
+
+        return cut_lines(text, limit, note)
+
+
