@@ -305,6 +305,8 @@ class Run:
                 config["policy"].update(policy_overrides)
                 store.update_run(config=json.dumps(config))
             if policy is None and config["policy"].get("kind") == "mcp":
+                if row["status"] == "finished":
+                    raise UserError(f"run {run_id} is an MCP session that has finished; agent show {run_id} prints it")
                 raise UserError(f"run {run_id} is an MCP session: its model is an MCP client, so only an MCP server can continue "
                                 f"it; run: agent mcp {row['plugin']} --resume {run_id} (and reconnect the client)")
             folder = runs_dir(home) / run_id
