@@ -9,6 +9,7 @@
     agent eval PLUGIN SUITE [--attempts k] [--workers n] [--policy ...] [--backend ray|processes]   pass@k over a suite of tasks
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
+    agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
 """
 
 from __future__ import annotations
@@ -76,39 +77,45 @@ logging.lastResort = _SafeStderrHandler(logging.WARNING)
 
 
 class StepPrinter:
-    """Prints one live line per tool call: step, tool, arguments, observation, tokens, seconds."""
+    """Prints one live line per tool call: step, tool, arguments, observation, tokens, seconds.
 
-    def __init__(self) -> None:
+    Args:
+        out: the console to print on (default: the CLI's, on stdout); ``agent mcp`` gives one on
+            stderr, since its stdout may be the MCP transport.
+    """
+
+    def __init__(self, out: Console | None = None) -> None:
         self.usage = Usage()
         self.latency = 0.0
+        self.console = out or console
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "model":
             self.usage = data["total"]
             if data["message"].content and not data["message"].tool_calls:
-                console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {_safe(_short(data['message'].content))}")
+                self.console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {_safe(_short(data['message'].content))}")
         elif kind == "tool":
             call = data["call"]
             head = "(no tool call)" if call is None else f"{_short(call.name, 60)}({_short(call.arguments, 60)})"
             colour = "red" if data["is_error"] else "green"
-            console.print(
+            self.console.print(
                 f"[dim]step {data['step']:>3}[/]  [bold]{_safe(head)}[/]  [{colour}]→ {_safe(_short(data['output'], 70))}[/]"
                 f"  [dim]{self.usage.total_tokens:,} tok  {data['duration_s']:.1f}s[/]"
             )
         elif kind == "verify":
             r = data["reward"]
             verdict = f"reward {r.reward:.3f}" if r.applicable else "reward not applicable"
-            console.print(f"[bold]verify[/]  {_safe(r.summary)}  [dim]{verdict}, {_safe(r.version)}[/]")
+            self.console.print(f"[bold]verify[/]  {_safe(r.summary)}  [dim]{verdict}, {_safe(r.version)}[/]")
         elif kind == "setup":  # the first paragraph of what set-up found (the rest is in agent show)
             lines = terminal_safe(data["text"] or "").strip().split("\n\n", 1)[0].splitlines()
             for line in lines[:8]:
-                console.print(f"[dim]setup      {_safe(line)}[/]")
+                self.console.print(f"[dim]setup      {_safe(line)}[/]")
             if len(lines) > 8:
-                console.print(f"[dim]setup      … {len(lines) - 8} more lines (agent show RUN_ID)[/]")
+                self.console.print(f"[dim]setup      … {len(lines) - 8} more lines (agent show RUN_ID)[/]")
         elif kind == "compaction":
-            console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
+            self.console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":
-            console.print("[yellow]stopping after the current step (Ctrl-C again to stop at once)[/]")
+            self.console.print("[yellow]stopping after the current step (Ctrl-C again to stop at once)[/]")
 
 
 def _maybe(value: float | None, spec: str) -> str:
@@ -632,6 +639,110 @@ def human_answer(
     except HorizonError as exc:
         _fail(exc)
     console.print(f"answered request {number}")
+
+
+MCP_TASK = "(an MCP session: the request is in the MCP client's conversation)"
+
+
+@app.command("mcp")
+def mcp_cmd(
+    plugin: str = typer.Argument(..., help="plugin whose tools to serve, e.g. coding"),
+    repo: Path = typer.Option(Path("."), "--repo", help="repository (or task folder) each run works on; copied, your files change only with agent apply"),
+    task: str | None = typer.Option(None, "--task", help="what the runs are for (default: whatever the client's user asks)"),
+    transport: str = typer.Option("stdio", "--transport", help="stdio (the client starts this command) or http (clients connect to --port)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="http: address to bind"),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="http: TCP port (the endpoint is http://HOST:PORT/mcp)"),
+    resume: str | None = typer.Option(None, "--resume", help="continue this MCP run (its client left before finish) instead of starting one"),
+    max_steps: int = typer.Option(30, "--max-steps", min=1, help="tool calls before a run stops"),
+    max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before a run stops (the client's thinking counts)"),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
+) -> None:
+    """Serve PLUGIN's tools over MCP (stdio or streamable HTTP); each session is a run, ended by finish.
+
+    A run starts at the first tool call; it is a run like any other (agent runs, show, export, apply).
+    """
+    from core.mcp import McpSession
+    from core.mcp.server import build_server, serve_http, serve_stdio
+    from core.plugin import Task, load_plugin
+    from core.runner import Run
+    from core.sandbox import self_check
+    from core.state import Limits, Pricing
+
+    log = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # stdout is the stdio transport
+    try:
+        if transport not in ("stdio", "http"):
+            raise UserError(f"--transport must be stdio or http, not {transport!r}")
+        settings = load_settings()
+        the_plugin = load_plugin(plugin)
+        if resume is not None:
+            the_task = _mcp_resumable(resume, plugin)
+        else:
+            folder = repo.expanduser().resolve()
+            if not folder.is_dir():
+                raise UserError(f"{repo} is not a folder; pass --repo PATH to the repository the runs work on")
+            if folder == Path(folder.anchor) or folder == Path.home().resolve():
+                raise UserError(f"agent mcp would copy {folder} for every run; pass --repo PATH to a repository (a desktop "
+                                "client starts the command in a folder of its own choosing)")
+            if task is not None and not task.strip():
+                raise UserError("--task is empty; say what the runs are for, or leave it out")
+            the_task = Task(plugin=plugin, instruction=task or MCP_TASK, repo=folder)
+            validate = getattr(the_plugin, "validate", None)
+            if validate is not None:
+                validate(the_task)  # a task folder that cannot work is refused now, not at the client's first call
+        if not no_sandbox:
+            self_check()  # no sandbox here: say so now, not at the first call
+        # No compaction: the client keeps its own context, and a summary it never read would misstate the trajectory.
+        limits = Limits(max_steps=max_steps, max_wall_s=max_wall_s, compact_at_tokens=0)
+    except HorizonError as exc:
+        _fail(exc)
+        return
+
+    def start(policy: Any) -> Run:
+        return Run.start(the_task, policy, policy_config={"kind": "mcp"}, limits=limits, pricing=Pricing(), isolated=not no_sandbox,
+                         keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(log))  # fmt: skip
+
+    def reopen(policy: Any) -> Run:
+        return Run.open(resume or "", settings=settings, policy=policy, on_event=StepPrinter(log))
+
+    session = McpSession(start, resume_run=reopen if resume else None, plugin=plugin)
+    server = build_server(the_plugin, the_task, session)
+    where = f"http://{host}:{port}/mcp" if transport == "http" else "stdio"
+    first = f"run {resume} resumes" if resume else "a run starts"
+    log.print(f"[bold]horizon mcp[/] {_safe(plugin)} on {_safe(the_task.repo)}  [dim]({_safe(where)}; {first} at the first tool call)[/]")
+    if no_sandbox:
+        log.print("[yellow]warning: --no-sandbox: the client's commands run WITHOUT isolation, as you[/]")
+    try:
+        if transport == "http":
+            serve_http(server, host=host, port=port)
+        else:
+            serve_stdio(server)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+        for run_id in session.run_ids:
+            log.print(f"[dim]run {_safe(run_id)}: agent show {_safe(run_id)}[/]")
+
+
+def _mcp_resumable(run_id: str, plugin: str) -> Any:
+    """The task of MCP run ``run_id``, checked resumable by ``agent mcp PLUGIN --resume``.
+
+    Raises:
+        RunNotFound, UserError: no such run, it is another plugin's, not an MCP session, or has finished.
+    """
+    from core.plugin import Task
+    from core.runs import reading_store
+
+    with reading_store(run_id) as store:
+        row = store.run()
+    if row["plugin"] != plugin:
+        raise UserError(f"run {run_id} is a {row['plugin']} run; serve it with: agent mcp {row['plugin']} --resume {run_id}")
+    if row["config"].get("policy", {}).get("kind") != "mcp":
+        raise UserError(f"run {run_id} is not an MCP session; continue it with: agent resume {run_id}")
+    if row["status"] == "finished":
+        raise UserError(f"run {run_id} has finished ({row['exit_status']}); start a new one with: agent mcp {plugin} --repo {row['repo']}")
+    return Task(plugin=plugin, instruction=row["task"], repo=Path(row["repo"]) if row["repo"] else None,
+                metadata=row["config"].get("task_metadata", {}))
 
 
 threed_app = typer.Typer(no_args_is_help=True, help="3D plugin utilities.")

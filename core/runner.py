@@ -119,6 +119,8 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
         return with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
         return ScriptedPolicy.from_file(Path(spec["script"]))
+    if spec["kind"] == "mcp":  # never the embedded model in an MCP client's place
+        raise ConfigError("an MCP session's policy is its MCP client; agent mcp --resume RUN_ID continues such a run")
     if spec["kind"] == "human":
         from core.policy.human import HumanPolicy
 
@@ -261,16 +263,20 @@ class Run:
         policy_overrides: dict[str, str] | None = None,
         home: Path | None = None,
         on_event: EventSink | None = None,
+        policy: Policy | None = None,
     ) -> Run:
         """Reopen a run to resume it; the policy is rebuilt from the run's recorded config.
 
         Args:
             policy_overrides: e.g. ``{"base_url": ...}`` when the model server moved; recorded.
+            policy: the policy to continue with instead of the recorded one: an MCP session's
+                (``core.mcp``), whose model is a client only its own server can hear.
 
         Raises:
             RunNotFound: no such run.
             UserError: the run is in use by another process, or its store or its checkpoint database
-                is damaged (``damaged: <file> (...)``, with what to do) or cannot be opened.
+                is damaged (``damaged: <file> (...)``, with what to do) or cannot be opened, or it
+                is an MCP session and no ``policy`` was given (``agent mcp --resume`` continues it).
         """
         store = open_store_for_writing(run_id, home)
         try:
@@ -281,8 +287,14 @@ class Run:
             if policy_overrides:
                 config["policy"].update(policy_overrides)
                 store.update_run(config=json.dumps(config))
+            if policy is None and config["policy"].get("kind") == "mcp":
+                if row["status"] == "finished":
+                    raise UserError(f"run {run_id} is an MCP session that has finished; agent show {run_id} prints it")
+                raise UserError(f"run {run_id} is an MCP session: its model is an MCP client, so only an MCP server can continue "
+                                f"it; run: agent mcp {row['plugin']} --resume {run_id} (and reconnect the client)")
             folder = runs_dir(home) / run_id
-            opened = cls._open_parts(folder, run_id, task, make_policy(config["policy"], settings), config, on_event, store)
+            chosen = policy if policy is not None else make_policy(config["policy"], settings)
+            opened = cls._open_parts(folder, run_id, task, chosen, config, on_event, store)
         except BaseException:
             store.close()  # a run that cannot be opened does not keep its store's write lock
             raise
@@ -323,8 +335,9 @@ class Run:
                 self._begin()
             first_input = None if snap.values else EpisodeState(n_messages=len(self.episode.history))
             self.graph.invoke(first_input, self._graph_config, durability="sync")
-        except (KeyboardInterrupt, StopRequested):
-            status, forced = "interrupted", (ExitStatus.INTERRUPTED, "interrupted by the user; continue with: agent resume " + self.run_id)
+        except (KeyboardInterrupt, StopRequested) as exc:  # a StopRequested may say why and how to continue (an MCP client left)
+            detail = str(exc) if isinstance(exc, StopRequested) and str(exc) else "interrupted by the user; continue with: agent resume " + self.run_id
+            status, forced = "interrupted", (ExitStatus.INTERRUPTED, detail)
         except ModelUnavailable as exc:
             status, forced = "model_error", (ExitStatus.MODEL_ERROR, f"{exc}; continue with: agent resume {self.run_id}")
         except Exception as exc:  # noqa: BLE001 - a bug in Horizon or a plugin: keep everything, say where

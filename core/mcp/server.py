@@ -1,0 +1,93 @@
+"""The MCP server of one plugin, on the official ``mcp`` SDK's low-level ``Server``.
+
+The low-level server, not ``MCPServer``: the tools' input schemas must be the plugin's own
+(``Tool.schema()``'s ``parameters``, the JSON schema a model is given), not ones derived again
+from Python signatures, and the arguments must reach the loop unvalidated, so that a bad call
+gets the loop's refusal text, as a model's would.
+
+Transports: stdio (``serve_stdio``; the SDK points fd 1 at stderr while it serves, so stray output
+of a tool or a library cannot corrupt the protocol) and streamable HTTP (``serve_http``, at
+``http://HOST:PORT/mcp`` under uvicorn).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from core.mcp.session import McpSession
+from core.plugin import Plugin, Task
+
+#: Where the streamable HTTP transport answers.
+HTTP_PATH = "/mcp"
+
+
+def tool_listing(plugin: Plugin) -> list[types.Tool]:
+    """The plugin's tools as MCP tools, in the plugin's order.
+
+    Returns:
+        One ``mcp_types.Tool`` per plugin tool: its name, its description (the docstring's first
+        paragraph), its pydantic argument model's JSON schema exactly as a model gets it, and
+        ``readOnlyHint`` for the tools that never change the workspace.
+    """
+    listing = []
+    for tool in plugin.tools():
+        function = tool.schema()["function"]
+        listing.append(types.Tool(name=function["name"], description=function["description"], input_schema=function["parameters"],
+                                  annotations=types.ToolAnnotations(read_only_hint=tool.read_only)))  # fmt: skip
+    return listing
+
+
+def build_server(plugin: Plugin, task: Task, session: McpSession, *, version: str = "") -> Server[Any]:
+    """An MCP server offering ``plugin``'s tools, each call run by ``session``.
+
+    Args:
+        plugin: the plugin (its tools are listed once, here).
+        task: the task the session's runs are given; its system prompt is the server's
+            ``instructions``, which a client passes to its model as a model run would get it.
+        session: runs the calls (``McpSession.call``), each in a worker thread, since a call
+            blocks until the loop has run it.
+        version: the server version reported at initialisation.
+
+    Returns:
+        The SDK's ``Server``; serve it with ``serve_stdio`` or ``serve_http``, or connect the SDK's
+        ``Client`` to it in-process.
+    """
+    listing = tool_listing(plugin)
+
+    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        outcome = await anyio.to_thread.run_sync(session.call, params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(text=outcome.text)], is_error=outcome.is_error)
+
+    return Server(f"horizon-{plugin.name}", version=version, description=plugin.description,
+                  instructions=plugin.system_prompt(task), on_list_tools=on_list_tools, on_call_tool=on_call_tool)  # fmt: skip
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over this process's stdin and stdout until it closes stdin."""
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(server: Server[Any], *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until Ctrl-C (or SIGTERM).
+
+    Raises:
+        SystemExit: the port cannot be bound (uvicorn has printed why on stderr).
+    """
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
