@@ -745,20 +745,37 @@ def _mcp_resumable(run_id: str, plugin: str) -> Any:
                 metadata=row["config"].get("task_metadata", {}))
 
 
-threed_app = typer.Typer(no_args_is_help=True, help="3D plugin utilities.")
-app.add_typer(threed_app, name="threed")
+def _broken_commands(message: str) -> typer.Typer:
+    """A stand-in for commands that could not be loaded: it says why, whatever is asked of it."""
+    sub = typer.Typer(help=f"(could not be loaded: {message})")
+
+    @sub.callback(invoke_without_command=True)
+    def broken() -> None:
+        _fail(UserError(message))
+
+    return sub
 
 
-@threed_app.command("build-addon")
-def threed_build_addon(output: Path = typer.Option(Path("."), "--output", "-o", help="the zip file, or a folder for it")) -> None:
-    """Write the Blender add-on (extension zip, Blender 4.2+) to install with Preferences > Get Extensions > Install from Disk."""
-    from plugins.threed.build_addon import build_addon
+def _add_plugin_commands() -> None:
+    """Add each ``horizon.commands`` entry point's typer app as ``agent NAME ...``; one that
+    does not load says why when its command is used, and the rest still work."""
+    from importlib.metadata import entry_points
 
-    try:
-        path = build_addon(output)
-    except OSError as exc:
-        _fail(UserError(f"cannot write the add-on zip to {output}: {exc.strerror or exc}"))
-    console.print(f"wrote {_safe(path)}")
+    from core.plugin import COMMANDS_GROUP
+
+    taken = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        if entry.name in taken:
+            continue  # a plugin cannot replace one of Horizon's own commands
+        try:
+            sub = entry.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the whole CLI down
+            sub = _broken_commands(f"the {entry.name!r} commands ({entry.value}) could not be loaded: {type(exc).__name__}: {exc}")
+        app.add_typer(sub, name=entry.name)
+        taken.add(entry.name)
+
+
+_add_plugin_commands()
 
 
 def main() -> None:

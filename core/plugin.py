@@ -23,9 +23,11 @@ from core.errors import PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "load_plugin"]
+__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "heavy_episodes", "load_plugin"]
 
 ENTRY_POINT_GROUP = "horizon.plugins"
+#: Entry-point group of typer apps that add ``agent <name> ...`` commands (see ``Plugin``).
+COMMANDS_GROUP = "horizon.commands"
 
 
 class Task(BaseModel):
@@ -57,6 +59,16 @@ class Plugin(Protocol):
     - ``teardown(ctx: ToolContext) -> None``: called when a run is closed (after it ends, stops
       or crashes), to release what the plugin started for the episode (a worker process). It
       must be safe to call when nothing was started.
+
+    Optional attribute:
+
+    - ``heavy_episodes: bool``: an episode holds a heavy process of its own (the 3D plugin's
+      Blender worker); ``agent eval --backend ray`` runs such episodes in a Ray actor each,
+      reused for the next one, instead of a Ray task. Default False.
+
+    CLI commands: a package adds ``agent NAME ...`` by registering a typer app in the
+    ``horizon.commands`` entry-point group (``COMMANDS_GROUP``), e.g. the 3D plugin's
+    ``threed = "plugins.threed.cli:app"`` for ``agent threed build-addon``.
     """
 
     name: str
@@ -104,3 +116,16 @@ def load_plugin(name: str) -> Plugin:
     if not isinstance(plugin, Plugin):
         raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, reward)")
     return plugin
+
+
+def heavy_episodes(names: set[str] | list[str]) -> frozenset[str]:
+    """The plugins among ``names`` whose episodes hold a heavy process (their ``heavy_episodes``
+    attribute); a name that does not load is left out (the episode's own start reports it)."""
+
+    def heavy(name: str) -> bool:
+        try:
+            return getattr(load_plugin(name), "heavy_episodes", False) is True
+        except Exception:  # noqa: BLE001 - a plugin that cannot load fails its episodes, with their own message
+            return False
+
+    return frozenset(name for name in names if heavy(name))

@@ -4,7 +4,7 @@ Scheduling (one driver loop, ``run_on_ray``):
 
 * at most ``workers`` episodes in flight; each holds one Ray CPU;
 * light episodes (coding, finance) are Ray tasks (``core.eval.runner.run_episode``); an episode
-  of a heavy plugin (``HEAVY_PLUGINS``: the 3D plugin, whose episode drives its own Blender
+  of a heavy plugin (one whose ``heavy_episodes`` is True: the 3D plugin, whose episode drives its own Blender
   process) runs in an ``EpisodeActor``, one actor per concurrent heavy episode, reused for the
   next heavy episode and stopped when none is left to run;
 * each episode has a hard wall-clock limit (``EpisodeSpec.hard_timeout_s``, above the loop's own
@@ -37,10 +37,9 @@ from typing import Any
 
 from core.errors import UserError
 from core.eval.runner import EpisodeResult, EpisodeSpec, run_episode
+from core.plugin import heavy_episodes
 from core.runs import mark_killed, new_run_id
 
-#: Plugins whose episode holds a heavy environment (a Blender process): run in an actor each.
-HEAVY_PLUGINS = frozenset({"threed"})
 #: Ray's shared-memory object store for a local Ray: results are small JSON, so 128 MiB is ample
 #: (Ray's default, 30% of memory, would take gigabytes from a shared machine).
 OBJECT_STORE_BYTES = 128 * 1024**2
@@ -144,7 +143,7 @@ def run_on_ray(
     address: str | None = None,
     retries: int = 2,
     worker: Callable[[EpisodeSpec], EpisodeResult] = run_episode,
-    heavy_plugins: frozenset[str] = HEAVY_PLUGINS,
+    heavy_plugins: frozenset[str] | None = None,
 ) -> None:
     """Run every episode on Ray and ``record`` each result as it ends (order: as they end).
 
@@ -155,7 +154,8 @@ def run_on_ray(
         address: an existing cluster; None starts a local Ray (shut down again at the end).
         retries: restarts per episode after an infrastructure failure.
         worker: the episode function (importable by the workers, e.g. ``run_episode``).
-        heavy_plugins: plugins whose episodes run in actors.
+        heavy_plugins: plugins whose episodes run in actors; None: those of ``specs`` whose
+            plugin says so (``core.plugin.heavy_episodes``).
 
     Raises:
         UserError: Ray is missing or cannot start (nothing has run then).
@@ -163,6 +163,8 @@ def run_on_ray(
     import ray
     from ray.exceptions import RayError, RayTaskError
 
+    if heavy_plugins is None:
+        heavy_plugins = heavy_episodes({spec.plugin for spec in specs})
     started_here = start_ray(workers, address)
     task_fn = ray.remote(num_cpus=1, max_retries=0)(_run_in_task)
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(EpisodeActor)

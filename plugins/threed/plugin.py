@@ -35,6 +35,7 @@ class ThreeDPlugin:
     """Plugin ``threed``: Blender geometry, materials, lights and renders; a geometry-check reward."""
 
     name = "threed"
+    heavy_episodes = True  # each episode drives its own Blender worker process
     description = "Build 3D scenes in Blender (bpy) with typed tools; graded by trimesh geometry checks."
 
     def system_prompt(self, task: Task) -> str:

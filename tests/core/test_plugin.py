@@ -67,3 +67,44 @@ def test_horizon_plugins_restricts_loading(third_party, monkeypatch):
 def test_unknown_plugin_names_the_installed_ones():
     with pytest.raises(PluginNotFound, match="no plugin named 'nope'.*coding"):
         load_plugin("nope")
+
+
+def test_heavy_episodes_come_from_the_plugins_own_declaration(third_party):
+    from core.plugin import heavy_episodes
+
+    assert heavy_episodes({"threed", "coding", "echo", "not-installed"}) == {"threed"}
+
+
+COMMANDS = '''
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="echo utilities")
+
+@app.command("say")
+def say(text: str) -> None:
+    """Print TEXT."""
+    typer.echo(f"echo says {text}")
+'''
+
+
+def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
+    """A distribution registers ``agent echo say`` in ``horizon.commands``; another registers a
+    module that does not import: its command says why, and every other command still works."""
+    import subprocess
+
+    (tmp_path / "echo_commands.py").write_text(COMMANDS)
+    info = tmp_path / "horizon_echo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: horizon-echo\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[horizon.commands]\necho = echo_commands:app\nbroken = no_such_module:app\n")
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HORIZON_HOME": str(tmp_path / "home")}
+
+    def agent(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from core.cli import main; main()", *args], capture_output=True, text=True,
+                              env=env, timeout=120, check=False)  # fmt: skip
+
+    said = agent("echo", "say", "hi")
+    assert said.returncode == 0 and said.stdout.strip() == "echo says hi", said.stderr
+    broken = agent("broken")
+    assert broken.returncode != 0 and "'broken' commands (no_such_module:app) could not be loaded: ModuleNotFoundError" in broken.stdout + broken.stderr
+    assert agent("threed", "--help").returncode == 0  # the built-in plugin's commands come the same way

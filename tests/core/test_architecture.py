@@ -1,0 +1,64 @@
+"""Core knows no domain: it never imports ``plugins``, and names no built-in plugin outside a
+shrinking list of places still to be moved (``docs/architecture.md``, "Not yet so")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[2] / "core"
+DOMAINS = {"coding", "threed", "finance"}
+#: Where core still names a domain, as (file, string): each is a place to move into its plugin.
+#: Nothing may be added here; remove an entry when its place is moved.
+NOT_YET_MOVED = {
+    ("core/eval/tasks.py", "coding"),  # task.json checks that only coding tasks need
+    ("core/eval/runner.py", "terminal_bench"),  # a Terminal-Bench task's own time limit
+    ("core/eval/terminal_bench/start.py", "terminal-bench"),
+    ("core/eval/terminal_bench/task.py", "terminal-bench-1"),
+    ("core/eval/terminal_bench/task.py", "terminal-bench-2"),
+    ("core/eval/terminal_bench/task.py", "terminal_bench"),
+    ("core/eval/terminal_bench/task.py", "coding"),
+    ("core/export/gates.py", "terminal-bench/"),  # rewards whose tests live outside the workspace
+}
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [(path.relative_to(CORE.parent).as_posix(), ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(CORE.rglob("*.py"))]
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def test_core_never_imports_the_plugins_package():
+    imports = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            imports += [f"{rel}:{node.lineno} imports {n}" for n in names if n == "plugins" or n.startswith("plugins.")]
+    assert imports == [], "core must reach plugins only through the entry points (core.plugin):\n" + "\n".join(imports)
+
+
+def test_core_names_no_domain_outside_the_places_still_to_move():
+    named = set()
+    for rel, tree in _modules():
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                text = node.value
+                if text in DOMAINS or "terminal-bench" in text or "terminal_bench" in text:
+                    named.add((rel, text))
+    assert named - NOT_YET_MOVED == set(), "a domain is named in core; let the plugin declare it instead (core.plugin)"
+    assert NOT_YET_MOVED - named == set(), "moved: take these off NOT_YET_MOVED"
