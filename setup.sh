@@ -40,5 +40,5 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: 
 if [ "$(uname -m)" = x86_64 ]; then
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
 fi
-.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/python -m pip install -q -e '.[all,dev]'
 echo "setup: done (.venv/bin/agent is the command line)"

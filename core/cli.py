@@ -543,11 +543,16 @@ def eval_cmd(
 
 @app.command()
 def plugins() -> None:
-    """List the installed plugins (entry-point group horizon.plugins)."""
-    from core.plugin import discover
+    """List the installed plugins (entry-point group horizon.plugins), and what a plugin that cannot load is missing."""
+    from core.plugin import discover, load_plugin
 
     for name, ep in discover().items():
-        console.print(f"{_safe(name)}  [dim]{_safe(ep.value)}[/]")
+        try:
+            load_plugin(name)
+            state = ""
+        except (HorizonError, TypeError) as exc:
+            state = f"  [yellow]{_safe(str(exc))}[/]"
+        console.print(f"{_safe(name)}  [dim]{_safe(ep.value)}[/]{state}")
 
 
 @app.command("export")

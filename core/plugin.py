@@ -23,7 +23,7 @@ from core.errors import PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 
-__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "heavy_episodes", "load_plugin"]
+__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "heavy_episodes", "install_hint", "load_plugin"]
 
 ENTRY_POINT_GROUP = "horizon.plugins"
 #: Entry-point group of typer apps that add ``agent <name> ...`` commands (see ``Plugin``).
@@ -100,18 +100,33 @@ def discover() -> dict[str, Any]:
     return {n: ep for n, ep in sorted(found.items()) if not allowed or n in allowed}
 
 
+def install_hint(entry: Any) -> str:
+    """What to run when the plugin of entry point ``entry`` cannot import its packages: the
+    extra of the same name for Horizon's own plugins (``pip install 'horizon-agents[threed]'``),
+    else a reinstall of the distribution that registered it."""
+    dist = getattr(getattr(entry, "dist", None), "name", "") or ""
+    if dist == "horizon-agents":
+        return f"install its extra: pip install 'horizon-agents[{entry.name}]' (or ./setup.sh, which installs all)"
+    return f"reinstall the package that provides it: pip install --force-reinstall {dist}" if dist else "reinstall the package that provides it"
+
+
 def load_plugin(name: str) -> Plugin:
     """Import and instantiate the plugin registered as ``name``.
 
     Raises:
-        PluginNotFound: nothing is registered under that name (the installed names are listed).
+        PluginNotFound: nothing is registered under that name (the installed names are listed),
+            or its packages are not installed (the message names the missing module and the
+            install command, ``install_hint``).
         TypeError: the registered object does not satisfy the ``Plugin`` protocol.
     """
     found = discover()
     if name not in found:
         names = ", ".join(found) or "none"
         raise PluginNotFound(f"no plugin named {name!r} (installed: {names}); a plugin registers in the {ENTRY_POINT_GROUP!r} entry-point group")
-    obj = found[name].load()
+    try:
+        obj = found[name].load()
+    except ImportError as exc:  # a package of the plugin's extra is not installed
+        raise PluginNotFound(f"the {name} plugin cannot load: {type(exc).__name__}: {exc}; {install_hint(found[name])}") from None
     plugin = obj() if isinstance(obj, type) else obj
     if not isinstance(plugin, Plugin):
         raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, reward)")
