@@ -23,7 +23,7 @@ from core.errors import PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 
-__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "discover", "heavy_episodes", "install_hint", "load_plugin"]
+__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "check_plugin", "discover", "heavy_episodes", "install_hint", "load_plugin"]
 
 ENTRY_POINT_GROUP = "horizon.plugins"
 #: Entry-point group of typer apps that add ``agent <name> ...`` commands (see ``Plugin``).
@@ -117,7 +117,8 @@ def load_plugin(name: str) -> Plugin:
         PluginNotFound: nothing is registered under that name (the installed names are listed),
             or its packages are not installed (the message names the missing module and the
             install command, ``install_hint``).
-        TypeError: the registered object does not satisfy the ``Plugin`` protocol.
+        TypeError: the registered object breaks the contract (``check_plugin``: the message
+            names the plugin, the hook and what is wrong).
     """
     found = discover()
     if name not in found:
@@ -128,9 +129,67 @@ def load_plugin(name: str) -> Plugin:
     except ImportError as exc:  # a package of the plugin's extra is not installed
         raise PluginNotFound(f"the {name} plugin cannot load: {type(exc).__name__}: {exc}; {install_hint(found[name])}") from None
     plugin = obj() if isinstance(obj, type) else obj
-    if not isinstance(plugin, Plugin):
-        raise TypeError(f"{found[name].value} does not implement the Plugin protocol (name, description, system_prompt, tools, setup, reward)")
+    check_plugin(plugin, f"plugin {name!r} ({found[name].value})")
     return plugin
+
+
+#: Each hook Horizon calls: its arguments (after ``self``) and whether a plugin must have it.
+HOOKS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "system_prompt": (("task",), True),
+    "tools": ((), True),
+    "setup": (("task", "ctx"), True),
+    "reward": (("task", "trajectory"), True),
+    "validate": (("task",), False),
+    "teardown": (("ctx",), False),
+}
+
+
+def check_plugin(plugin: Any, label: str) -> None:
+    """Check ``plugin`` against the contract when it loads, so a mistake shows now, not mid-run.
+
+    Checked: ``name`` and ``description`` are text; each hook of ``HOOKS`` (required ones must be
+    there; optional ones may be absent) can be called with the arguments Horizon passes;
+    ``heavy_episodes``, when present, is a bool; ``tools()`` returns ``core.tools.Tool``
+    objects with distinct names.
+
+    Args:
+        label: how the error names the plugin (``plugin 'echo' (echo_plugin:EchoPlugin)``).
+
+    Raises:
+        TypeError: ``"<label>: <hook>: <what is wrong>"``.
+    """
+    import inspect
+
+    def wrong(hook: str, what: str) -> TypeError:
+        return TypeError(f"{label}: {hook}: {what}")
+
+    for attribute in ("name", "description"):
+        if not isinstance(getattr(plugin, attribute, None), str):
+            raise wrong(attribute, "missing, or not a str")
+    for hook, (arguments, required) in HOOKS.items():
+        fn = getattr(plugin, hook, None)
+        if fn is None:
+            if required:
+                raise wrong(hook, f"missing: Horizon calls {hook}({', '.join(arguments)})")
+            continue
+        if not callable(fn):
+            raise wrong(hook, f"is a {type(fn).__name__}, not a method")
+        try:
+            inspect.signature(fn).bind(*arguments)
+        except TypeError as exc:
+            raise wrong(hook, f"cannot be called as {hook}({', '.join(arguments)}): {exc}") from None
+        except ValueError:  # a builtin without a signature: cannot be checked
+            pass
+    if not isinstance(getattr(plugin, "heavy_episodes", False), bool):
+        raise wrong("heavy_episodes", "not a bool")
+    from core.tools import Tool
+
+    tools = plugin.tools()
+    if not isinstance(tools, list) or not all(isinstance(t, Tool) for t in tools):
+        raise wrong("tools", "must return a list of core.tools.Tool (made with @core.tools.tool)")
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise wrong("tools", f"two tools share a name: {sorted({n for n in names if names.count(n) > 1})}")
 
 
 def heavy_episodes(names: set[str] | list[str]) -> frozenset[str]:

@@ -108,3 +108,30 @@ def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
     broken = agent("broken")
     assert broken.returncode != 0 and "'broken' commands (no_such_module:app) could not be loaded: ModuleNotFoundError" in broken.stdout + broken.stderr
     assert agent("threed", "--help").returncode == 0  # the built-in plugin's commands come the same way
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("    def setup(self, task, ctx): return \"\"\n", "    def setup(self, task): return \"\"\n"),
+         "plugin 'echo' (echo_plugin:EchoPlugin): setup: cannot be called as setup(task, ctx)"),
+        (("    def reward(self, task, trajectory): return", "    def rewards(self, task, trajectory): return"),
+         "plugin 'echo' (echo_plugin:EchoPlugin): reward: missing: Horizon calls reward(task, trajectory)"),
+        (("    def tools(self): return [echo]\n", "    def tools(self): return [echo, echo]\n"),
+         "plugin 'echo' (echo_plugin:EchoPlugin): tools: two tools share a name: ['echo']"),
+        (("    def tools(self): return [echo]\n", "    def tools(self): return ['echo']\n"),
+         "tools: must return a list of core.tools.Tool"),
+        (('    description = "repeats things"\n', '    description = "repeats things"\n    teardown = 3\n'),
+         "plugin 'echo' (echo_plugin:EchoPlugin): teardown: is a int, not a method"),
+        (('    description = "repeats things"\n', '    description = "repeats things"\n    heavy_episodes = "yes"\n'),
+         "heavy_episodes: not a bool"),
+    ],
+)  # fmt: skip
+def test_a_plugin_that_breaks_the_contract_is_refused_when_it_loads(third_party, tmp_path, change, said):
+    """The error names the plugin, the hook and what is wrong, before any run starts."""
+    source = tmp_path / "echo_plugin.py"
+    assert change[0] in source.read_text()
+    source.write_text(source.read_text().replace(change[0], change[1]))
+    with pytest.raises(TypeError) as caught:
+        load_plugin("echo")
+    assert said in str(caught.value)
