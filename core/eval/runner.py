@@ -261,8 +261,8 @@ def episode_specs(
             raise UserError(f"task {task.name} names no plugin; give one (agent eval coding SUITE) or add \"plugin\" to its task file")
         if plugin != "auto" and task_plugin != plugin:
             raise UserError(f"task {task.name} is a {task_plugin} task, not {plugin}; run it with agent eval {task_plugin} (or auto)")
-        # a task's own time limit for the agent (Terminal-Bench's [agent] timeout_sec) caps --time-limit
-        own_limit = (task.metadata.get("terminal_bench") or {}).get("agent_timeout_s")
+        # a task's own time limit for the agent (metadata "max_wall_s", seconds: Terminal-Bench's [agent] timeout_sec) caps --time-limit
+        own_limit = task.metadata.get("max_wall_s")
         for attempt in range(attempts):
             task_limits = dict(limits)
             if own_limit:

@@ -205,13 +205,16 @@ def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
     """What a run of the task carries in ``Task.metadata`` (JSON values).
 
     Returns:
-        ``{"workspace_alias": workdir, "terminal_bench": {"folder", "layout", "workdir", "env",
-        "base_image", "tests", "test_timeout_s", "test_env", "agent_timeout_s"}}``; ``env`` is
-        the Dockerfile's ``ENV`` but ``KEPT_ENV`` (the image's own paths would break this machine's).
+        ``{"workspace_alias": workdir, "max_wall_s": the agent's time limit (when the task
+        gives one: it caps the episode's, ``core.eval.runner.episode_specs``), "terminal_bench":
+        {"folder", "layout", "workdir", "env", "base_image", "tests", "test_timeout_s",
+        "test_env", "agent_timeout_s"}}``; ``env`` is the Dockerfile's ``ENV`` but ``KEPT_ENV``
+        (the image's own paths would break this machine's).
     """
     env = task.environment
     return {
         ALIAS_KEY: env.workdir,
+        **({"max_wall_s": task.agent_timeout_s} if task.agent_timeout_s else {}),
         METADATA_KEY: {
             "folder": str(task.folder), "layout": task.layout, "workdir": env.workdir,
             "env": {k: v for k, v in env.env.items() if k not in KEPT_ENV},
