@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import workspace as ws
 from core.errors import ToolError, UserError
 from core.observation import cut_lines
 from core.plugin import Plugin, Task, load_plugin
@@ -112,11 +113,27 @@ class Environment:
         self.setup_text = ""
         self.calls = 0  # tool calls run so far (replayed ones included): names each call's saved output
 
+    @staticmethod
+    def prepare(task: Task, folder: Path) -> None:
+        """Lay out a new episode's files in ``folder``: ``workspace/`` (a copy of ``task.repo``,
+        or empty), ``scratch/`` and ``baseline.git`` (the starting files, for the patch).
+
+        Raises:
+            UserError: the repository is not a folder or cannot be copied (``core.workspace.copy_repository``).
+        """
+        (folder / "scratch").mkdir(parents=True, exist_ok=True)
+        if task.repo is not None:
+            tracked = ws.copy_repository(task.repo, folder / "workspace")
+        else:
+            (folder / "workspace").mkdir()
+            tracked = []
+        ws.snapshot(folder / "workspace", folder / "baseline.git", tracked)
+
     @classmethod
     def open(cls, task: Task, folder: Path, *, isolated: bool = True, plugin: Plugin | None = None, journal: bool = False,
              max_observation_chars: int = MAX_OBSERVATION_CHARS) -> Environment:  # fmt: skip
         """The environment of an episode whose files are in ``folder`` (``workspace/``,
-        ``scratch/``, ``baseline.git``, as ``core.runner`` and the verl adapter lay them out).
+        ``scratch/``, ``baseline.git``: ``prepare``).
 
         The sandbox shows the workspace a second time at ``task.metadata["workspace_alias"]``
         (a Terminal-Bench task's working folder, ``/app``) and hides the folders of

@@ -215,18 +215,13 @@ class Run:
         # Built under a hidden name and renamed when complete: a run killed while starting
         # leaves no half-made run behind for `agent runs` or `agent resume` to trip over.
         partial = folder.with_name(f".{run_id}.partial")
-        (partial / "scratch").mkdir(parents=True)
+        partial.mkdir(parents=True)
         config = {
             "policy": policy_config, "limits": limits.model_dump(), "pricing": pricing.model_dump(), "isolated": isolated,
             "keep_checkpoints": keep_checkpoints, "task_metadata": task.metadata,
         }
         try:
-            if task.repo is not None:
-                tracked = ws.copy_repository(task.repo, partial / "workspace")
-            else:
-                (partial / "workspace").mkdir()
-                tracked = []
-            ws.snapshot(partial / "workspace", partial / "baseline.git", tracked)
+            Environment.prepare(task, partial)
             with closing(RunStore(partial / "trajectory.duckdb")) as store:
                 store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""),
                                  policy=policy.name, config=config, steps=0)

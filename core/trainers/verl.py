@@ -196,19 +196,12 @@ def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _
         validate(task)
     home = Path(config["horizon_home"]) if config.get("horizon_home") else None
     folder = episodes_dir(home) / uuid.uuid4().hex
-    workspace = folder / "workspace"
-    (folder / "scratch").mkdir(parents=True)
     try:
-        if task.repo is not None:
-            if not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
-                raise UserError(f"the task's starting repository {task.repo} (from the export) is missing on this machine; "
-                                "the rollout workers need the same path, or export the tasks again where they run")
-            tracked = ws.copy_repository(task.repo, workspace)
-        else:
-            workspace.mkdir()
-            tracked = []
-        ws.snapshot(workspace, folder / "baseline.git", tracked)
-        tree, expected = ws.save_tree(workspace, folder / "baseline.git"), kwargs.get("start_tree") or ""
+        if task.repo is not None and not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
+            raise UserError(f"the task's starting repository {task.repo} (from the export) is missing on this machine; "
+                            "the rollout workers need the same path, or export the tasks again where they run")
+        Environment.prepare(task, folder)
+        tree, expected = ws.save_tree(folder / "workspace", folder / "baseline.git"), kwargs.get("start_tree") or ""
         if expected and tree != expected:
             raise UserError(f"the files of {task.repo} (tree {tree[:12]}) are not the task's starting files (tree {expected[:12]}): "
                             "the repository changed since the run was exported; restore it or export again")
