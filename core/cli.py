@@ -550,7 +550,7 @@ def plugins() -> None:
         try:
             load_plugin(name)
             state = ""
-        except (HorizonError, TypeError) as exc:
+        except HorizonError as exc:  # what load_plugin says of a plugin that cannot load
             state = f"  [yellow]{_safe(str(exc))}[/]"
         console.print(f"{_safe(name)}  [dim]{_safe(ep.value)}[/]{state}")
 
@@ -768,7 +768,8 @@ def _add_plugin_commands() -> None:
 
     from core.plugin import COMMANDS_GROUP
 
-    taken = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    # Horizon's own command names as the CLI resolves them (a bare @app.command() has no name until then)
+    taken = set(typer.main.get_command(app).commands)
     for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
         if entry.name in taken:
             continue  # a plugin cannot replace one of Horizon's own commands

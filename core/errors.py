@@ -33,6 +33,11 @@ class PluginNotFound(UserError):
     """No installed plugin is registered under the requested name."""
 
 
+class PluginContractError(UserError, TypeError):
+    """An installed plugin breaks the plugin contract (``core.plugin.check_plugin``); the message
+    names the plugin, the hook and what is wrong. A ``TypeError`` too: the object has the wrong shape."""
+
+
 class RunNotFound(UserError):
     """The run store holds no run with the requested id."""
 

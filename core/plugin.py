@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from core.errors import PluginNotFound
+from core.errors import PluginContractError, PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 
@@ -100,14 +100,22 @@ def discover() -> dict[str, Any]:
     return {n: ep for n, ep in sorted(found.items()) if not allowed or n in allowed}
 
 
-def install_hint(entry: Any) -> str:
-    """What to run when the plugin of entry point ``entry`` cannot import its packages: the
-    extra of the same name for Horizon's own plugins (``pip install 'horizon-agents[threed]'``),
-    else a reinstall of the distribution that registered it."""
+def _provider(entry: Any) -> str:
+    """Who to ask about a plugin's code: the distribution that registered it."""
+    dist = getattr(getattr(entry, "dist", None), "name", "") or ""
+    return f"report it to the {dist} package" if dist and dist != "horizon-agents" else "report it to the plugin's authors"
+
+
+def install_hint(entry: Any, error: ImportError | None = None) -> str:
+    """What to run when the plugin of entry point ``entry`` cannot import a module: the extra of
+    the same name for Horizon's own plugins (``pip install 'horizon-agents[threed]'``); for
+    another package, that it imports a module that is not installed (``error.name``), which its
+    own requirements should bring."""
     dist = getattr(getattr(entry, "dist", None), "name", "") or ""
     if dist == "horizon-agents":
         return f"install its extra: pip install 'horizon-agents[{entry.name}]' (or ./setup.sh, which installs all)"
-    return f"reinstall the package that provides it: pip install --force-reinstall {dist}" if dist else "reinstall the package that provides it"
+    missing = getattr(error, "name", None) or "a module"
+    return f"{dist or 'the package that provides it'} imports {missing}, which is not installed: install it, or {_provider(entry)}"
 
 
 def load_plugin(name: str) -> Plugin:
@@ -115,21 +123,29 @@ def load_plugin(name: str) -> Plugin:
 
     Raises:
         PluginNotFound: nothing is registered under that name (the installed names are listed),
-            or its packages are not installed (the message names the missing module and the
-            install command, ``install_hint``).
-        TypeError: the registered object breaks the contract (``check_plugin``: the message
-            names the plugin, the hook and what is wrong).
+            its packages are not installed (the message names the missing module and the
+            install command, ``install_hint``), or its code raised while loading or starting
+            (the message says so and who provides it).
+        PluginContractError: the registered object breaks the contract (``check_plugin``: the
+            message names the plugin, the hook and what is wrong).
     """
     found = discover()
     if name not in found:
         names = ", ".join(found) or "none"
         raise PluginNotFound(f"no plugin named {name!r} (installed: {names}); a plugin registers in the {ENTRY_POINT_GROUP!r} entry-point group")
+    entry = found[name]
     try:
-        obj = found[name].load()
+        obj = entry.load()
     except ImportError as exc:  # a package of the plugin's extra is not installed
-        raise PluginNotFound(f"the {name} plugin cannot load: {type(exc).__name__}: {exc}; {install_hint(found[name])}") from None
-    plugin = obj() if isinstance(obj, type) else obj
-    check_plugin(plugin, f"plugin {name!r} ({found[name].value})")
+        raise PluginNotFound(f"the {name} plugin cannot load: {type(exc).__name__}: {exc}; {install_hint(entry, exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - the plugin's own code is broken (a syntax error, a name that is not there)
+        raise PluginNotFound(f"the {name} plugin ({entry.value}) cannot load: {type(exc).__name__}: {exc}; it is the plugin's "
+                             f"code, not Horizon's: {_provider(entry)}") from None  # fmt: skip
+    try:
+        plugin = obj() if isinstance(obj, type) else obj
+    except Exception as exc:  # noqa: BLE001 - its constructor raised
+        raise PluginNotFound(f"the {name} plugin ({entry.value}) raised while starting: {type(exc).__name__}: {exc}; {_provider(entry)}") from None
+    check_plugin(plugin, f"plugin {name!r} ({entry.value})")
     return plugin
 
 
@@ -156,12 +172,12 @@ def check_plugin(plugin: Any, label: str) -> None:
         label: how the error names the plugin (``plugin 'echo' (echo_plugin:EchoPlugin)``).
 
     Raises:
-        TypeError: ``"<label>: <hook>: <what is wrong>"``.
+        PluginContractError: ``"<label>: <hook>: <what is wrong>"`` (a ``TypeError`` and a ``UserError``).
     """
     import inspect
 
-    def wrong(hook: str, what: str) -> TypeError:
-        return TypeError(f"{label}: {hook}: {what}")
+    def wrong(hook: str, what: str) -> PluginContractError:
+        return PluginContractError(f"{label}: {hook}: {what}")
 
     for attribute in ("name", "description"):
         if not isinstance(getattr(plugin, attribute, None), str):
@@ -184,7 +200,10 @@ def check_plugin(plugin: Any, label: str) -> None:
         raise wrong("heavy_episodes", "not a bool")
     from core.tools import Tool
 
-    tools = plugin.tools()
+    try:
+        tools = plugin.tools()
+    except Exception as exc:  # noqa: BLE001 - the plugin's bug, named as such
+        raise wrong("tools", f"raised {type(exc).__name__}: {exc}") from None
     if not isinstance(tools, list) or not all(isinstance(t, Tool) for t in tools):
         raise wrong("tools", "must return a list of core.tools.Tool (made with @core.tools.tool)")
     names = [t.name for t in tools]

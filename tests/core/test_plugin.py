@@ -96,7 +96,8 @@ def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
     info = tmp_path / "horizon_echo-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: horizon-echo\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[horizon.commands]\necho = echo_commands:app\nbroken = no_such_module:app\n")
+    (info / "entry_points.txt").write_text("[horizon.commands]\necho = echo_commands:app\nbroken = no_such_module:app\n"
+                                           "show = echo_commands:app\nrun = echo_commands:app\n")  # may not replace Horizon's own
     env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HORIZON_HOME": str(tmp_path / "home")}
 
     def agent(*args: str) -> subprocess.CompletedProcess:
@@ -108,6 +109,8 @@ def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
     broken = agent("broken")
     assert broken.returncode != 0 and "'broken' commands (no_such_module:app) could not be loaded: ModuleNotFoundError" in broken.stdout + broken.stderr
     assert agent("threed", "--help").returncode == 0  # the built-in plugin's commands come the same way
+    shown = agent("show", "no-such-run")
+    assert "no run 'no-such-run'" in shown.stdout + shown.stderr  # Horizon's own show, not the package's app
 
 
 @pytest.mark.parametrize(
@@ -135,3 +138,26 @@ def test_a_plugin_that_breaks_the_contract_is_refused_when_it_loads(third_party,
     with pytest.raises(TypeError) as caught:
         load_plugin("echo")
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("class EchoPlugin:", "class EchoPlugin(:"), "the echo plugin (echo_plugin:EchoPlugin) cannot load: SyntaxError"),
+        (("class EchoPlugin:", "import reqeusts\nclass EchoPlugin:"),
+         "horizon-echo imports reqeusts, which is not installed: install it, or report it to the horizon-echo package"),
+        (('    name = "echo"\n', '    name = "echo"\n    def __init__(self): raise RuntimeError("needs ECHO_KEY")\n'),
+         "the echo plugin (echo_plugin:EchoPlugin) raised while starting: RuntimeError: needs ECHO_KEY; report it to the horizon-echo package"),
+        (("    def tools(self): return [echo]\n", "    def tools(self): raise RuntimeError('no tools today')\n"),
+         "plugin 'echo' (echo_plugin:EchoPlugin): tools: raised RuntimeError: no tools today"),
+    ],
+)  # fmt: skip
+def test_a_plugin_whose_code_fails_says_it_is_the_plugins_and_the_others_still_load(third_party, tmp_path, change, said):
+    from core.errors import UserError
+
+    source = tmp_path / "echo_plugin.py"
+    source.write_text(source.read_text().replace(change[0], change[1], 1))
+    with pytest.raises(UserError) as caught:
+        load_plugin("echo")
+    assert said in str(caught.value)
+    assert load_plugin("coding").name == "coding"

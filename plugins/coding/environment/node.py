@@ -37,7 +37,7 @@ from pathlib import Path
 
 from core.config import horizon_home, make_data_folder
 from core.safe_io import remove_tree, write_new
-from core.sandbox.base import Sandbox
+from core.sandbox.base import SCRATCH_WRITABLE, ProcessResult, Sandbox
 from plugins.coding.environment.declared import cache_key
 from plugins.coding.environment.uv_build import (
     MANIFEST,
@@ -110,6 +110,21 @@ def _count_packages(modules: Path) -> int | str:
         return "?"
 
 
+def npm_error(result: ProcessResult, lines: int = 8) -> str:
+    """Why ``npm ci`` failed, in a few lines: npm's ``npm error`` lines before its usage text (an
+    out-of-date lockfile is explained first, then ``npm ci``'s whole usage is printed), else the
+    output's end (``uv_build.failure_text``)."""
+    said = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.startswith(("npm error", "npm ERR!"))]
+    reasons = []
+    for line in said:
+        text = line.split(" ", 2)[2] if line.count(" ") >= 2 else ""
+        if text.startswith(("Clean install a project", "Usage:", "npm ci")):
+            break  # the usage text follows the reason
+        if text and not text.startswith(("A complete log of this run", "Run \"npm help")):
+            reasons.append(line)
+    return "\n".join(reasons[:lines]) or failure_text(result)
+
+
 def choose_node_modules(sandbox: Sandbox, workspace: Path, scratch: Path, repo: Path | None = None) -> NodeModules:
     """Decide which ``node_modules`` the episode's JavaScript tests see (module docstring); install it if needed.
 
@@ -140,7 +155,7 @@ def choose_node_modules(sandbox: Sandbox, workspace: Path, scratch: Path, repo: 
         return done(None, "node_modules is shown only in the bwrap sandbox (not under --no-sandbox), so none was installed")
     own = repo / "node_modules" if repo is not None else None
     if own is not None and own.is_dir() and not own.is_symlink():
-        return done(own.resolve(), f"the repository's own node_modules ({own}), shown read-only")
+        return done(own.resolve(), f"the repository's own node_modules ({own})")
     lockfile = _lockfile(workspace)
     if not lockfile:
         return done(None, "package.json has no package-lock.json or npm-shrinkwrap.json, so no Node packages were installed "
@@ -168,13 +183,15 @@ def choose_node_modules(sandbox: Sandbox, workspace: Path, scratch: Path, repo: 
         for name in files:
             shutil.copyfile(workspace / name, build / name)
         log = BuildLog(logs / "npm.log")
-        variables = {"npm_config_cache": str(build / ".npm-cache"), "NO_COLOR": "1", "npm_config_update_notifier": "false",
+        variables = {"npm_config_cache": str(build / ".npm-cache"), "npm_config_logs_dir": str(logs / SCRATCH_WRITABLE),  # npm's debug log, kept
+                     "NO_COLOR": "1",
+                     "npm_config_update_notifier": "false",
                      **{n: os.environ[n] for n in NPM_VARIABLES + NETWORK_VARIABLES if os.environ.get(n)}}  # fmt: skip
         result = log.add(build_sandbox(sandbox, build, logs).run(
             [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], cwd=build, env=variables))  # fmt: skip
         if not result.ok or not (build / "node_modules").is_dir():
             return done(None, f"npm ci from {lockfile} failed after {time.monotonic() - started:.1f} s (log: {logs / 'npm.log'}):\n"
-                              f"{failure_text(result)}\nTests that import a package will fail")  # fmt: skip
+                              f"{npm_error(result)}\nTests that import a package will fail")  # fmt: skip
         remove_tree(build / ".npm-cache")
         packages = _count_packages(build / "node_modules")
         write_new(build / MANIFEST, json.dumps({"key": key, "recipe": RECIPE, "lockfile": lockfile, "packages": packages,
