@@ -361,8 +361,7 @@ def apply_cmd(
     allow_outside_links: bool = typer.Option(False, "--allow-outside-links", help="apply symbolic links that point outside the repository"),
     allow_git_dir: bool = typer.Option(False, "--allow-git-dir", help="apply changes inside .git"),
 ) -> None:
-    """Review a run's final patch, then apply it to the repository the run was started on in one
-    atomic step (the old files kept for --undo)."""
+    """Review a run's final patch, then apply it to its repository in one atomic step (the old files kept for --undo)."""
     try:
         if not undo:
             _apply_patch_of(run_id, yes=yes, dry_run=dry_run, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir)
