@@ -113,6 +113,13 @@ def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
     assert "no run 'no-such-run'" in shown.stdout + shown.stderr  # Horizon's own show, not the package's app
 
 
+def edit_echo(folder, old: str, new: str) -> None:
+    """Replace the first ``old`` in the third-party echo plugin's source (which must hold it) with ``new``."""
+    source = folder / "echo_plugin.py"
+    assert old in source.read_text()
+    source.write_text(source.read_text().replace(old, new, 1))
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -132,9 +139,7 @@ def test_a_third_party_adds_cli_commands_and_a_broken_one_says_why(tmp_path):
 )  # fmt: skip
 def test_a_plugin_that_breaks_the_contract_is_refused_when_it_loads(third_party, tmp_path, change, said):
     """The error names the plugin, the hook and what is wrong, before any run starts."""
-    source = tmp_path / "echo_plugin.py"
-    assert change[0] in source.read_text()
-    source.write_text(source.read_text().replace(change[0], change[1]))
+    edit_echo(tmp_path, *change)
     with pytest.raises(TypeError) as caught:
         load_plugin("echo")
     assert said in str(caught.value)
@@ -155,8 +160,7 @@ def test_a_plugin_that_breaks_the_contract_is_refused_when_it_loads(third_party,
 def test_a_plugin_whose_code_fails_says_it_is_the_plugins_and_the_others_still_load(third_party, tmp_path, change, said):
     from core.errors import UserError
 
-    source = tmp_path / "echo_plugin.py"
-    source.write_text(source.read_text().replace(change[0], change[1], 1))
+    edit_echo(tmp_path, *change)
     with pytest.raises(UserError) as caught:
         load_plugin("echo")
     assert said in str(caught.value)
