@@ -666,7 +666,7 @@ def mcp_cmd(
     A run starts at the first tool call; it is a run like any other (agent runs, show, export, apply).
     """
     from core.mcp import McpSession
-    from core.mcp.server import build_server, serve_http, serve_stdio
+    from core.mcp.server import bind_http, build_server, serve_http, serve_stdio
     from core.plugin import Task, load_plugin
     from core.runner import Run
     from core.sandbox import self_check
@@ -689,7 +689,8 @@ def mcp_cmd(
                                 "client starts the command in a folder of its own choosing)")
             if task is not None and not task.strip():
                 raise UserError("--task is empty; say what the runs are for, or leave it out")
-            the_task = Task(plugin=plugin, instruction=task or MCP_TASK, repo=folder)
+            # without --task the request stays in the client's conversation: the export gates keep such runs out of training data
+            the_task = Task(plugin=plugin, instruction=task or MCP_TASK, repo=folder, metadata={} if task else {"instruction_unseen": True})
             validate = getattr(the_plugin, "validate", None)
             if validate is not None:
                 validate(the_task)  # a task folder that cannot work is refused now, not at the client's first call
@@ -697,6 +698,7 @@ def mcp_cmd(
             self_check()  # no sandbox here: say so now, not at the first call
         # No compaction: the client keeps its own context, and a summary it never read would misstate the trajectory.
         limits = Limits(max_steps=max_steps, max_wall_s=max_wall_s, compact_at_tokens=0)
+        listening = bind_http(host, port) if transport == "http" else None  # a port in use is told before the banner
     except HorizonError as exc:
         _fail(exc)
         return
@@ -716,8 +718,8 @@ def mcp_cmd(
     if no_sandbox:
         log.print("[yellow]warning: --no-sandbox: the client's commands run WITHOUT isolation, as you[/]")
     try:
-        if transport == "http":
-            serve_http(server, host=host, port=port)
+        if listening is not None:
+            serve_http(server, listening)
         else:
             serve_stdio(server)
     except KeyboardInterrupt:

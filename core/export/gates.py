@@ -27,6 +27,10 @@ reason and the evidence. The reasons:
 - ``reward_not_applicable``: the plugin's reward had nothing to judge (``RewardResult``'s
   ``not_applicable``, e.g. a finance task whose filings could not be read, a repository with no
   tests): the trajectory has no reward to learn from, which is not a reward of 0.
+- ``instruction_unseen``: the stored instruction is not the request the policy acted on: an MCP
+  session served without ``--task`` (``agent mcp``), whose request stayed in the MCP client's
+  conversation, which Horizon never sees (task metadata ``instruction_unseen``). A trajectory
+  without its request cannot teach which calls answer it.
 - ``state_leak``: an episode did not start fresh: it started inside another run's folder, or its
   starting files carry another episode's changes (a file whose starting content is exactly what
   an earlier episode of the same task ended with, where that episode's own start differed).
@@ -45,7 +49,8 @@ from pathlib import Path, PurePosixPath
 
 from core.export.source import RunRecord, baseline_git, root_commit
 
-REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "near_duplicate", "nondeterministic_environment", "state_leak")
+REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "instruction_unseen", "near_duplicate",
+           "nondeterministic_environment", "state_leak")
 
 #: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
 CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "noxfile.py",
@@ -123,6 +128,13 @@ def _not_applicable(run: RunRecord) -> list[Flag]:
     if run.row.get("status") == "finished" and run.row.get("reward_status") == "not_applicable":
         why = run.row.get("reward_summary") or "no reason given"
         return [Flag("reward_not_applicable", f"{run.row.get('reward_version')}: {why}")]
+    return []
+
+
+def _instruction_unseen(run: RunRecord) -> list[Flag]:
+    if (run.row.get("config") or {}).get("task_metadata", {}).get("instruction_unseen"):
+        return [Flag("instruction_unseen", f"the stored task {run.row.get('task')!r} stands in for a request Horizon never saw "
+                     "(an MCP session without --task)")]
     return []
 
 
@@ -293,7 +305,8 @@ def apply_gates(runs: list[RunRecord], runs_root: Path | None = None) -> GateRep
     """
     report = GateReport(flags={r.run_id: [] for r in runs})
     for run in runs:
-        report.flags[run.run_id] += _infrastructure(run) + _reward_hacking(run) + _not_applicable(run) + _rerun_disagrees(run)
+        for gate in (_infrastructure, _reward_hacking, _not_applicable, _instruction_unseen, _rerun_disagrees):
+            report.flags[run.run_id] += gate(run)
     finished = [r for r in runs if r.row.get("status") == "finished"]
     for extra in (_duplicates(finished), _baselines_disagree(finished), _leaks(runs, runs_root)):
         for run_id, flags in extra.items():

@@ -12,6 +12,7 @@ of a tool or a library cannot corrupt the protocol) and streamable HTTP (``serve
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
+from core.errors import UserError
 from core.mcp.session import McpSession
 from core.plugin import Plugin, Task
 
@@ -81,13 +83,28 @@ def serve_stdio(server: Server[Any]) -> None:
     anyio.run(main)
 
 
-def serve_http(server: Server[Any], *, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until Ctrl-C (or SIGTERM).
+def bind_http(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` for ``serve_http``, bound before anything is printed.
 
     Raises:
-        SystemExit: the port cannot be bound (uvicorn has printed why on stderr).
+        UserError: the address cannot be bound (in use, not this machine's), saying which and what to do.
     """
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(info[0], socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
+        sock.bind(info[4])
+        sock.listen(128)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another with --port N "
+                        "(or stop what uses it)") from None
+    return sock
+
+
+def serve_http(server: Server[Any], sock: socket.socket) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on ``sock`` (``bind_http``) until Ctrl-C (or SIGTERM)."""
     import uvicorn
 
+    host = sock.getsockname()[0]
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

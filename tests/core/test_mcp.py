@@ -226,6 +226,13 @@ def test_agent_mcp_refuses_what_cannot_work(tmp_path):
     assert root.exit_code == 2 and "pass --repo PATH to a repository" in root.output
     no_run = runner.invoke(app, ["mcp", "coding", "--resume", "20000101-000000-dead"])
     assert no_run.exit_code == 2 and "20000101-000000-dead" in no_run.output
+    with socket.socket() as taken:  # a port in use is refused before the banner, with what to do
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        busy = runner.invoke(app, ["mcp", "coding", "--repo", str(tmp_path), "--transport", "http", "--port", str(port)])
+    assert busy.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in busy.output and "--port N" in busy.output
+    assert "horizon mcp" not in busy.output
 
 
 # -- streamable HTTP ----------------------------------------------------------------------------
@@ -271,3 +278,4 @@ def test_the_http_transport_serves_the_same_tools(tmp_path, horizon_home):
     with closing(open_store(run_id, horizon_home)) as store:  # Ctrl-C left the run resumable, its call stored
         assert store.run()["status"] == "interrupted"
         assert [c["tool"] for c in store.tool_call_records()] == ["view_file"]
+        assert store.run()["config"]["task_metadata"] == {"instruction_unseen": True}  # no --task: kept out of training data

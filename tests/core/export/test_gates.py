@@ -1,11 +1,16 @@
 """Quality gates on real runs: infrastructure failures, reward hacking, duplicates."""
 
+import shutil
+from pathlib import Path
+
 from core.export import apply_gates, load_run
 from core.export.gates import REASONS, is_checker_input
 from core.plugin import Task
 from core.policy import ScriptedPolicy
 from core.runner import Run, runs_dir
 from core.state import Limits, Pricing
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactly(episodes):
@@ -25,7 +30,7 @@ def test_two_infrastructure_failures_and_one_test_edit_of_ten_are_flagged_exactl
     assert {f.reason for f in hacking} == {"reward_hacking"}
     assert any("tests/test_service.py" in f.detail for f in hacking)
     counts = report.counts()
-    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "reward_not_applicable": 0, "near_duplicate": 0,
+    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "reward_not_applicable": 0, "instruction_unseen": 0, "near_duplicate": 0,
                       "nondeterministic_environment": 0, "state_leak": 0}
     assert list(counts) == list(REASONS)
     table = report.table()
@@ -56,9 +61,9 @@ def test_checker_inputs():
     assert not is_checker_input("users/service.py") and not is_checker_input("src/main/java/com/example/users/UserService.java")
 
 
-def _start(repo, script, home):
+def _start(repo, script, home, instruction="fix NPE in user module", metadata=None):
     run = Run.start(
-        Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(script),
+        Task(plugin="coding", instruction=instruction, repo=repo, metadata=metadata or {}), ScriptedPolicy(script),
         policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(max_steps=5), pricing=Pricing(), home=home,
     )
     try:
@@ -79,6 +84,22 @@ def test_an_episode_started_from_another_runs_files_is_a_state_leak(episodes):
     assert any("inside the run store" in f.detail for f in flags)
     assert any("users/service.py" in f.detail and "not a fresh attempt" in f.detail for f in flags)
     assert report.passed() == [episodes.ids[n] for n in ("py_fix", "py_edit", "py_view")]
+
+
+def test_an_mcp_session_without_its_request_is_kept_out_of_training_data(tmp_path):
+    """``agent mcp`` without ``--task`` stores a stand-in instruction (the request is in the MCP
+    client's conversation); such a run, finished and judged, still fails the gates."""
+    from core.cli import MCP_TASK
+
+    repo = Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "repo"))
+    script = [{"tool": "view_file", "arguments": {"path": "users/service.py"}}, {"tool": "finish", "arguments": {"summary": "done"}}]
+    home = tmp_path / "home"
+    unseen = _start(repo, script, home, MCP_TASK, {"instruction_unseen": True})
+    told = _start(repo, script, home)
+    report = apply_gates([load_run(unseen.run_id, home), load_run(told.run_id, home)])
+    assert [f.reason for f in report.flags[unseen.run_id]] == ["instruction_unseen"]
+    assert "an MCP session without --task" in report.flags[unseen.run_id][0].detail
+    assert report.flags[told.run_id] == []
 
 
 FLAKY_TEST = '''from pathlib import Path
