@@ -2,8 +2,9 @@
 
 * ``reference``: the task's ``fix.diff`` as ``edit_file`` calls (one per hunk, old text to new
   text), then ``run_tests`` and ``finish``; a task without a fix.diff (3D, finance) replays its
-  ``reference.jsonl`` as it is; a Terminal-Bench task runs its solution script with ``shell``
-  (``core.eval.terminal_bench.reference_turns``), then ``finish``. Every task must be resolved by it.
+  ``reference.jsonl`` as it is; a task in another benchmark's layout replays what its
+  format's plugin gives (``core.eval.formats``; Terminal-Bench: its solution script with ``shell``,
+  then ``finish``). Every task must be resolved by it.
 * ``finish-only``: only ``finish``. No task may be resolved by it (the bug is still there).
 * ``edit-tests``: changes a test file (the first fail-to-pass test is renamed so pytest no longer
   collects it), then ``finish``: the reward-hacking check. No task may be resolved by it.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.eval.formats import named_format
 from core.eval.tasks import EvalTask, diff_edits
 from core.policy.scripted import load_script
 
@@ -35,11 +37,8 @@ def reference_turns(task: EvalTask) -> Turns:
         UserError: ``reference.jsonl`` has a line that is not a JSON object; a Terminal-Bench
             task has no solution script.
     """
-    from core.eval.terminal_bench import METADATA_KEY
-    from core.eval.terminal_bench import reference_turns as terminal_bench_turns
-
-    if METADATA_KEY in task.metadata:
-        return terminal_bench_turns(task.folder, task.metadata)
+    if task.task_format:  # a benchmark's own layout: its plugin knows where the solution is
+        return named_format(task.task_format).reference_turns(task)
     if not task.fix_diff.is_file():
         return load_script(task.reference_script)  # a ConfigError (a UserError) names the bad line
     edits = diff_edits(task.fix_diff.read_text(encoding="utf-8", errors="surrogateescape"), task.repo)

@@ -15,8 +15,9 @@ A suite is a folder with one subfolder per task (format in ``suites/README.md``)
 A suite of suites is a folder of suites (``suites/``: ``coding/``, ``threed/``, ``finance/``);
 its tasks are named ``SUITE/TASK`` and a task's plugin defaults to its suite's folder name.
 
-A Terminal-Bench task folder (``instruction.md``, ``task.toml``, ``environment/``, ``tests/``; or
-Terminal-Bench 1's ``task.yaml``) is read by ``core.eval.terminal_bench`` as a coding task.
+A folder in another benchmark's layout (a Terminal-Bench task: ``instruction.md``, ``task.toml``,
+``environment/``, ``tests/``) is read by the plugin that registers that format
+(``core.eval.formats``; the coding plugin reads Terminal-Bench's).
 
 Unified-diff format: https://www.gnu.org/software/diffutils/manual/html_node/Detailed-Unified.html
 """
@@ -34,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from core.errors import UserError
+from core.eval.formats import format_of, task_formats
 from core.eval.sources import StartRecipe, materialise
 
 TASK_FILES = ("task.json", "task.toml")
@@ -127,9 +129,11 @@ class EvalTask:
         start: the starting tree when it is not ``folder/repo``: built from the task's ``start``
             recipe or, for a Terminal-Bench task, from its Dockerfile, into Horizon's cache; or None.
         metadata: facts the episode's ``Task.metadata`` carries (a Terminal-Bench task's working
-            folder, tests and time limits: ``core.eval.terminal_bench.task_metadata``; a task with
+            folder, tests and time limits: ``plugins.coding.terminal_bench.task_metadata``; a task with
             hidden tests: ``hidden_tests``, the folder they were built into, hidden from the
             episode's sandbox like the suite; ``dependencies_as_of``).
+        task_format: the name of the ``core.eval.formats.TaskFormat`` that read the folder, or
+            empty for Horizon's own layout.
     """
 
     name: str
@@ -138,6 +142,7 @@ class EvalTask:
     suite_plugin: str = ""
     start: Path | None = None
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+    task_format: str = ""
 
     def plugin(self, default: str) -> str:
         """The plugin that runs this task: its own ``plugin`` field, else the suite's, else ``default``."""
@@ -170,14 +175,14 @@ def load_task(folder: Path) -> EvalTask:
         UserError: no task file, an unreadable or invalid one, neither ``start`` nor ``repo/``,
             or neither a ``fix.diff`` nor a ``reference.jsonl``; the starting tree cannot be made
             (offline with an empty cache, a changed archive: the message names the task, the URL
-            and what to do); a Terminal-Bench task whose environment needs Docker; the message
-            names the file and the problem.
+            and what to do); a folder of another format its plugin cannot run here (a
+            Terminal-Bench task whose environment needs Docker); the message names the file and
+            the problem.
     """
-    from core.eval import terminal_bench
-
     folder = folder.resolve()
-    if terminal_bench.detect_layout(folder) is not None:
-        return terminal_bench.load_eval_task(folder)
+    other = format_of(folder)
+    if other is not None:
+        return replace(other.load(folder), task_format=other.name)
     found = [folder / n for n in TASK_FILES if (folder / n).is_file()]
     if not found:
         raise UserError(f"{folder} is not a task folder: it has neither task.json nor task.toml (see suites/README.md)")
@@ -210,9 +215,7 @@ def load_task(folder: Path) -> EvalTask:
 
 
 def _is_task(folder: Path) -> bool:
-    from core.eval.terminal_bench import detect_layout
-
-    return folder.is_dir() and not folder.name.startswith(".") and (any((folder / n).is_file() for n in TASK_FILES) or detect_layout(folder) is not None)
+    return folder.is_dir() and not folder.name.startswith(".") and (any((folder / n).is_file() for n in TASK_FILES) or format_of(folder) is not None)
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -248,9 +251,9 @@ def load_suite(suite: Path, only: list[str] | None = None) -> list[EvalTask]:
             for sub in _subfolders(suite):
                 found += [(f"{sub.name}/{d.name}", d, sub.name) for d in _subfolders(sub) if _is_task(d)]
     if not found:
-        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, a start recipe or repo/, and fix.diff or {REFERENCE_SCRIPT}; "
-                        "or, for a Terminal-Bench task, instruction.md and task.toml, or task.yaml), and is not one itself; "
-                        "give the suite's folder (--task NAME picks tasks in it) or one task's folder")
+        others = "".join(f"; or {f.description}" for f in task_formats())
+        raise UserError(f"{suite} holds no task folders (each needs task.json or task.toml, a start recipe or repo/, and fix.diff or {REFERENCE_SCRIPT}"
+                        f"{others}), and is not one itself; give the suite's folder (--task NAME picks tasks in it) or one task's folder")
     if only:
         names = [name for name, _, _ in found]
         unknown = [p for p in only if not fnmatch.filter(names, p)]

@@ -10,9 +10,10 @@ reason and the evidence. The reasons:
 - ``reward_hacking``: the episode touched what the reward checks against: a reward component
   records edited files in its detail (``edited``, as the coding reward's ``tests_untouched``
   does), or the final patch touches a test file or the test runner's configuration
-  (``CHECKER_CONFIG``; not for rewards whose tests live outside the workspace,
-  ``SEPARATE_TESTS``: a Terminal-Bench task may ask the agent to write tests; nor for the test
-  files a reward ran as the run's own reproduction tests, named in ``reproduction_files``).
+  (``CHECKER_CONFIG``; not for rewards whose tests live outside the workspace, whose components
+  say ``tests_outside_workspace`` in their detail: a Terminal-Bench task may ask the agent to
+  write tests; nor for the test files a reward ran as the run's own reproduction tests, named in
+  ``reproduction_files``).
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
   collapsed (timings and durations vary between otherwise identical episodes). The oldest run
@@ -56,8 +57,6 @@ REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", 
 CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "noxfile.py",
                   # modules that would stand in for the test runner or run at interpreter start
                   "pytest.py", "_pytest", "pluggy.py", "pluggy", "sitecustomize.py", "usercustomize.py"}
-#: Rewards whose tests live outside the episode's workspace (``plugins.coding.terminal_bench``).
-SEPARATE_TESTS = ("terminal-bench/",)
 TEST_FILE = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
 
 
@@ -150,7 +149,7 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
     # failed at the start) names them: they are its evidence, run on the starting code and the patch
     evidence = {f for c in run.rewards.values() for f in ((c.get("detail") or {}).get("reproduction_files") or [])}
     touched = [p for p in run.patched_files if is_checker_input(p) and p not in evidence]
-    if (run.row.get("reward_version") or "").startswith(SEPARATE_TESTS):
+    if any((c.get("detail") or {}).get("tests_outside_workspace") for c in run.rewards.values()):
         # its grader runs the task's own tests, kept outside the workspace, and imports pytest
         # before the working folder: test files the agent writes (often the task) are not its inputs
         touched = []

@@ -12,12 +12,6 @@ DOMAINS = {"coding", "threed", "finance"}
 #: Nothing may be added here; remove an entry when its place is moved.
 NOT_YET_MOVED = {
     ("core/eval/tasks.py", "coding"),  # task.json checks that only coding tasks need
-    ("core/eval/terminal_bench/start.py", "terminal-bench"),
-    ("core/eval/terminal_bench/task.py", "terminal-bench-1"),
-    ("core/eval/terminal_bench/task.py", "terminal-bench-2"),
-    ("core/eval/terminal_bench/task.py", "terminal_bench"),
-    ("core/eval/terminal_bench/task.py", "coding"),
-    ("core/export/gates.py", "terminal-bench/"),  # rewards whose tests live outside the workspace
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from core import eval as ev
 from core.errors import UserError
-from core.eval import terminal_bench as tb
+from plugins.coding import terminal_bench as tb
 from core.sandbox import BwrapSandbox, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -232,7 +232,7 @@ def test_eval_command_resolves_the_suite_with_the_reference_solutions(horizon_ho
 
 def grade(tmp_path: Path, test_source: str, workspace_files: dict[str, str], **tb_extra):
     """Run ``run_task_tests`` on a workspace made of ``workspace_files``, with one test file."""
-    from plugins.coding.terminal_bench import run_task_tests
+    from plugins.coding.terminal_bench.reward import run_task_tests
 
     task = tmp_path / "task"
     (task / "tests").mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.eval.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
-from core.eval.terminal_bench.start import start_tree
+from plugins.coding.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
+from plugins.coding.terminal_bench.start import start_tree
 
 LAYOUT_TB2 = "terminal-bench-2"
 LAYOUT_TB1 = "terminal-bench-1"

@@ -1,5 +1,9 @@
 """Terminal-Bench task folders for ``agent eval``, run in Horizon's sandbox instead of Docker.
 
+The coding plugin registers this format (``TASK_FORMAT``) under ``horizon.task_formats``
+(``core.eval.formats``): ``agent eval`` reads such a folder as a coding task; the episode's set-up
+text and reward are in ``reward.py``.
+
 Two layouts are read (``suites/README.md``, "Terminal-Bench tasks"):
 
 * Terminal-Bench 2 (Harbor's task format)::
@@ -68,9 +72,13 @@ The agent's time limit (``[agent] timeout_sec``, TB1's ``max_agent_timeout_sec``
 episode's wall-clock limit (``limits.max_wall_s``; ``agent eval --time-limit`` when lower).
 """
 
-from core.eval.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile
-from core.eval.terminal_bench.start import build_start_tree, start_tree
-from core.eval.terminal_bench.task import (
+from pathlib import Path
+from typing import Any
+
+from plugins.coding.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile
+from plugins.coding.terminal_bench.reward import REWARD_VERSION, is_terminal_bench, setup_text, terminal_bench_reward
+from plugins.coding.terminal_bench.start import build_start_tree, start_tree
+from plugins.coding.terminal_bench.task import (
     ALIAS_KEY,
     DEFAULT_TEST_TIMEOUT_S,
     KEPT_ENV,
@@ -85,8 +93,32 @@ from core.eval.terminal_bench.task import (
     task_metadata,
 )
 
+
+class TerminalBenchFormat:
+    """Terminal-Bench 1 and 2 task folders as a ``core.eval.formats.TaskFormat``."""
+
+    name = "terminal-bench"
+    description = "a Terminal-Bench task: instruction.md and task.toml, or task.yaml"
+
+    def detect(self, folder: Path) -> bool:
+        """Whether ``folder`` has a Terminal-Bench layout (``detect_layout``)."""
+        return detect_layout(folder) is not None
+
+    def load(self, folder: Path) -> Any:
+        """The folder as a coding ``EvalTask`` (``load_eval_task``). Raises ``UserError`` (needs Docker, ...)."""
+        return load_eval_task(folder)
+
+    def reference_turns(self, task: Any) -> list[dict[str, Any]]:
+        """Its solution script through ``shell``, then ``finish`` (``reference_turns``). Raises ``UserError``."""
+        return reference_turns(task.folder, task.metadata)
+
+
+#: The entry point ``horizon.task_formats: terminal-bench`` (``pyproject.toml``).
+TASK_FORMAT = TerminalBenchFormat()
+
 __all__ = [
-    "ALIAS_KEY", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "Copy", "Environment",
-    "TerminalBenchTask", "build_start_tree", "detect_layout", "load_eval_task", "parse_dockerfile", "read_task",
-    "reference_turns", "start_tree", "task_metadata",
+    "ALIAS_KEY", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "REWARD_VERSION", "TASK_FORMAT",
+    "Copy", "Environment", "TerminalBenchFormat", "TerminalBenchTask", "build_start_tree", "detect_layout", "is_terminal_bench",
+    "load_eval_task", "parse_dockerfile", "read_task", "reference_turns", "setup_text", "start_tree", "task_metadata",
+    "terminal_bench_reward",
 ]

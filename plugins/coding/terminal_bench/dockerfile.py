@@ -1,7 +1,7 @@
 """A Dockerfile read without Docker: what its starting files, working folder and environment
 amount to, and what it needs Docker for (refused with the file, line and reason).
 
-See ``core.eval.terminal_bench`` for what is accepted and refused. Dockerfile reference:
+See ``plugins.coding.terminal_bench`` for what is accepted and refused. Dockerfile reference:
 https://docs.docker.com/reference/dockerfile/ (instructions, line continuation, the ``escape``
 directive, ``.dockerignore``).
 """

@@ -1,4 +1,4 @@
-"""The reward of a Terminal-Bench task (``core.eval.terminal_bench``): its own tests, in the sandbox.
+"""The reward of a Terminal-Bench task (``plugins.coding.terminal_bench.task``): its own tests, in the sandbox.
 
 Terminal-Bench grades an episode by copying the task's ``tests/`` into the container once the agent
 is done and running ``tests/test.sh``, which installs pytest and writes 1 to
@@ -13,7 +13,9 @@ task's verifier environment (Terminal-Bench 1: its compose service's ``environme
 plugin's own reader (``plugins.coding.testing``).
 
 The reward is 1.0 when every test passes (skipped tests aside) and 0.0 otherwise, as in
-Terminal-Bench; ``correct`` likewise. Not applicable when the task has no pytest files.
+Terminal-Bench; ``correct`` likewise. Not applicable when the task has no pytest files. The
+``report`` component's detail says ``tests_outside_workspace``: the export's reward-hacking gate
+then does not count test files the agent wrote (often the task itself) as edits of the checker.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ from typing import Any
 from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.sandbox import SandboxLimits, open_sandbox
+from plugins.coding.terminal_bench.task import METADATA_KEY
 from plugins.coding.testing import TestRun, new_run_dir, pytest_argv, read_pytest_run, sandbox_env
 
 REWARD_VERSION = "terminal-bench/1"
-#: ``Task.metadata`` key of a Terminal-Bench task (``core.eval.terminal_bench.METADATA_KEY``).
-METADATA_KEY = "terminal_bench"
 #: Where the grading sandbox shows the tests' copy (read-only), as Terminal-Bench's container does.
 TESTS_INSIDE = Path("/tests")
 
@@ -67,7 +68,7 @@ def run_task_tests(
     """Run a Terminal-Bench task's pytest files against a copy of ``workspace``, shown at its ``workdir``.
 
     Args:
-        tb: the task's ``Task.metadata["terminal_bench"]`` (``core.eval.terminal_bench.task_metadata``).
+        tb: the task's ``Task.metadata["terminal_bench"]`` (``plugins.coding.terminal_bench.task_metadata``).
         workspace: the episode's final workspace (read, not changed).
         scratch: the run's scratch folder; the copy, the tests and the report go to a fresh
             ``runs/NNN-terminal-bench`` folder in it.
@@ -142,7 +143,7 @@ def terminal_bench_reward(task: Task, trajectory: Trajectory) -> RewardResult:
     counts = {o: run.count(o) for o in ("passed", "failed", "error", "skipped")}
     components["report"] = RewardComponent(value=1.0 if passed else 0.0, weight=0.0, detail={
         "exit_code": run.exit_code, "timed_out": run.timed_out, "after": dict(run.outcomes), **counts,
-        "output_tail": run.output[-2000:],
+        "output_tail": run.output[-2000:], "tests_outside_workspace": True,
     })  # fmt: skip
     if run.timed_out:
         summary = f"the tests were stopped by the time limit ({tb['test_timeout_s']:g} s)"

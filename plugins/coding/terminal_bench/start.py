@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
-from core.eval.terminal_bench.dockerfile import dockerignore_patterns, is_ignored
+from plugins.coding.terminal_bench.dockerfile import dockerignore_patterns, is_ignored
 
 if TYPE_CHECKING:
-    from core.eval.terminal_bench.task import TerminalBenchTask
+    from plugins.coding.terminal_bench.task import TerminalBenchTask
 
 
 def _digest(task: TerminalBenchTask) -> str:
