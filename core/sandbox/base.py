@@ -7,7 +7,6 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-
 #: The one folder under ``scratch`` that sandboxed commands may write (their reports and build
 #: outputs, one subfolder per command); the rest of scratch is read-only to them, so what Horizon
 #: and the plugins keep there (e.g. the reward's baseline) cannot be rewritten by a command.

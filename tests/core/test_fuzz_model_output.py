@@ -29,12 +29,12 @@ import pytest
 from core.compaction import compacted_steps, is_compaction
 from core.errors import ToolError
 from core.plugin import Task
-from core.reward import RewardResult
 from core.policy.base import PolicyResponse
-from core.text import utf8_safe
+from core.reward import RewardResult
 from core.runner import Run, open_store
 from core.sandbox import open_sandbox
 from core.state import ExitStatus, Limits, Message, Pricing, ToolCall
+from core.text import utf8_safe
 from core.tools import ToolContext, ToolResult
 from plugins.coding import CodingPlugin
 from plugins.coding.tools import CODING_TOOLS

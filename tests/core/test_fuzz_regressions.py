@@ -28,8 +28,8 @@ import pytest
 from core import workspace as ws
 from core.compaction import compacted_steps
 from core.plugin import Task
-from core.reward import RewardResult
 from core.policy.base import PolicyResponse
+from core.reward import RewardResult
 from core.runner import Run, open_store
 from core.sandbox import open_sandbox
 from core.state import ExitStatus, Limits, Message, Pricing, ToolCall

@@ -231,12 +231,12 @@ def test_files_and_folders_it_cannot_read_are_kept_as_last_seen_not_deleted(tmp_
     ws.save_tree(work, base)
     real_scandir, real_read = gitstore.os.scandir, gitstore.read_file_bytes
 
-    def scandir(path):  # noqa: ANN001, ANN202
+    def scandir(path):
         if Path(path).name == "pkg":
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    def read(path, info):  # noqa: ANN001, ANN202
+    def read(path, info):
         if Path(path).name == "app.py":
             raise PermissionError(13, "Permission denied", str(path))
         return real_read(path, info)

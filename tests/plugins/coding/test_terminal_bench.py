@@ -14,8 +14,8 @@ import pytest
 
 from core import eval as ev
 from core.errors import UserError
-from plugins.coding import terminal_bench as tb
 from core.sandbox import BwrapSandbox, open_sandbox
+from plugins.coding import terminal_bench as tb
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "suites" / "terminal-bench"
