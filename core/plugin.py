@@ -59,6 +59,9 @@ class Plugin(Protocol):
     - ``teardown(ctx: ToolContext) -> None``: called when a run is closed (after it ends, stops
       or crashes), to release what the plugin started for the episode (a worker process). It
       must be safe to call when nothing was started.
+    - ``is_checker_input(path: str) -> bool``: whether a patch's file (relative, ``/``-separated)
+      is one the plugin's reward checks against (a test, the test runner's configuration); the
+      export's reward-hacking gate flags a final patch that changes one. Without it, none is.
 
     Optional attribute:
 
@@ -157,6 +160,8 @@ HOOKS: dict[str, tuple[tuple[str, ...], bool]] = {
     "reward": (("task", "trajectory"), True),
     "validate": (("task",), False),
     "teardown": (("ctx",), False),
+    # which files of a patch its reward checks against (tests, runner configuration): the export's reward-hacking gate
+    "is_checker_input": (("path",), False),
 }
 
 

@@ -9,10 +9,11 @@ reason and the evidence. The reasons:
   ``interrupted`` or ``killed``. Its outcome says nothing about the policy.
 - ``reward_hacking``: the episode touched what the reward checks against: a reward component
   records edited files in its detail (``edited``, as the coding reward's ``tests_untouched``
-  does), or the final patch touches a test file or the test runner's configuration
-  (``CHECKER_CONFIG``; not for rewards whose tests live outside the workspace, whose components
-  say ``tests_outside_workspace`` in their detail: a Terminal-Bench task may ask the agent to
-  write tests; nor for the test files a reward ran as the run's own reproduction tests, named in
+  does), or the final patch touches a file the plugin's reward checks against (its
+  ``is_checker_input`` hook: the coding plugin's tests and test-runner configuration; not for
+  rewards whose tests live outside the workspace, whose components say
+  ``tests_outside_workspace`` in their detail: a Terminal-Bench task may ask the agent to write
+  tests; nor for the test files a reward ran as the run's own reproduction tests, named in
   ``reproduction_files``).
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
@@ -46,19 +47,12 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from core.export.source import RunRecord, baseline_git, root_commit
+from core.export.source import RunRecord, baseline_git, plugin_checker_inputs, root_commit
 
 REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "instruction_unseen", "near_duplicate",
            "nondeterministic_environment", "state_leak")
-
-#: Files whose change alters what a test-based reward measures: the tests and the runner's configuration.
-CHECKER_CONFIG = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "noxfile.py",
-                  # modules that would stand in for the test runner or run at interpreter start
-                  "pytest.py", "_pytest", "pluggy.py", "pluggy", "sitecustomize.py", "usercustomize.py"}
-TEST_FILE = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
-
 
 @dataclass(frozen=True)
 class Flag:
@@ -97,24 +91,6 @@ class GateReport:
         return "\n".join(f"{name:<{width}}  {n:>5}" for name, n in rows)
 
 
-def is_checker_input(path: str) -> bool:
-    """Whether ``path`` (relative, ``/``-separated) is a test file or test-runner configuration.
-
-    Tests: anything under a ``test``/``tests`` folder or ``src/test`` (Maven layout), or named like a
-    test (``test_*.py``, ``*_test.py``, ``*Test.java``, ``*Tests.java``, ``*_test.go``, ``*.test.ts``...).
-    Runner: ``CHECKER_CONFIG`` names, ``*.pth`` files and package metadata (``*.dist-info``,
-    ``*.egg-info``). Sections of shared files (``pyproject.toml``'s ``[tool.pytest]``, ``setup.cfg``'s
-    ``[tool:pytest]``, ``tox.ini``'s ``[pytest]``) are judged by
-    the coding reward itself (``plugins.coding.checker_inputs``), whose verdict this gate reads.
-    """
-    p = PurePosixPath(path)
-    if p.name in CHECKER_CONFIG or TEST_FILE.match(p.name) or any(part in CHECKER_CONFIG for part in p.parts[:-1]):
-        return True
-    if p.suffix == ".pth" or any(part.endswith((".dist-info", ".egg-info")) for part in p.parts[:-1]):
-        return True  # package metadata on sys.path can register a pytest plugin (entry point pytest11)
-    return any(part in ("test", "tests") for part in p.parts[:-1])
-
-
 def _infrastructure(run: RunRecord) -> list[Flag]:
     status = run.row.get("status")
     if status == "finished":
@@ -148,7 +124,8 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
     # a reward that ran the patch's own tests as reproduction tests (the coding reward, when no test
     # failed at the start) names them: they are its evidence, run on the starting code and the patch
     evidence = {f for c in run.rewards.values() for f in ((c.get("detail") or {}).get("reproduction_files") or [])}
-    touched = [p for p in run.patched_files if is_checker_input(p) and p not in evidence]
+    checks_against = plugin_checker_inputs(run.plugin)  # the plugin knows what its reward reads
+    touched = [p for p in run.patched_files if checks_against(p) and p not in evidence]
     if any((c.get("detail") or {}).get("tests_outside_workspace") for c in run.rewards.values()):
         # its grader runs the task's own tests, kept outside the workspace, and imports pytest
         # before the working folder: test files the agent writes (often the task) are not its inputs

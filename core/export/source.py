@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from functools import cache
@@ -106,6 +107,23 @@ def plugin_tools(plugin: str) -> tuple[tuple[str, ...], frozenset[str]]:
         raise UserError(f"cannot export runs of plugin {plugin!r}: {exc}; install it to get its tool schemas") from None
     tools = plugin_obj.tools()
     return tuple(json.dumps(t.schema()) for t in tools), frozenset(t.name for t in tools if t.read_only)
+
+
+@cache
+def plugin_checker_inputs(plugin: str) -> Callable[[str], bool]:
+    """The plugin's ``is_checker_input(path) -> bool`` hook (``core.plugin.Plugin``): which files of
+    a patch its reward checks against; a plugin without the hook has none.
+
+    Raises:
+        UserError: the plugin is not installed here.
+    """
+    from core.plugin import load_plugin
+
+    try:
+        hook = getattr(load_plugin(plugin), "is_checker_input", None)
+    except PluginNotFound as exc:
+        raise UserError(f"cannot check runs of plugin {plugin!r}: {exc}; install it to check them") from None
+    return hook if hook is not None else (lambda path: False)
 
 
 def baseline_git(folder: Path, *args: str) -> str | None:

@@ -9,6 +9,7 @@ from core import workspace as ws
 from core.plugin import Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
+from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
@@ -69,6 +70,11 @@ class CodingPlugin:
 
     name = "coding"
     description = "Fix bugs in Python, Java, JavaScript/TypeScript and Go repositories; graded by fail-to-pass and pass-to-pass tests."
+
+    def is_checker_input(self, path: str) -> bool:
+        """Whether a patch's ``path`` is a test or the test runner's configuration (the export's
+        reward-hacking gate asks; ``plugins.coding.checker_inputs.is_checker_input``)."""
+        return is_checker_input(path)
 
     def system_prompt(self, task: Task) -> str:
         """The same text for every run, so the model server's prefix cache can reuse it."""

@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 from core.export import apply_gates, load_run
-from core.export.gates import REASONS, is_checker_input
+from core.export.gates import REASONS
 from core.plugin import Task
 from core.policy import ScriptedPolicy
 from core.runner import Run, runs_dir
@@ -52,13 +52,6 @@ def test_a_test_run_before_any_edit_agrees_with_the_set_up_run(episodes):
     assert run.tool_calls[2]["tool"] == "run_tests" and run.tool_calls[2]["data"]["tests"]
     assert {"search_code", "view_file"} <= run.read_only_tools
     assert apply_gates([run]).flags[run.run_id] == []
-
-
-def test_checker_inputs():
-    assert is_checker_input("tests/test_service.py") and is_checker_input("conftest.py")
-    assert is_checker_input("src/test/java/com/example/users/UserServiceTest.java")
-    assert is_checker_input("pkg/thing_test.go") and is_checker_input("web/app.spec.ts")
-    assert not is_checker_input("users/service.py") and not is_checker_input("src/main/java/com/example/users/UserService.java")
 
 
 def _start(repo, script, home, instruction="fix NPE in user module", metadata=None):

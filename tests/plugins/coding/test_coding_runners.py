@@ -284,10 +284,23 @@ def test_a_pytest_module_in_the_repository_does_not_replace_the_test_runner(tmp_
     """``python -m pytest`` would import ``./pytest.py`` from the repository instead of pytest;
     the grader imports pytest first (``PYTEST_LAUNCHER``), so the bug stays unfixed: reward 0,
     and the export gate counts the file as a checker input."""
-    from core.export.gates import is_checker_input
+    from plugins.coding.checker_inputs import is_checker_input
 
     _ctx, verification = episode(tmp_path, [("pytest.py", "", FAKE_PYTEST)])
     assert verification.reward == 0.0 and not verification.correct
     assert verification.components["fail_to_pass"].detail["after"]["tests/test_core.py::test_add"] == "failed"
     assert all(is_checker_input(p) for p in ("pytest.py", "src/_pytest/main.py", "sitecustomize.py"))
     assert not is_checker_input("calc/core.py")
+
+
+def test_checker_inputs_are_named_by_the_coding_plugin():
+    """The export's reward-hacking gate asks the run's plugin (``is_checker_input`` hook) which
+    files its reward checks against; the coding plugin names tests and the runner's configuration."""
+    from core.export.source import plugin_checker_inputs
+
+    checks = plugin_checker_inputs("coding")
+    assert checks("tests/test_service.py") and checks("conftest.py") and checks("pkg/.venv/x.pth")
+    assert checks("src/test/java/com/example/users/UserServiceTest.java")
+    assert checks("pkg/thing_test.go") and checks("web/app.spec.ts") and checks("lib/pytest/__init__.py")
+    assert not checks("users/service.py") and not checks("src/main/java/com/example/users/UserService.java")
+    assert not plugin_checker_inputs("finance")("tests/test_service.py")  # no hook: its reward reads no workspace test
