@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import UserError
 from core.eval.formats import format_of, task_formats
@@ -72,9 +72,9 @@ class TaskSpec(BaseModel):
         plugin: the plugin that runs the task; empty: the one named on the command line (or, in
             a suite of suites, the suite's folder name).
         language: ``python`` (or ``java``).
-        source: the package and releases the bug comes from (required for coding tasks).
+        source: the package and releases the bug comes from (required with a ``fix.diff``).
         fail_to_pass: test ids that fail in ``repo/`` and pass once ``fix.diff`` is applied
-            (at least one for coding tasks; other plugins' tasks are graded by their verification).
+            (at least one with a ``fix.diff``; tasks with a reference trajectory are graded by their verification).
         pass_to_pass: test ids that pass both before and after the fix.
         test_command: the command that runs the tests, from the repository root (for people;
             Horizon's coding plugin detects and runs them itself).
@@ -102,19 +102,6 @@ class TaskSpec(BaseModel):
     start: StartRecipe | None = None
     hidden_tests: StartRecipe | None = None
     dependencies_as_of: str = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _coding_tasks_have_failing_tests(cls, raw: Any) -> Any:
-        if isinstance(raw, dict) and raw.get("plugin", "") in ("", "coding") and not raw.get("fail_to_pass"):
-            raise ValueError("fail_to_pass: a coding task needs at least one test that fails before the fix")
-        return raw
-
-    @model_validator(mode="after")
-    def _coding_tasks_name_their_bug(self) -> TaskSpec:
-        if self.plugin in ("", "coding") and self.source is None:
-            raise ValueError("source: a coding task names the package and releases its bug comes from")
-        return self
 
 
 @dataclass(frozen=True)
@@ -198,7 +185,12 @@ def load_task(folder: Path) -> EvalTask:
         raise UserError(f"task {folder.name}: the repository folder {folder / 'repo'} is missing (and {path.name} has no start recipe)")
     if not (folder / "fix.diff").is_file() and not (folder / REFERENCE_SCRIPT).is_file():
         raise UserError(f"task {folder.name}: the reference fix {folder / 'fix.diff'} is missing "
-                        f"(a task of another plugin than coding gives {REFERENCE_SCRIPT}, a scripted trajectory, instead)")
+                        f"(a task not graded by tests gives {REFERENCE_SCRIPT}, a scripted trajectory, instead)")
+    if (folder / "fix.diff").is_file():  # graded by tests against a reference fix: which tests, and where the bug is from
+        if not spec.fail_to_pass:
+            raise UserError(f"{path} is not a valid task file: fail_to_pass: a task with a fix.diff needs at least one test that fails before the fix")
+        if spec.source is None:
+            raise UserError(f"{path} is not a valid task file: source: a task with a fix.diff names the package and releases its bug comes from")
     made_from = f" ({spec.source.package} {spec.source.buggy_version})" if spec.source else ""
     start, metadata = None, {}
     try:

@@ -1,5 +1,5 @@
-"""Core knows no domain: it never imports ``plugins``, and names no built-in plugin outside a
-shrinking list of places still to be moved (``docs/architecture.md``, "Not yet so")."""
+"""Core knows no domain: it never imports ``plugins``, and names no built-in plugin or benchmark
+in its code (docstrings may give examples)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "core"
 DOMAINS = {"coding", "threed", "finance"}
-#: Where core still names a domain, as (file, string): each is a place to move into its plugin.
-#: Nothing may be added here; remove an entry when its place is moved.
-NOT_YET_MOVED = {
-    ("core/eval/tasks.py", "coding"),  # task.json checks that only coding tasks need
-}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -44,7 +39,7 @@ def test_core_never_imports_the_plugins_package():
     assert imports == [], "core must reach plugins only through the entry points (core.plugin):\n" + "\n".join(imports)
 
 
-def test_core_names_no_domain_outside_the_places_still_to_move():
+def test_core_names_no_domain():
     named = set()
     for rel, tree in _modules():
         docs = _docstrings(tree)
@@ -53,5 +48,4 @@ def test_core_names_no_domain_outside_the_places_still_to_move():
                 text = node.value
                 if text in DOMAINS or "terminal-bench" in text or "terminal_bench" in text:
                     named.add((rel, text))
-    assert named - NOT_YET_MOVED == set(), "a domain is named in core; let the plugin declare it instead (core.plugin)"
-    assert NOT_YET_MOVED - named == set(), "moved: take these off NOT_YET_MOVED"
+    assert named == set(), "a domain is named in core; let the plugin declare it instead (core.plugin)"

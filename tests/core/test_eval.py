@@ -87,7 +87,13 @@ def test_bad_task_folders_get_clear_errors(tmp_path):
     with pytest.raises(UserError, match="task.json is not a valid task file"):
         ev.load_task(tmp_path)
     (tmp_path / "task.json").write_text(json.dumps({"instruction": "x", "source": {"package": "p"}, "fail_to_pass": []}))
-    with pytest.raises(UserError, match="fail_to_pass"):
+    with pytest.raises(UserError, match=r"source.buggy_version: Field required"):
+        ev.load_task(tmp_path)
+    source = {"package": "p", "buggy_version": "1.0", "fixed_version": "1.1"}
+    (tmp_path / "task.json").write_text(json.dumps({"instruction": "x", "source": source, "fail_to_pass": []}))
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "fix.diff").write_text("")
+    with pytest.raises(UserError, match="fail_to_pass: a task with a fix.diff needs at least one test"):
         ev.load_task(tmp_path)
     with pytest.raises(UserError, match="no task named nope"):
         ev.load_suite(SUITE, ["nope"])
