@@ -27,7 +27,9 @@ How to work:
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed
-solid, dimensions within tolerance, bodies, materials, face budget, lights, camera).
+solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and, where the
+task states them, checks of the whole object: parts that must touch do, it rests on the floor and
+stands, it holds water, it is symmetric, and the camera sees it unhidden.
 """
 
 

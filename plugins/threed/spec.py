@@ -11,10 +11,14 @@ Example (``examples/threed/low-table/task.json``)::
       ],
       "overall": {"dimensions": [1.2, 0.6, 0.45], "tolerance": 0.005},
       "min_lights": 1,
-      "camera": true
+      "camera": true,
+      "assembly": {"touch": [["Tabletop", "Leg.FL"]], "on_floor": ["Leg.FL"],
+                   "symmetry": {"axis": "x"}, "view": {"min_coverage": 0.05}}
     }
 
-Lengths are in ``unit`` (``m``, ``cm`` or ``mm``); tolerances are absolute, per axis, in the same
+``assembly`` (optional) says how the objects make one thing (``AssemblySpec``: which parts touch,
+which reach the floor, whether it must stand, a cavity, a symmetry, what the camera must show);
+``plugins/threed/assembly.py`` judges it. Lengths are in ``unit`` (``m``, ``cm`` or ``mm``); tolerances are absolute, per axis, in the same
 unit. A missing ``task.json`` means a free-form request: no object is required, and every mesh
 in the final scene must be a closed solid with a material.
 """
