@@ -8,8 +8,9 @@
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
 calls), then the plugin's ``reward`` (``threed-geometry/3``). Each right build is built once and
-compared with each of its twins. The table gives both rewards, the margin, and the component that
-separates them most (the largest weighted drop from right to twin).
+compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
+the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
+separates the pair most (the largest weighted drop from right to twin).
 
 The exit status is non-zero when any twin is not strictly below its right build, when a right
 build fails a check of its own, or when a tool call of a build fails.
@@ -92,6 +93,12 @@ def separating(right: RewardResult, twin: RewardResult) -> str:
     return f"{best}: {twin.components[best].detail.get('message', '')}"
 
 
+def boxes_only(verdict: RewardResult) -> float:
+    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*``."""
+    values = [c.value for n, c in verdict.components.items() if not n.startswith("assembly/")]
+    return sum(values) / len(values)
+
+
 def main() -> int:
     """Build the pairs, print the table and the minimum separation; 1 when any twin is not below its right build."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -126,22 +133,22 @@ def main() -> int:
             twin, seconds = build(task_json, make(), Path(tmp) / f"{obj}-{twin_name}", png)
             right = rights[obj]
             margin = right.reward - twin.reward
-            rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, separating(right, twin)))
+            rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
             console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s")
             if margin <= 0:
                 failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
     if args.markdown:
-        print("| pair | wrong twin | right | twin | margin | separated by |\n|---|---|---:|---:|---:|---|")
-        for pair, why, r, t, m, sep in rows:
-            print(f"| {pair} | {why} | {r:.3f} | {t:.3f} | {m:+.3f} | {sep.replace('|', '/')} |")
+        print("| pair | wrong twin | right | twin | margin | twin, boxes only (v2) | separated by |\n|---|---|---:|---:|---:|---:|---|")
+        for pair, why, r, t, m, old, sep in rows:
+            print(f"| {pair} | {why} | {r:.3f} | {t:.3f} | {m:+.3f} | {old:.3f} | {sep.replace('|', '/')} |")
     else:
         table = Table(title="threed reward: right builds vs wrong twins")
-        for column in ("pair", "wrong twin", "right", "twin", "margin", "separated by"):
-            table.add_column(column, justify="right" if column in ("right", "twin", "margin") else "left")
-        for pair, why, r, t, m, sep in rows:
-            table.add_row(pair, why, f"{r:.3f}", f"{t:.3f}", f"{m:+.3f}", sep)
+        for column in ("pair", "wrong twin", "right", "twin", "margin", "twin, boxes only (v2)", "separated by"):
+            table.add_column(column, justify="left" if column in ("pair", "wrong twin", "separated by") else "right")
+        for pair, why, r, t, m, old, sep in rows:
+            table.add_row(pair, why, f"{r:.3f}", f"{t:.3f}", f"{m:+.3f}", f"{old:.3f}", sep)
         console.print(table)
-    margins = [m for *_, m, _ in rows]
+    margins = [m for *_, m, _, _ in rows]
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
     for f in failures:

@@ -217,7 +217,7 @@ TWINS: list[tuple[str, str, str, Callable[[], list[Call]]]] = [
     ("lamp", "tiny-base", "a 2 cm base under a 60 cm lamp", lambda: lamp(base_radius=0.02)),
     ("lamp", "shade-floating", "the shade 15 cm above the pole", lambda: lamp(shade_at=[0, 0, 0.66])),
     ("lamp", "shade-off-centre", "the shade beside the pole", lambda: lamp(shade_at=[0.13, 0, 0.51])),
-    ("lamp", "no-base", "the base missing: the pole stands on its 2 cm end", lambda: without(lamp(), "Base")),
+    ("lamp", "no-base", "the base missing: the pole hangs 3 cm above the floor", lambda: without(lamp(), "Base")),
     ("lamp", "in-box", "hidden inside a box", lambda: hidden_in_cube(lamp(), 1.5)),
     ("lamp", "wrong-scale", "built ten times too large", lambda: scaled(lamp(), 10.0)),
 ]
