@@ -80,7 +80,9 @@ class ThreeDPlugin:
         spec = task_spec(ctx)
         folder = ctx.scratch / "verify-meshes"
         try:
-            exported = worker(ctx).call("mesh_data", {"folder": str(folder)}, save=False, timeout_s=300)
+            # contacts and the camera's view are measured only when the task states the object
+            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
+                                        save=False, timeout_s=300)
         except ToolError as exc:
             return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
