@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from rich.console import Console
 from rich.table import Table
+from threed_reward_data.pairs import OBJECTS, QUICK, TWINS, Call
 
 from core.plugin import Task
 from core.reward import RewardResult, Trajectory
@@ -40,7 +41,6 @@ from core.sandbox import open_sandbox
 from core.tools import ToolContext
 from plugins.threed.plugin import ThreeDPlugin
 from plugins.threed.tools import close_worker, threed_tools
-from threed_reward_data.pairs import OBJECTS, QUICK, TWINS, Call
 
 TOOLS = {t.name: t for t in threed_tools()}
 

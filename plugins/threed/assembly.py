@@ -133,7 +133,7 @@ def stands(meshes: list[trimesh.Trimesh], floor_z_m: float, tolerance_m: float, 
     com = centre_of_mass(meshes)
     points = np.vstack([m.vertices for m in meshes])
     support = points[points[:, 2] <= floor_z_m + tolerance_m][:, :2]
-    detail: dict[str, Any] = {"centre_of_mass_m": np.round(com, 5).tolist(), "support_points": int(len(support))}
+    detail: dict[str, Any] = {"centre_of_mass_m": np.round(com, 5).tolist(), "support_points": len(support)}
     if len(support) == 0:
         lowest = float(points[:, 2].min())
         return Check("stands", False, 0.0, f"nothing rests on the floor (lowest point z = {lowest:.4g} m)", detail)
