@@ -685,13 +685,15 @@ def export_scene(args: dict[str, Any]) -> dict[str, Any]:
 def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
     """Write each renderable mesh object, modifiers applied, in world coordinates (m), to
     ``<folder>/<index>.npz`` (``vertices`` float64 (n, 3), ``triangles`` int64 (m, 3),
-    ``material_index`` int64 (m,)); return ``[{name, file, materials}]`` and the scene's lights/camera."""
+    ``material_index`` int64 (m,)); return ``[{name, file, materials}]`` and the scene's lights/camera,
+    and unless ``args["relations"]`` is False the meshes' ``contacts`` and the camera's ``view``
+    (``probe.relations``)."""
     import numpy as np  # bpy ships numpy
 
     folder = args["folder"]
     os.makedirs(folder, exist_ok=True)
     depsgraph = bpy.context.evaluated_depsgraph_get()
-    out = []
+    out, geometry = [], []
     for i, obj in enumerate(sorted((o for o in bpy.data.objects if o.type == "MESH" and not o.hide_render), key=lambda o: o.name)):
         evaluated = obj.evaluated_get(depsgraph)
         mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
@@ -712,9 +714,15 @@ def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
         path = os.path.join(folder, f"{i}.npz")
         np.savez(path, vertices=world, triangles=tris.reshape(-1, 3), material_index=mats)
         out.append({"name": obj.name, "file": path, "materials": slots})
+        geometry.append((world, tris.reshape(-1, 3)))
     scene = bpy.context.scene
     lights = [o.name for o in bpy.data.objects if o.type == "LIGHT"]
-    return {"meshes": out, "lights": lights, "camera": scene.camera.name if scene.camera else None}
+    found = {"meshes": out, "lights": lights, "camera": scene.camera.name if scene.camera else None}
+    if args.get("relations", True):
+        from plugins.threed import probe
+
+        found.update(probe.relations(scene, [m["name"] for m in out], geometry, folder))
+    return found
 
 
 # -- the table of operations -----------------------------------------------------------------

@@ -27,7 +27,9 @@ How to work:
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed
-solid, dimensions within tolerance, bodies, materials, face budget, lights, camera).
+solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and, where the
+task states them, checks of the whole object: parts that must touch do, it rests on the floor and
+stands, it holds water, it is symmetric, and the camera sees it unhidden.
 """
 
 
@@ -78,7 +80,9 @@ class ThreeDPlugin:
         spec = task_spec(ctx)
         folder = ctx.scratch / "verify-meshes"
         try:
-            exported = worker(ctx).call("mesh_data", {"folder": str(folder)}, save=False, timeout_s=300)
+            # contacts and the camera's view are measured only when the task states the object
+            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
+                                        save=False, timeout_s=300)
         except ToolError as exc:
             return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})

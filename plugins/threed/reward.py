@@ -3,15 +3,24 @@
 Each requested object gets the checks its spec asks for (``exists``, ``closed_solid``,
 ``dimensions``, ``bodies``, ``materials``, ``face_count``, ``reference``), named
 ``"<object>/<check>"``; the scene gets ``scene/overall_dimensions``, ``scene/lights`` and
-``scene/camera`` when asked. Every check has weight 1 and a value in [0, 1]:
+``scene/camera`` when asked. Every check has a value in [0, 1] and weight 1, except the assembly's (below):
 
-    reward = sum(value) / number of checks            passed = every check passed
+    reward = sum(weight * value) / sum(weight)        passed = every judged check passed
 
 With no ``task.json`` (a free-form request), every visible mesh must be a closed solid with a
 material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene scores 0.
 ``REWARD_VERSION`` is stored with every verdict and changes whenever this definition does
 (2: meshes welded at ``checks.MERGE_DISTANCE_M`` before the checks, OBJ objects kept apart,
-bodies joined through non-manifold edges too).
+bodies joined through non-manifold edges too; 3: the whole-object checks below).
+
+The object as a whole (``task.json``'s ``assembly``; ``plugins.threed.assembly``) adds
+``assembly/contacts``, ``connected``, ``on_floor``, ``stands``, ``cavity``, ``symmetry`` and
+``in_view``. Together they weigh as much as all the other checks together (each has weight
+``max(1, n_other / n_assembly)``), so a chair whose legs all stand at its centre, or one hidden
+inside a cube, cannot score near 1 on its parts' sizes alone. A check the task file does not ask
+for, or every one of them without an ``assembly`` section (a free-form request), is listed as a
+component with weight 0, value 0 and ``detail["status"] = "not_applicable"`` saying why: not
+judged, never a free 1.0, and named in the summary.
 """
 
 from __future__ import annotations
@@ -23,12 +32,12 @@ import numpy as np
 import trimesh
 
 from core.reward import RewardComponent, RewardResult
-from plugins.threed import checks
+from plugins.threed import assembly, checks
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/2"
+REWARD_VERSION = "threed-geometry/3"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -73,6 +82,70 @@ def load_scene_meshes(exported: dict[str, Any]) -> dict[str, tuple[trimesh.Trime
     return out
 
 
+#: The whole-object checks (``plugins.threed.assembly``), named ``assembly/<check>``.
+ASSEMBLY_CHECKS = ("contacts", "connected", "on_floor", "stands", "cavity", "symmetry", "in_view")
+
+
+def assembly_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list[str | None]]],
+                    exported: dict[str, Any]) -> tuple[dict[str, Check], dict[str, str]]:
+    """The whole-object checks ``spec.assembly`` asks for, and why each other one is not judged.
+
+    Returns:
+        ``({check name: Check}, {check name: reason not judged})``, together covering ``ASSEMBLY_CHECKS``.
+    """
+    a = spec.assembly
+    if a is None:
+        why = ("no task.json states the intended object" if not spec.objects else "task.json has no \"assembly\" section") + \
+            " (which parts touch, what stands, cavity, symmetry, view), so this is not judged"
+        return {}, {name: why for name in ASSEMBLY_CHECKS}
+    scale = checks.UNIT_TO_M[spec.unit]
+    tol = a.contact_tolerance * scale
+    parts = spec.assembly_parts()
+    present = {p: meshes[p][0] for p in parts if p in meshes}
+    found: dict[str, Check] = {}
+    skipped: dict[str, str] = {}
+    distances = assembly.contact_distances(exported.get("contacts", []))
+    if a.touch:
+        found["contacts"] = assembly.touching_pairs([tuple(t) for t in a.touch], distances, tol)
+    else:
+        skipped["contacts"] = "task.json names no pairs of parts that must touch"
+    if a.connected and len(parts) > 1:
+        found["connected"] = assembly.connected(parts, distances, tol)
+    else:
+        skipped["connected"] = "not asked" if not a.connected else "the assembly has one part"
+    if not present:
+        for name in ("on_floor", "stands", "symmetry", "in_view"):
+            found[name] = Check(name, False, 0.0, "none of the assembly's parts is in the scene")
+    else:
+        missing_floor = [p for p in a.on_floor if p not in present]
+        floor = assembly.on_floor(present, [p for p in a.on_floor if p in present], a.floor_z * scale, tol)
+        if missing_floor:
+            floor = Check("on_floor", False, 0.0, f"missing part(s) {', '.join(missing_floor)}; {floor.message}", floor.detail)
+        found["on_floor"] = floor
+        if a.stands:
+            found["stands"] = assembly.stands(list(present.values()), a.floor_z * scale, tol, a.min_tip_angle_deg)
+        else:
+            skipped["stands"] = "not asked"
+        if a.symmetry:
+            found["symmetry"] = assembly.symmetry(checks.combine(list(present.values())), a.symmetry.axis, a.symmetry.tolerance * scale)
+        else:
+            skipped["symmetry"] = "task.json asks no symmetry"
+        if a.view:
+            view = exported.get("view")
+            depth = np.load(view["file"])["depth"] if view else None
+            found["in_view"] = assembly.in_view(depth, [m["name"] for m in exported["meshes"]], parts, a.view.min_coverage, a.view.min_visible)
+        else:
+            skipped["in_view"] = "task.json asks nothing of the camera's view"
+    if a.cavity:
+        if a.cavity.part in meshes:
+            found["cavity"] = assembly.cavity(a.cavity.part, meshes[a.cavity.part][0], a.cavity.min_volume * scale**3)
+        else:
+            found["cavity"] = Check("cavity", False, 0.0, f"no object named {a.cavity.part!r} to hold the water")
+    else:
+        skipped["cavity"] = "task.json asks no cavity"
+    return found, skipped
+
+
 def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> RewardResult:
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``.
 
@@ -108,15 +181,24 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> Reward
     if spec.camera:
         cam = exported["camera"]
         named["scene/camera"] = Check("camera", cam is not None, 1.0 if cam else 0.0, f"camera {cam}" if cam else "no camera")
-    reward = sum(c.value for c in named.values()) / len(named)
+    whole, unjudged = assembly_checks(spec, meshes, exported)
+    # the object as a whole weighs as much as all its parts' own checks together
+    whole_weight = max(1.0, len(named) / len(whole)) if whole else 1.0
+    weights = {n: 1.0 for n in named}
+    for name, check in whole.items():
+        named[f"assembly/{name}"] = check
+        weights[f"assembly/{name}"] = whole_weight
+    reward = sum(c.value * weights[n] for n, c in named.items()) / sum(weights.values())
     failing = [n for n, c in named.items() if not c.passed]
     if failing:
         first = named[failing[0]]
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:
         summary = f"all {len(named)} checks pass"
-    return RewardResult(
-        reward=round(reward, 6), correct=not failing, summary=summary, version=REWARD_VERSION,
-        components={n: RewardComponent(value=c.value, weight=1.0, detail={"passed": c.passed, "message": c.message, **c.detail})
-                    for n, c in named.items()},
-    )
+    if unjudged:
+        summary += f"; not judged: {', '.join(unjudged)}"
+    components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
+                  for n, c in named.items()}
+    for name, why in unjudged.items():  # weight 0: listed, never averaged in, never a free 1.0
+        components[f"assembly/{name}"] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
+    return RewardResult(reward=round(reward, 6), correct=not failing, summary=summary, version=REWARD_VERSION, components=components)

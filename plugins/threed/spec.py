@@ -11,10 +11,14 @@ Example (``examples/threed/low-table/task.json``)::
       ],
       "overall": {"dimensions": [1.2, 0.6, 0.45], "tolerance": 0.005},
       "min_lights": 1,
-      "camera": true
+      "camera": true,
+      "assembly": {"touch": [["Tabletop", "Leg.FL"]], "on_floor": ["Leg.FL"],
+                   "symmetry": {"axis": "x"}, "view": {"min_coverage": 0.05}}
     }
 
-Lengths are in ``unit`` (``m``, ``cm`` or ``mm``); tolerances are absolute, per axis, in the same
+``assembly`` (optional) says how the objects make one thing (``AssemblySpec``: which parts touch,
+which reach the floor, whether it must stand, a cavity, a symmetry, what the camera must show);
+``plugins/threed/assembly.py`` judges it. Lengths are in ``unit`` (``m``, ``cm`` or ``mm``); tolerances are absolute, per axis, in the same
 unit. A missing ``task.json`` means a free-form request: no object is required, and every mesh
 in the final scene must be a closed solid with a material.
 """
@@ -25,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.errors import UserError
 
@@ -64,6 +68,51 @@ class OverallSpec(BaseModel):
     tolerance: float = Field(0.005, ge=0)
 
 
+class CavitySpec(BaseModel):
+    """A part that must hold liquid poured in from above (a mug, a vase, a bowl)."""
+
+    model_config = ConfigDict(extra="forbid")
+    part: str = Field(min_length=1, max_length=63, description="the object that holds it")
+    min_volume: float = Field(gt=0, description="least volume held, in the task's unit cubed (cm³ = ml for unit cm)")
+
+
+class SymmetrySpec(BaseModel):
+    """The assembly is its own mirror image across the plane through its bounding-box centre normal to ``axis``."""
+
+    model_config = ConfigDict(extra="forbid")
+    axis: Literal["x", "y"]
+    tolerance: float = Field(0.005, gt=0, description="largest Chamfer distance to the mirror image, in the task's unit")
+
+
+class ViewSpec(BaseModel):
+    """What the scene camera must show of the assembly."""
+
+    model_config = ConfigDict(extra="forbid")
+    min_coverage: float = Field(0.05, gt=0, le=1, description="least fraction of the frame the assembly fills, seen first")
+    min_visible: float = Field(0.8, gt=0, le=1, description="least fraction of the assembly's silhouette not hidden by other objects")
+
+
+class AssemblySpec(BaseModel):
+    """How the requested objects make one thing: which parts touch, what stands on the floor, and
+    the cavity, symmetry and view the request needs (``plugins.threed.assembly`` judges it).
+
+    ``parts`` defaults to every requested object. Lengths are in the task's unit.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    parts: list[str] | None = Field(None, description="the objects that make up the assembly (default: all objects)")
+    contact_tolerance: float = Field(0.002, gt=0, description="parts closer than this touch, in the task's unit")
+    touch: list[tuple[str, str]] = Field(default_factory=list, description="pairs of parts that must touch")
+    connected: bool = Field(True, description="every part is joined to the others through touching parts")
+    on_floor: list[str] = Field(default_factory=list, description="parts whose lowest point must be on the floor")
+    floor_z: float = Field(0.0, description="the floor's height")
+    stands: bool = Field(True, description="the centre of mass is over the support polygon with margin")
+    min_tip_angle_deg: float = Field(10.0, gt=0, lt=90, description="least tilt (degrees) that would tip the assembly over")
+    cavity: CavitySpec | None = None
+    symmetry: SymmetrySpec | None = None
+    view: ViewSpec | None = None
+
+
 class TaskSpec(BaseModel):
     """The whole ``task.json``."""
 
@@ -75,6 +124,26 @@ class TaskSpec(BaseModel):
     overall: OverallSpec | None = None
     min_lights: int = Field(0, ge=0)
     camera: bool = False
+    assembly: AssemblySpec | None = None
+
+    @model_validator(mode="after")
+    def _assembly_names(self) -> TaskSpec:
+        if self.assembly is None:
+            return self
+        known = {o.name for o in self.objects}
+        a = self.assembly
+        named = list(a.parts or []) + [n for pair in a.touch for n in pair] + list(a.on_floor) + ([a.cavity.part] if a.cavity else [])
+        unknown = sorted({n for n in named if n not in known})
+        if unknown:
+            raise ValueError(f"assembly names {', '.join(unknown)}, which are not in objects ({', '.join(sorted(known)) or 'none'}); "
+                             "list every part under objects first")
+        return self
+
+    def assembly_parts(self) -> list[str]:
+        """The assembly's part names (all requested objects unless ``assembly.parts`` names some)."""
+        if self.assembly and self.assembly.parts:
+            return list(self.assembly.parts)
+        return [o.name for o in self.objects]
 
     def describe(self) -> str:
         """The requirements as text for the task message."""
@@ -108,7 +177,28 @@ class TaskSpec(BaseModel):
             lines.append(f"At least {self.min_lights} light(s).")
         if self.camera:
             lines.append("A camera framing the objects.")
+        if self.assembly:
+            lines.extend(self._describe_assembly())
         return "\n".join(lines)
+
+    def _describe_assembly(self) -> list[str]:
+        a, u = self.assembly, self.unit
+        lines = [f"The parts {', '.join(self.assembly_parts())} make one object (parts closer than {a.contact_tolerance:g} {u} touch):"]
+        if a.touch:
+            lines.append("- these pairs touch: " + "; ".join(f"{x} and {y}" for x, y in a.touch))
+        if a.connected:
+            lines.append("- every part is joined to the rest through touching parts (nothing floats)")
+        if a.on_floor:
+            lines.append(f"- {', '.join(a.on_floor)} reach the floor at z = {a.floor_z:g} {u}")
+        if a.stands:
+            lines.append(f"- it stands: its centre of mass is over its footprint on the floor, tipping needs a {a.min_tip_angle_deg:g} degree tilt")
+        if a.cavity:
+            lines.append(f"- {a.cavity.part} holds at least {a.cavity.min_volume:g} {u}³ of water poured from above")
+        if a.symmetry:
+            lines.append(f"- it is mirror-symmetric across {a.symmetry.axis} (within {a.symmetry.tolerance:g} {u})")
+        if a.view:
+            lines.append(f"- the camera sees it: at least {a.view.min_coverage:.0%} of the frame, {a.view.min_visible:.0%} of it unhidden")
+        return lines
 
 
 def load_spec(folder: Path) -> TaskSpec:

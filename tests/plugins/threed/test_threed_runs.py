@@ -52,7 +52,9 @@ def test_low_table_script_builds_the_table_with_reward_1():
     assert result.exit_status == ExitStatus.SUBMITTED and result.reward == 1.0
     rewards = stored["rewards"]
     assert {"Tabletop/closed_solid", "Leg.BR/dimensions", "scene/overall_dimensions", "scene/lights", "scene/camera"} <= set(rewards)
-    assert all(c["value"] == 1.0 for c in rewards.values())
+    assert {"assembly/contacts", "assembly/stands", "assembly/symmetry", "assembly/in_view"} <= set(rewards)
+    assert all(c["value"] == 1.0 for c in rewards.values() if c["weight"] > 0)
+    assert rewards["assembly/cavity"]["weight"] == 0 and rewards["assembly/cavity"]["detail"]["status"] == "not_applicable"
     assert (stored["workspace"] / "scene.blend").is_file()
     assert not (EXAMPLES / "low-table" / "scene.blend").exists()  # the example folder itself is untouched
 
@@ -116,8 +118,8 @@ def test_a_leg_10_cm_too_short_scores_lower_and_names_the_check():
     result, stored = run_episode(EXAMPLES / "low-table", turns)
     assert result.exit_status == ExitStatus.SUBMITTED
     assert 0 < result.reward < 1.0
-    failing = {name for name, c in stored["rewards"].items() if c["value"] < 1.0}
-    assert failing == {"Leg.BR/dimensions"}
+    failing = {name for name, c in stored["rewards"].items() if c["value"] < 1.0 and c["weight"] > 0}
+    assert failing == {"Leg.BR/dimensions", "assembly/contacts", "assembly/connected"}  # it hangs 10 cm below the top
     detail = stored["rewards"]["Leg.BR/dimensions"]["detail"]
     assert detail["measured"][2] == 0.31 and "z is 0.31 m, asked 0.41" in detail["message"]
 
@@ -128,6 +130,8 @@ def test_pen_holder_matches_its_reference_mesh():
     assert result.reward == 1.0, stored["rewards"]
     ref = stored["rewards"]["PenHolder/reference"]["detail"]
     assert ref["chamfer_m"] < 0.0005 and ref["iou"] > 0.9
+    held = stored["rewards"]["assembly/cavity"]["detail"]["held_m3"]
+    assert 0.00025 < held < 0.000309  # the inside is pi * 34 mm² * 85 mm = 309 cm³; voxel walls take a little
 
 
 def test_bad_input_gives_clear_observations_and_the_run_goes_on(tmp_path):
@@ -178,9 +182,13 @@ def test_scene_without_task_json_is_graded_free_form(tmp_path):
         {"tool": "finish", "arguments": {"summary": "a ball and a card"}},
     ]
     result, stored = run_episode(repo, turns)
-    failing = sorted(n for n, c in stored["rewards"].items() if c["value"] < 1)
+    failing = sorted(n for n, c in stored["rewards"].items() if c["value"] < 1 and c["weight"] > 0)
     assert failing == ["Card/closed_solid", "Card/materials"]
     assert result.reward == 0.5
+    unjudged = {n: c for n, c in stored["rewards"].items() if n.startswith("assembly/")}
+    assert len(unjudged) == 7 and all(c["weight"] == 0 and c["value"] == 0 and c["detail"]["status"] == "not_applicable"
+                                      for c in unjudged.values())
+    assert "no task.json states the intended object" in unjudged["assembly/stands"]["detail"]["message"]
 
 
 def test_bookshelf_builds_mirrored_sides_and_an_array_of_shelves():
@@ -206,3 +214,4 @@ def test_a_reference_mesh_overwritten_by_the_agent_is_not_what_the_reward_reads(
     assert (stored["workspace"] / "reference.stl").read_bytes() != (EXAMPLES / "pen-holder" / "reference.stl").read_bytes()
     ref = stored["rewards"]["PenHolder/reference"]
     assert ref["value"] < 1.0 and result.reward < 1.0, ref  # the solid is not the cup
+    assert stored["rewards"]["assembly/cavity"]["value"] == 0.0  # and holds no water

@@ -35,3 +35,18 @@ def test_broken_task_json_is_a_clear_user_error(tmp_path, content, words):
     (tmp_path / "task.json").write_text(content)
     with pytest.raises(UserError, match=words):
         load_spec(tmp_path)
+
+
+def test_assembly_section_is_described_and_checks_its_names(tmp_path):
+    objects = [{"name": "Seat"}, {"name": "Leg"}]
+    (tmp_path / "task.json").write_text(json.dumps({"objects": objects, "assembly": {
+        "touch": [["Seat", "Leg"]], "on_floor": ["Leg"], "cavity": {"part": "Seat", "min_volume": 0.001},
+        "symmetry": {"axis": "x"}, "view": {"min_coverage": 0.1}}}))
+    spec = load_spec(tmp_path)
+    text = spec.describe()
+    assert spec.assembly_parts() == ["Seat", "Leg"]
+    assert "these pairs touch: Seat and Leg" in text and "Leg reach the floor" in text and "tipping needs a 10 degree tilt" in text
+    assert "Seat holds at least 0.001 m³" in text and "mirror-symmetric across x" in text and "at least 10% of the frame" in text
+    (tmp_path / "task.json").write_text(json.dumps({"objects": objects, "assembly": {"touch": [["Seat", "Backrest"]]}}))
+    with pytest.raises(UserError, match="assembly names Backrest, which are not in objects"):
+        load_spec(tmp_path)

@@ -1,0 +1,160 @@
+"""Does the 3D reward rank a right build above its plausible wrong twin?
+
+    .venv/bin/python bench/threed_reward.py                  # all pairs (bench/threed_reward_data/pairs.py)
+    .venv/bin/python bench/threed_reward.py --quick          # CI: 4 pairs, the two known false positives first
+    .venv/bin/python bench/threed_reward.py --markdown       # the table as Markdown (bench/README.md)
+    .venv/bin/python bench/threed_reward.py --previews DIR --only chair/legs-stacked,...   # also render PNGs
+
+Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
+own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
+calls), then the plugin's ``reward`` (``threed-geometry/3``). Each right build is built once and
+compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
+the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
+separates the pair most (the largest weighted drop from right to twin).
+
+The exit status is non-zero when any twin is not strictly below its right build, when a right
+build fails a check of its own, or when a tool call of a build fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from rich.console import Console
+from rich.table import Table
+from threed_reward_data.pairs import OBJECTS, QUICK, TWINS, Call
+
+from core.plugin import Task
+from core.reward import RewardResult, Trajectory
+from core.sandbox import open_sandbox
+from core.tools import ToolContext
+from plugins.threed.plugin import ThreeDPlugin
+from plugins.threed.tools import close_worker, threed_tools
+
+TOOLS = {t.name: t for t in threed_tools()}
+
+
+def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Path | None = None) -> tuple[RewardResult, float]:
+    """One episode: set up a workspace with ``task_json``, make ``calls``, return the reward and seconds.
+
+    Raises:
+        RuntimeError: a tool call failed (the build script is wrong, not the reward).
+    """
+    shutil.rmtree(root, ignore_errors=True)
+    workspace, scratch = root / "ws", root / "scratch"
+    workspace.mkdir(parents=True)
+    scratch.mkdir()
+    (workspace / "task.json").write_text(json.dumps(task_json))
+    ctx = ToolContext(workspace=workspace, sandbox=open_sandbox(workspace, scratch), scratch=scratch)
+    plugin = ThreeDPlugin()
+    task = Task(plugin="threed", instruction=task_json["request"], repo=workspace)
+    start = time.perf_counter()
+    try:
+        plugin.setup(task, ctx)
+        for name, args in calls:
+            result = TOOLS[name](args, ctx)
+            if result.is_error:
+                raise RuntimeError(f"{name}({args}) failed: {result.output}")
+        if preview is not None:
+            out = TOOLS["render_preview"]({"path": "preview.png", "engine": "eevee", "width": 480, "height": 360, "samples": 16,
+                                           "time_limit_s": 300}, ctx)
+            if out.is_error:
+                raise RuntimeError(f"render failed: {out.output}")
+            preview.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(workspace / "preview.png", preview)
+        verdict = plugin.reward(task, Trajectory(context=ctx))
+    finally:
+        close_worker(ctx)
+    return verdict, time.perf_counter() - start
+
+
+def separating(right: RewardResult, twin: RewardResult) -> str:
+    """The component whose weighted value drops most from the right build to the twin, with its message."""
+    total = sum(c.weight for c in twin.components.values()) or 1.0
+    best, drop = "-", 0.0
+    for name, c in twin.components.items():
+        before = right.components.get(name)
+        loss = ((before.value if before else 1.0) - c.value) * c.weight / total
+        if loss > drop:
+            best, drop = name, loss
+    if best == "-":
+        return best
+    return f"{best}: {twin.components[best].detail.get('message', '')}"
+
+
+def boxes_only(verdict: RewardResult) -> float:
+    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*``."""
+    values = [c.value for n, c in verdict.components.items() if not n.startswith("assembly/")]
+    return sum(values) / len(values)
+
+
+def main() -> int:
+    """Build the pairs, print the table and the minimum separation; 1 when any twin is not below its right build."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="CI: the pairs in QUICK only")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--only", default="", help="comma-separated object/twin pairs, e.g. chair/legs-stacked")
+    parser.add_argument("--previews", type=Path, help="render each build of the selected pairs to DIR/<object>-<twin>.png (Eevee, 480x360)")
+    args = parser.parse_args()
+    chosen = [(o, t) for o, t, _, _ in TWINS]
+    if args.quick:
+        chosen = QUICK
+    if args.only:
+        chosen = [tuple(p.split("/", 1)) for p in args.only.split(",")]
+    twins = {(o, t): (why, make) for o, t, why, make in TWINS}
+    unknown = [p for p in chosen if p not in twins]
+    if unknown:
+        sys.exit(f"unknown pair(s) {unknown}; known: {', '.join(f'{o}/{t}' for o, t in twins)}")
+    console = Console(width=200)
+    rows, failures, started = [], [], time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="threed-reward-") as tmp:
+        rights: dict[str, RewardResult] = {}
+        for obj, twin_name in chosen:
+            task_json, make_right = OBJECTS[obj]
+            if obj not in rights:
+                png = args.previews / f"{obj}-right.png" if args.previews else None
+                rights[obj], seconds = build(task_json, make_right(), Path(tmp) / obj, png)
+                console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s ({rights[obj].summary})")
+                if not rights[obj].correct:
+                    failures.append(f"{obj}: the right build fails a check ({rights[obj].summary})")
+            why, make = twins[(obj, twin_name)]
+            png = args.previews / f"{obj}-{twin_name}.png" if args.previews else None
+            twin, seconds = build(task_json, make(), Path(tmp) / f"{obj}-{twin_name}", png)
+            right = rights[obj]
+            margin = right.reward - twin.reward
+            rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
+            console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s")
+            if margin <= 0:
+                failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
+    if args.markdown:
+        print("| pair | wrong twin | right | twin | margin | twin, boxes only (v2) | separated by |\n|---|---|---:|---:|---:|---:|---|")
+        for pair, why, r, t, m, old, sep in rows:
+            print(f"| {pair} | {why} | {r:.3f} | {t:.3f} | {m:+.3f} | {old:.3f} | {sep.replace('|', '/')} |")
+    else:
+        table = Table(title="threed reward: right builds vs wrong twins")
+        for column in ("pair", "wrong twin", "right", "twin", "margin", "twin, boxes only (v2)", "separated by"):
+            table.add_column(column, justify="left" if column in ("pair", "wrong twin", "separated by") else "right")
+        for pair, why, r, t, m, old, sep in rows:
+            table.add_row(pair, why, f"{r:.3f}", f"{t:.3f}", f"{m:+.3f}", f"{old:.3f}", sep)
+        console.print(table)
+    margins = [m for *_, m, _, _ in rows]
+    print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
+          f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
+    for f in failures:
+        print("FAIL", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
