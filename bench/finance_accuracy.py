@@ -20,15 +20,20 @@ The rule, per question:
   (a) one stored fact on a gold evidence page, or
   (b) a derivation over the stored facts whose labels match the line items the gold
   ``justification`` names ("located in the 10K as a single line item named: X", "The line item
-  name, as seen in the 10K, was: X"). Each named item's candidate terms are its matching facts,
-  the mean of two columns of one line (an average balance) and the difference of two columns
-  (a change); the derivations tried are the fixed templates in ``TEMPLATES`` (the value itself,
-  percent change, a/b, a-b, a+b, (a+b)/c, (a-b)/c, 365*a/(b+c), 365*a/(b-c), the mean over three
-  columns of a/b) and percent = 100 x ratio. All pairs of all facts are deliberately NOT searched:
-  a 10-K stores thousands of facts, and some ratio of two of them matches almost any gold number
-  by chance; limiting operands to the named line items keeps a match meaningful.
+  name, as seen in the 10K, was: X"). Each named item's candidate terms are its matching facts
+  (signs dropped: a formula may negate a fact), plus the mean of two columns of one line only
+  when the question says "average" and their difference only when it says "change"; the
+  derivations tried are the fixed templates in ``TEMPLATES`` (the value itself, a/b, 1-a/b, a-b,
+  a+b, (a+b)/c, (a-b)/c, a+b-c, the percent change of one line, the mean over three columns of
+  a/b), or ``DAY_TEMPLATES`` (365*a/b, 365*a/(b+c), 365*a/(b-c)) when the question says "365";
+  percent = 100 x ratio. All pairs of all facts are deliberately NOT searched: a 10-K stores
+  thousands of facts, and some ratio of two of them matches almost any gold number by chance;
+  limiting operands to the named line items, and term kinds to what the question asks, keeps a
+  match meaningful (the first version, without those limits, "reproduced" a DPO from averages of
+  unrelated columns).
   Tolerance: the scorer's 1% relative (``plugins.finance.questions.score_answer``), or half a unit
-  of the gold's last printed decimal when that is larger (gold "0.01" is a rounded 0.0097).
+  of the gold's last printed decimal when that is larger (gold "0.01" is a rounded 0.0097); a
+  single fact in (a) must match to half a printed unit, as the gold copies it.
 - **answered by evidence page** (prose gold, or a numeric one not reproduced) when a gold
   evidence page holds stored facts ("facts") or is among the top ``SEARCH_TOP`` pages that
   ``search_filing``'s BM25 (``plugins.finance.search.rank_pages``) returns over that filing's pages
@@ -120,11 +125,17 @@ class Term:
     text: str
 
 
-def operand_terms(facts: list[tuple[str, str, int, int, int, float]]) -> tuple[list[Term], list[list[Term]]]:
+def operand_terms(facts: list[tuple[str, str, int, int, int, float]], averages: bool, changes: bool) -> tuple[list[Term], list[list[Term]]]:
     """Candidate terms of one operand from its facts ``(fact_id, label, page, line, column, value)``.
 
+    Signs are dropped (a formula may negate any fact, and costs are often printed in parentheses).
+
+    Args:
+        averages: also the mean of two columns of a line (the question asks for an average).
+        changes: also the difference of two columns of a line (the question asks for a change).
+
     Returns:
-        ``(terms, lines)``: terms are single facts, two-column means and two-column changes;
+        ``(terms, lines)``: terms are single facts, and two-column means and changes when asked;
         ``lines`` holds each line's single-fact terms in column order (for three-year means).
     """
     by_line: dict[tuple[int, int], list[tuple[int, float, str]]] = {}
@@ -133,12 +144,14 @@ def operand_terms(facts: list[tuple[str, str, int, int, int, float]]) -> tuple[l
     terms, lines = [], []
     for cells in by_line.values():
         cells.sort()
-        singles = [Term(v, "{" + f + "}") for _, v, f in cells]
+        singles = [Term(abs(v), "{" + f + "}") for _, v, f in cells]
         lines.append(singles)
         terms += singles
         for x, y in itertools.combinations(singles, 2):
-            terms.append(Term((x.value + y.value) / 2, f"avg({x.text}, {y.text})"))
-            terms.append(Term(x.value - y.value, f"({x.text} - {y.text})"))
+            if averages:
+                terms.append(Term((x.value + y.value) / 2, f"avg({x.text}, {y.text})"))
+            if changes:
+                terms.append(Term(x.value - y.value, f"({x.text} - {y.text})"))
     return terms, lines
 
 
@@ -149,9 +162,14 @@ def _div(a: float, b: float) -> float | None:
 #: name -> (arity, function of the operands' term values); None when undefined (division by zero).
 TEMPLATES: dict[str, tuple[int, Callable[..., float | None]]] = {
     "a": (1, lambda a: a),
-    "a / b": (2, _div), "b / a": (2, lambda a, b: _div(b, a)),
+    "a / b": (2, _div), "1 - a / b": (2, lambda a, b: None if not b else 1 - a / b),
     "a - b": (2, lambda a, b: a - b), "a + b": (2, lambda a, b: a + b),
     "(a + b) / c": (3, lambda a, b, c: _div(a + b, c)), "(a - b) / c": (3, lambda a, b, c: _div(a - b, c)),
+    "a + b - c": (3, lambda a, b, c: a + b - c),
+}
+#: Day-count metrics (DPO, DSO, DIO): tried instead of ``TEMPLATES`` when the question says "365".
+DAY_TEMPLATES: dict[str, tuple[int, Callable[..., float | None]]] = {
+    "365 * a / b": (2, lambda a, b: _div(365 * a, b)),
     "365 * a / (b + c)": (3, lambda a, b, c: _div(365 * a, b + c)), "365 * a / (b - c)": (3, lambda a, b, c: _div(365 * a, b - c)),
 }
 
@@ -162,15 +180,19 @@ def gold_decimals(text: str) -> int:
     return len(m[1]) if m else 0
 
 
-def close(value: float, question: Question) -> bool:
-    """``value`` (base units; a ratio also tried x100 for a percent gold) within the tolerance of the gold."""
+def close(value: float, question: Question, exact: bool = False) -> bool:
+    """``value`` (base units; a ratio also tried x100 for a percent gold) within the tolerance of the gold.
+
+    Args:
+        exact: only half a printed unit (for a single printed fact, which the gold copies).
+    """
     gold = question.gold_value
     assert gold is not None
     printed = re.match(r"^\s*\$?\s*(-?[\d,]*\.?\d+)", question.gold_text)
     number = float(printed[1].replace(",", "")) if printed else 0.0
     unit_scale = gold / number if number else 1.0  # 1e6 for "$1577.00" asked in USD millions
     half_unit = 0.5 * 10 ** -gold_decimals(question.gold_text) * abs(unit_scale)
-    allowed = max(TOLERANCE * abs(gold), half_unit)
+    allowed = half_unit if exact else max(TOLERANCE * abs(gold), half_unit)
     candidates = [value, value * 100] if question.gold_unit == "percent" else [value]
     return any(abs(v - gold) <= allowed for v in candidates)
 
@@ -178,8 +200,9 @@ def close(value: float, question: Question) -> bool:
 def derive(question: Question, operands: dict[str, list[tuple[str, str, int, int, int, float]]]) -> str | None:
     """The first derivation from the named operands' facts that reproduces the gold, as text, or None."""
     names = list(operands)
-    built = {n: operand_terms(operands[n]) for n in names}
-    for template, (arity, fn) in TEMPLATES.items():
+    text = question.text.lower()
+    built = {n: operand_terms(operands[n], "average" in text, "change" in text) for n in names}
+    for template, (arity, fn) in (DAY_TEMPLATES if "365" in text else TEMPLATES).items():
         if arity > len(names):
             continue
         for chosen in itertools.permutations(names, arity):
@@ -228,7 +251,7 @@ def grade(con: Any, question: Question, justification: str, status: str, error: 
     if question.gold_value is not None:
         on_page = con.execute("SELECT fact_id, value FROM facts WHERE doc_name = ? AND page IN (SELECT unnest(?)) AND value IS NOT NULL",
                               [doc, question.gold_pages]).fetchall()
-        hit = next((fid for fid, value in on_page if close(value, question)), None)
+        hit = next((fid for fid, value in on_page if close(abs(value), question, exact=True)), None)
         if hit:
             result.verdict, result.why = "value", f"fact {hit} on a gold page"
             return result
