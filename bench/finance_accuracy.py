@@ -21,10 +21,12 @@ The rule, per question:
   (b) a derivation over the stored facts whose labels match the line items the gold
   ``justification`` names ("located in the 10K as a single line item named: X", "The line item
   name, as seen in the 10K, was: X"). Each named item's candidate terms are its matching facts
-  (signs dropped: a formula may negate a fact), plus the mean of two columns of one line only
-  when the question says "average" and their difference only when it says "change"; the
+  (signs dropped: a formula may negate a fact), plus the mean of a year and the year before on
+  one line only when the question says "average" and their difference only when it says
+  "change"; every term of one derivation stands for the same fiscal year, the latest the
+  question names ("FY2019"); the
   derivations tried are the fixed templates in ``TEMPLATES`` (the value itself, a/b, 1-a/b, a-b,
-  a+b, (a+b)/c, (a-b)/c, a+b-c, the percent change of one line, the mean over three columns of
+  a+b, (a+b)/c, (a-b)/c, a+b-c, the percent change of one line, the mean over three years of
   a/b), or ``DAY_TEMPLATES`` (365*a/b, 365*a/(b+c), 365*a/(b-c)) when the question says "365";
   percent = 100 x ratio. All pairs of all facts are deliberately NOT searched: a 10-K stores
   thousands of facts, and some ratio of two of them matches almost any gold number by chance;
@@ -119,40 +121,54 @@ def label_matches(label: str, operand: str) -> bool:
 
 @dataclass(frozen=True)
 class Term:
-    """A candidate operand: a value (USD or count) and how it was formed from fact ids."""
+    """A candidate operand: a value (USD or count), the fiscal year it stands for, and its formula text."""
 
     value: float
+    year: int | None
     text: str
 
 
-def operand_terms(facts: list[tuple[str, str, int, int, int, float]], averages: bool, changes: bool) -> tuple[list[Term], list[list[Term]]]:
-    """Candidate terms of one operand from its facts ``(fact_id, label, page, line, column, value)``.
+#: A stored fact as the derivations read it: (fact_id, label, page, line_no, fiscal_year, value).
+Fact = tuple[str, str, int, int, int | None, float]
+
+
+def operand_terms(facts: list[Fact], averages: bool, changes: bool) -> tuple[list[Term], list[list[Term]]]:
+    """Candidate terms of one operand from its facts.
 
     Signs are dropped (a formula may negate any fact, and costs are often printed in parentheses).
+    A two-column term pairs a year with the year before and stands for the later year.
 
     Args:
-        averages: also the mean of two columns of a line (the question asks for an average).
-        changes: also the difference of two columns of a line (the question asks for a change).
+        averages: also the mean of a year and the year before on one line (the question asks for an average).
+        changes: also the difference of a year and the year before on one line (the question asks for a change).
 
     Returns:
         ``(terms, lines)``: terms are single facts, and two-column means and changes when asked;
-        ``lines`` holds each line's single-fact terms in column order (for three-year means).
+        ``lines`` holds each line's single-fact terms, latest year first (for percent changes and
+        three-year means).
     """
-    by_line: dict[tuple[int, int], list[tuple[int, float, str]]] = {}
-    for fid, _, page, line, col, value in facts:
-        by_line.setdefault((page, line), []).append((col, value, fid))
+    by_line: dict[tuple[int, int], list[Term]] = {}
+    for fid, _, page, line, year, value in facts:
+        by_line.setdefault((page, line), []).append(Term(abs(value), year, "{" + fid + "}"))
     terms, lines = [], []
-    for cells in by_line.values():
-        cells.sort()
-        singles = [Term(abs(v), "{" + f + "}") for _, v, f in cells]
+    for singles in by_line.values():
+        singles.sort(key=lambda t: -(t.year or 0))
         lines.append(singles)
         terms += singles
-        for x, y in itertools.combinations(singles, 2):
+        for x, y in itertools.permutations(singles, 2):
+            if x.year is None or y.year != x.year - 1:
+                continue
             if averages:
-                terms.append(Term((x.value + y.value) / 2, f"avg({x.text}, {y.text})"))
+                terms.append(Term((x.value + y.value) / 2, x.year, f"avg({x.text}, {y.text})"))
             if changes:
-                terms.append(Term(x.value - y.value, f"({x.text} - {y.text})"))
+                terms.append(Term(x.value - y.value, x.year, f"({x.text} - {y.text})"))
     return terms, lines
+
+
+def target_year(text: str) -> int | None:
+    """The latest fiscal year a question names ("FY2017 - FY2019" -> 2019), None when it names none."""
+    years = [int(y) for y in re.findall(r"\bFY\s?(\d{4})\b", text)]
+    return max(years) if years else None
 
 
 def _div(a: float, b: float) -> float | None:
@@ -197,31 +213,43 @@ def close(value: float, question: Question, exact: bool = False) -> bool:
     return any(abs(v - gold) <= allowed for v in candidates)
 
 
-def derive(question: Question, operands: dict[str, list[tuple[str, str, int, int, int, float]]]) -> str | None:
-    """The first derivation from the named operands' facts that reproduces the gold, as text, or None."""
+def derive(question: Question, operands: dict[str, list[Fact]]) -> str | None:
+    """The first derivation from the named operands' facts that reproduces the gold, as text, or None.
+
+    Every term of a derivation stands for the same fiscal year: the latest the question names
+    ("FY2019"), or any one year when it names none.
+    """
     names = list(operands)
     text = question.text.lower()
+    year = target_year(question.text)
     built = {n: operand_terms(operands[n], "average" in text, "change" in text) for n in names}
     for template, (arity, fn) in (DAY_TEMPLATES if "365" in text else TEMPLATES).items():
         if arity > len(names):
             continue
         for chosen in itertools.permutations(names, arity):
             for terms in itertools.product(*(built[n][0] for n in chosen)):
+                years = {t.year for t in terms}
+                if len(years) != 1 or (year is not None and years != {year}):
+                    continue
                 value = fn(*(t.value for t in terms))
                 if value is not None and close(value, question):
                     return f"{template} with " + ", ".join(f"{k}={t.text}" for k, t in zip("abc", terms))
-    if len(names) >= 1:  # percent change of one line, and the three-year mean of a ratio
-        for lines in (built[n][1] for n in names):
-            for line in lines:
-                for new, old in itertools.permutations(line, 2):
-                    if old.value and close((new.value - old.value) / old.value, question):
-                        return f"percent change ({new.text} - {old.text}) / {old.text}"
-    for a, b in itertools.permutations(names, 2):
+    for lines in (built[n][1] for n in names):  # percent change of one line, year on year
+        for line in lines:
+            for new, old in itertools.permutations(line, 2):
+                if new.year is None or old.year != new.year - 1 or (year is not None and new.year != year):
+                    continue
+                if old.value and close((new.value - old.value) / old.value, question):
+                    return f"percent change ({new.text} - {old.text}) / {old.text}"
+    for a, b in itertools.permutations(names, 2):  # mean of a ratio over three years
         for la, lb in itertools.product(built[a][1], built[b][1]):
-            if min(len(la), len(lb)) >= 3:
-                ratios = [_div(x.value, y.value) for x, y in zip(la[:3], lb[:3])]
+            by_year_a, by_year_b = {t.year: t for t in la}, {t.year: t for t in lb}
+            last = year or max((y for y in by_year_a if y is not None), default=None)
+            span = [last - k for k in range(3)] if last else []
+            if span and all(y in by_year_a and y in by_year_b for y in span):
+                ratios = [_div(by_year_a[y].value, by_year_b[y].value) for y in span]
                 if None not in ratios and close(sum(ratios) / 3, question):  # type: ignore[arg-type]
-                    return f"mean over 3 columns of a / b, a='{a}', b='{b}'"
+                    return f"mean over FY{span[-1]}-FY{span[0]} of a / b, a='{a}', b='{b}'"
     return None
 
 
@@ -256,7 +284,7 @@ def grade(con: Any, question: Question, justification: str, status: str, error: 
             result.verdict, result.why = "value", f"fact {hit} on a gold page"
             return result
         names = named_operands(justification)
-        facts = con.execute("SELECT fact_id, label, page, line_no, column_index, value FROM facts WHERE doc_name = ? AND value IS NOT NULL",
+        facts = con.execute("SELECT fact_id, label, page, line_no, fiscal_year, value FROM facts WHERE doc_name = ? AND value IS NOT NULL",
                             [doc]).fetchall()
         operands = {n: [f for f in facts if label_matches(f[1], n)] for n in names}
         missing = [n for n, fs in operands.items() if not fs]
