@@ -24,10 +24,13 @@ The rule, per question:
   (signs dropped: a formula may negate a fact), plus the mean of a year and the year before on
   one line only when the question says "average" and their difference only when it says
   "change"; every term of one derivation stands for the same fiscal year, the latest the
-  question names ("FY2019"); the
+  question names ("FY2019"), as stored in ``facts.fiscal_year`` (a fact stored under the wrong
+  year does not count: an agent could not tell it is the asked one); a derivation uses every
+  named item once (the justification lists exactly the items the metric uses); the
   derivations tried are the fixed templates in ``TEMPLATES`` (the value itself, a/b, 1-a/b, a-b,
   a+b, (a+b)/c, (a-b)/c, a+b-c, the percent change of one line, the mean over three years of
-  a/b), or ``DAY_TEMPLATES`` (365*a/b, 365*a/(b+c), 365*a/(b-c)) when the question says "365";
+  a/b, alone when the question asks for a "3 year average"), or ``DAY_TEMPLATES`` (365*a/b,
+  365*a/(b+c), 365*a/(b-c)) when the question says "365";
   percent = 100 x ratio. All pairs of all facts are deliberately NOT searched: a 10-K stores
   thousands of facts, and some ratio of two of them matches almost any gold number by chance;
   limiting operands to the named line items, and term kinds to what the question asks, keeps a
@@ -223,9 +226,11 @@ def derive(question: Question, operands: dict[str, list[Fact]]) -> str | None:
     text = question.text.lower()
     year = target_year(question.text)
     built = {n: operand_terms(operands[n], "average" in text, "change" in text) for n in names}
-    for template, (arity, fn) in (DAY_TEMPLATES if "365" in text else TEMPLATES).items():
-        if arity > len(names):
-            continue
+    three_years = bool(re.search(r"\b(3|three)[- ]year average", text))
+    templates = {} if three_years else DAY_TEMPLATES if "365" in text else TEMPLATES
+    for template, (arity, fn) in templates.items():
+        if arity != len(names):
+            continue  # the justification lists exactly the line items the metric uses
         for chosen in itertools.permutations(names, arity):
             for terms in itertools.product(*(built[n][0] for n in chosen)):
                 years = {t.year for t in terms}
@@ -234,7 +239,7 @@ def derive(question: Question, operands: dict[str, list[Fact]]) -> str | None:
                 value = fn(*(t.value for t in terms))
                 if value is not None and close(value, question):
                     return f"{template} with " + ", ".join(f"{k}={t.text}" for k, t in zip("abc", terms))
-    for lines in (built[n][1] for n in names):  # percent change of one line, year on year
+    for lines in (built[n][1] for n in names if len(names) == 1):  # percent change of one line, year on year
         for line in lines:
             for new, old in itertools.permutations(line, 2):
                 if new.year is None or old.year != new.year - 1 or (year is not None and new.year != year):
@@ -297,7 +302,9 @@ def grade(con: Any, question: Question, justification: str, status: str, error: 
             if how:
                 result.verdict, result.why = "value", how
                 return result
-            reasons.append(f"operands stored ({', '.join(repr(n) for n in names)}) but no template reproduces {question.gold_text}")
+            year = target_year(question.text)
+            reasons.append(f"operands stored ({', '.join(repr(n) for n in names)}) but no template over "
+                           f"{f'their FY{year} facts' if year else 'them'} reproduces {question.gold_text}")
     pages = [(doc, p, t) for p, t in con.execute("SELECT page, text FROM pages WHERE doc_name = ? ORDER BY page", [doc]).fetchall()]
     ranked = [h.page for h in rank_pages(pages, question.text, SEARCH_TOP)]
     with_facts = sorted({p for (p,) in con.execute("SELECT DISTINCT page FROM facts WHERE doc_name = ? AND page IN (SELECT unnest(?))",
