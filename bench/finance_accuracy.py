@@ -451,7 +451,11 @@ def print_summary(runs: dict[str, dict[str, Any]], console: Console) -> None:
 
 def print_compare(before: dict[str, Any], after: dict[str, Any], console: Console) -> None:
     """Summary side by side, then every question and filing whose outcome changed."""
-    print_summary({f"before ({before.get('commit', '?')[:8]})": summary(before), f"after ({after.get('commit', '?')[:8]})": summary(after)}, console)
+    def label(run: dict[str, Any]) -> str:
+        commit = run.get("commit", "?")
+        return commit[:8] + ("+dirty" if commit.endswith("+dirty") else "")
+
+    print_summary({f"before ({label(before)})": summary(before), f"after ({label(after)})": summary(after)}, console)
     table = Table(title="Changed questions")
     for column in ("id", "document", "before", "after", "after: why"):
         table.add_column(column, overflow="fold")
