@@ -3,7 +3,9 @@
 Only the page texts (PDFium) are read, so this runs on every page of a filing in milliseconds.
 
 1. Candidates: pages whose title (first lines) names a statement (``concepts.statement_kind``)
-   and which have at least ``MIN_VALUE_LINES`` lines ending in numbers.
+   and which have at least ``MIN_VALUE_LINES`` lines ending in numbers, and either the
+   statement's key line or a score of at least ``MIN_SCORE_WITHOUT_KEY_LINE`` (a balance sheet
+   whose total-assets line has no label).
 2. Exclusions: a candidate whose heading says it is not the consolidated statement is set aside
    with the reason (``EXCLUSIONS``): condensed consolidating statements (parent / issuer /
    guarantor / non-guarantor columns), guarantor or obligor-group summarised information,
@@ -47,6 +49,7 @@ SPAN_PENALTY = 0.01  # per page between the first and last chosen statement
 AMBIGUOUS_CAP = 0.5
 AMBIGUOUS_MARGIN = 0.1
 CONFIDENT = 0.6
+MIN_SCORE_WITHOUT_KEY_LINE = 0.5  # a page without its key line must look like a statement otherwise
 
 #: (pattern over the squeezed heading, reason); the first that matches excludes the page.
 EXCLUSIONS: list[tuple[re.Pattern[str], str]] = [
@@ -233,11 +236,13 @@ def score_page(kind: str, text: str, next_text: str) -> Candidate:
 
 
 def is_continuation(texts: list[str], index: int, kind: str) -> bool:
-    """Page ``index`` (0-based) continues statement ``kind`` from the page before: both are titled
-    as ``kind``, and this one says "continued" or lacks the key line (a balance sheet's
-    liabilities page repeats the title but has no "total assets")."""
+    """Page ``index`` (0-based) continues statement ``kind`` from the page before: both carry a
+    heading naming ``kind`` near the top, and this one says "continued" or lacks the key line (a
+    balance sheet's liabilities page repeats the title but has no "total assets")."""
     if not 0 < index < len(texts) or statement_kind(texts[index]) != kind or statement_kind(texts[index - 1]) != kind:
         return False
+    if min(_title(kind, texts[index - 1]), _title(kind, texts[index])) < 2 / 3:
+        return False  # a contents page listing the statements is not the statement's first page
     return "continued" in _head(texts[index]) or not KEY_LINES[kind].search(squeeze(texts[index]))
 
 
@@ -256,7 +261,7 @@ def candidates(texts: list[str]) -> list[Candidate]:
         candidate.excluded = exclusion(text)
         if candidate.excluded:
             candidate.score = 0.0
-        elif not candidate.parts["key_line"] and candidate.score < CONFIDENT:
+        elif not candidate.parts["key_line"] and candidate.score < MIN_SCORE_WITHOUT_KEY_LINE:
             continue  # neither the key line nor a strong statement shape: a note or an index page
         found.append(candidate)
     return found
