@@ -76,6 +76,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from plugins.finance.checks import run_checks
@@ -413,7 +414,7 @@ def print_results(data: dict[str, Any], console: Console) -> None:
             table.add_column(column, overflow="fold")
         for q in part["questions"]:
             table.add_row(q["qid"].replace("financebench_id_", ""), q["doc_name"], q["kind"].split("-")[0], q["gold"][:24],
-                          ",".join(map(str, q["gold_pages"])), q["verdict"], q["why"])
+                          ",".join(map(str, q["gold_pages"])), q["verdict"], escape(q["why"]))  # "[blank line item ...]" is not markup
         console.print(table)
         table = Table(title=f"{name}: filings")
         for column in ("document", "status", "pages", "facts", "statements located (pages)", f"concepts /{len(CONCEPTS)}",
@@ -422,8 +423,8 @@ def print_results(data: dict[str, Any], console: Console) -> None:
         for f in part["filings"]:
             located = "; ".join(f"{k.split('_')[0]} {','.join(map(str, v))}" for k, v in f["located"].items()) or "-"
             status = f["status"] + (f": {f['error'][:90]}" if f["status"] not in ("ok", "no_statements") and f["error"] else "")
-            table.add_row(f["doc_name"], status, str(f["pages"]), str(f["facts"]), located, str(f["concepts"]),
-                          f"{f['identities_held']}/{f['identities_compared']}", "\n".join(f.get("location_notes", [])), f"{f['ingest_s']:.1f}")
+            table.add_row(f["doc_name"], escape(status), str(f["pages"]), str(f["facts"]), located, str(f["concepts"]),
+                          f"{f['identities_held']}/{f['identities_compared']}", escape("\n".join(f.get("location_notes", []))), f"{f['ingest_s']:.1f}")
         console.print(table)
     print_summary({"now": summary(data)}, console)
 
@@ -467,7 +468,7 @@ def print_compare(before: dict[str, Any], after: dict[str, Any], console: Consol
         for q in part["questions"]:
             o = old_q.get(q["qid"])
             if o is None or o["verdict"] != q["verdict"]:
-                table.add_row(q["qid"].replace("financebench_id_", ""), q["doc_name"], o["verdict"] if o else "-", q["verdict"], q["why"])
+                table.add_row(q["qid"].replace("financebench_id_", ""), q["doc_name"], o["verdict"] if o else "-", q["verdict"], escape(q["why"]))
         old_f = {f["doc_name"]: f for f in before["sets"].get(name, {}).get("filings", [])}
         for f in part["filings"]:
             o = old_f.get(f["doc_name"])
