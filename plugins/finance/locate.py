@@ -290,7 +290,7 @@ def locate(texts: list[str]) -> dict[str, Location]:
         excluded = [c for c in pool if c.kind == kind and c.excluded]
         pick = chosen.get(kind)
         if pick is None:
-            why = "no page titled as this statement with its key line and enough lines of numbers"
+            why = "no page titled as this statement with enough lines of numbers and its key line or a statement's shape"
             if excluded:
                 why += "; set aside: " + "; ".join(f"p.{c.page} ({c.excluded})" for c in excluded)
             out[kind] = Location(kind, [], 0.0, 0.0, None, excluded, why)
