@@ -25,7 +25,8 @@ import pdfplumber
 import pypdfium2
 from pdfplumber.utils import extract_words
 
-from plugins.finance.concepts import KEY_LINES, STATEMENTS, concept_priority, map_concept, squeeze, statement_kind
+from plugins.finance.concepts import STATEMENTS, concept_priority, map_concept, statement_kind
+from plugins.finance.locate import locate
 from plugins.finance.numbers import detect_scale, parse_number
 
 MONTHS = {m: i for i, m in enumerate(
@@ -36,7 +37,6 @@ _YEAR = re.compile(r"^(19[5-9]\d|20[0-4]\d)[,.]?$")
 _DURATION = re.compile(r"(\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(months|weeks)ended")
 _WORD_NUMBERS = {"three": 3, "six": 6, "nine": 9, "twelve": 12, "thirteen": 13, "fourteen": 14, "twentysix": 26,
                  "thirtynine": 39, "fiftytwo": 52, "fiftythree": 53}
-MIN_VALUE_LINES = 8  # a statement page has at least this many lines ending in numbers
 
 
 class FilingError(Exception):
@@ -155,18 +155,8 @@ def page_texts(doc: pypdfium2.PdfDocument) -> list[str]:
     return texts
 
 
-def _value_line_count(text: str) -> int:
-    return sum(1 for ln in text.splitlines() if re.search(r"[\d)—–-]\s*$", ln.strip()) and re.search(r"\d", ln))
-
-
 def locate_statements(texts: list[str]) -> dict[str, list[int]]:
-    """Find the pages of the main statements.
-
-    A page qualifies when its title (first lines) names the statement, it carries the
-    statement's key line (``total assets``; ``net income``; ``operating activities``) and at
-    least ``MIN_VALUE_LINES`` lines end in numbers. Among qualifying pages, the group of one
-    page per statement spanning the fewest pages wins (Item 8 prints them together); the next page is added when the key line is missing or the
-    next page's title says "(continued)" for the same statement.
+    """Find the pages of the main statements (``plugins.finance.locate.locate``, pages only).
 
     Args:
         texts: page texts, index 0 for page 1.
@@ -174,27 +164,7 @@ def locate_statements(texts: list[str]) -> dict[str, list[int]]:
     Returns:
         ``{statement kind: [1-based page numbers]}`` for the statements found.
     """
-    candidates: dict[str, list[int]] = {}
-    for index, text in enumerate(texts):
-        kind = statement_kind(text)
-        if kind is None or _value_line_count(text) < MIN_VALUE_LINES:
-            continue
-        nxt = texts[index + 1] if index + 1 < len(texts) else ""
-        if KEY_LINES[kind].search(squeeze(text)) or (statement_kind(nxt) in (None, kind) and KEY_LINES[kind].search(squeeze(nxt))):
-            candidates.setdefault(kind, []).append(index)
-    if not candidates:
-        return {}
-    # The primary statements sit together in Item 8; earlier pages with the same titles
-    # (selected data, MD&A tables) are farther from the others. Pick the closest group.
-    kinds = sorted(candidates)
-    best = min(itertools.product(*(candidates[k] for k in kinds)), key=lambda combo: (max(combo) - min(combo), min(combo)))
-    found: dict[str, list[int]] = {}
-    for kind, index in zip(kinds, best):
-        text, nxt = texts[index], texts[index + 1] if index + 1 < len(texts) else ""
-        continued = "continued" in squeeze(" ".join(nxt.splitlines()[:8])) and statement_kind(nxt) == kind
-        has_key = bool(KEY_LINES[kind].search(squeeze(text)))
-        found[kind] = [index + 1] + ([index + 2] if continued or not has_key else [])
-    return found
+    return {kind: where.pages for kind, where in locate(texts).items() if where.pages}
 
 
 # -- positioned lines -------------------------------------------------------------------------

@@ -3,7 +3,11 @@
 A document that cannot be read (encrypted, truncated, corrupt, no text layer) gets a
 ``documents`` row with status ``error`` and a message saying what was wrong and what to do;
 the other documents are ingested regardless. A readable document in which no main statement is
-recognised gets status ``no_statements`` (its pages stay searchable).
+recognised gets status ``no_statements`` (its pages stay searchable). A document whose primary
+statements were not all located with confidence (``plugins.finance.locate``), or on whose values
+no accounting identity could be compared (``plugins.finance.checks``), gets ``ok_with_warnings``
+and the reasons in ``error``: its values are stored and usable, but deserve a look. ``INGESTED``
+lists the statuses whose values are stored; test membership in it rather than ``== "ok"``.
 
 The parse of a document depends only on its bytes and the parser, so it is cached as JSON under
 ``cache_dir/<sha256>-<PARSER_VERSION>.json``; ingesting the same filing again (another run,
@@ -24,10 +28,15 @@ from typing import Any
 import duckdb
 
 from core.config import horizon_home
-from plugins.finance.extract import FilingError, best_concepts, extract_statements, locate_statements, open_document, page_texts
+from plugins.finance.checks import run_checks
+from plugins.finance.concepts import STATEMENTS
+from plugins.finance.extract import FilingError, best_concepts, extract_statements, open_document, page_texts
+from plugins.finance.locate import CONFIDENT, Location, locate
 from plugins.finance.store import write_document
 
-PARSER_VERSION = "6"
+PARSER_VERSION = "7"
+#: Statuses of a document whose values were stored (the others: ``no_statements``, ``error``).
+INGESTED = ("ok", "ok_with_warnings")
 
 
 @dataclass
@@ -36,8 +45,8 @@ class DocumentStatus:
 
     Attributes:
         doc_name: the file name without ``.pdf``.
-        status: ``ok``, ``no_statements`` or ``error``.
-        error: what was wrong and what to do (empty when ``ok``).
+        status: ``ok``, ``ok_with_warnings``, ``no_statements`` or ``error``.
+        error: what was wrong and what to do (empty when ``ok``; the warnings when ``ok_with_warnings``).
         pages: pages in the PDF (0 when it could not be opened).
         facts: values stored.
         from_cache: the parse came from the cache.
@@ -62,7 +71,8 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
     """Parse one PDF into table rows.
 
     Returns:
-        ``(page count, {"pages": [...], "facts": [...], "cells": [...]}, statement kinds found)``.
+        ``(page count, {"pages": [...], "facts": [...], "cells": [...], "statement_locations": [...]},
+        statement kinds found)``.
 
     Raises:
         FilingError: unreadable, encrypted, or no text layer.
@@ -78,7 +88,9 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
     if not any(t.strip() for t in texts):
         raise FilingError(f"{path.name}: no page has a text layer (a scanned document?); run OCR on it first (e.g. ocrmypdf) and ingest the result")
     rows: dict[str, list[dict[str, Any]]] = {"pages": [{"doc_name": name, "page": i + 1, "text": t} for i, t in enumerate(texts)]}
-    statements, cells = extract_statements(path, locate_statements(texts), texts)
+    located = locate(texts)
+    rows["statement_locations"] = [location_row(name, where) for where in located.values()]
+    statements, cells = extract_statements(path, {k: w.pages for k, w in located.items() if w.pages}, texts)
     rows["cells"] = [{"doc_name": name, "page": c["page"], "table_index": c["table"], "row_index": c["row"],
                       "col_index": c["col"], "text": c["text"]} for c in cells]
     facts = []
@@ -101,6 +113,37 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
                 })
     rows["facts"] = facts
     return len(texts), rows, [st.kind for st in statements]
+
+
+def location_row(doc_name: str, where: Location) -> dict[str, Any]:
+    """A ``statement_locations`` row (``plugins.finance.store``) for one statement kind."""
+    runner = where.runner_up
+    return {"doc_name": doc_name, "statement": where.kind, "pages": ",".join(map(str, where.pages)), "score": where.score,
+            "confidence": where.confidence, "runner_up": f"p.{runner.page} ({runner.score:.2f})" if runner else "",
+            "reason": where.reason, "excluded": "; ".join(f"p.{c.page}: {c.excluded}" for c in where.excluded)}
+
+
+def warnings(locations: list[dict[str, Any]], kinds: list[str], identities: int) -> list[str]:
+    """Why an ingested document deserves a look (empty when it does not).
+
+    Args:
+        locations: its ``statement_locations`` rows.
+        kinds: the statements whose values were read.
+        identities: accounting identities compared on its values.
+    """
+    out = []
+    by_kind = {row["statement"]: row for row in locations}
+    for kind in STATEMENTS:
+        row = by_kind.get(kind)
+        if row is None or not row["pages"]:
+            out.append(f"{kind} not located ({row['reason'] if row else 'no candidate page'})")
+        elif kind not in kinds:
+            out.append(f"{kind} located on p.{row['pages']} but no values could be read there")
+        elif row["confidence"] < CONFIDENT:
+            out.append(f"{kind} located with low confidence {row['confidence']:.2f}: {row['reason']}")
+    if not identities:
+        out.append("no accounting identity could be compared on its values (the totals they need were not mapped)")
+    return out
 
 
 def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path | None = None) -> DocumentStatus:
@@ -134,7 +177,7 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
             for fact in rows["facts"]:  # the same bytes under another file name
                 fact["doc_name"] = name
                 fact["fact_id"] = f"{name}:{fact['fact_id'].split(':', 1)[1]}"
-            for table in ("pages", "cells"):
+            for table in ("pages", "cells", "statement_locations"):
                 for row in rows[table]:
                     row["doc_name"] = name
             document["from_cache"] = True
@@ -156,8 +199,14 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
         document["error"], rows = str(exc), {}
     except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not stop the others
         document["error"], rows = f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); please report this file", {}
-    document["ingest_s"] = round(time.perf_counter() - started, 3)
     write_document(con, document, rows)
+    if document["status"] == "ok":
+        found = warnings(rows.get("statement_locations", []), kinds, len(run_checks(con, [name]).results))
+        if found:  # rewritten in place: the checks read the stored facts
+            document.update(status="ok_with_warnings", error="; ".join(found))
+            con.execute("UPDATE documents SET status = ?, error = ? WHERE doc_name = ?", [document["status"], document["error"], name])
+    document["ingest_s"] = round(time.perf_counter() - started, 3)
+    con.execute("UPDATE documents SET ingest_s = ? WHERE doc_name = ?", [document["ingest_s"], name])
     return DocumentStatus(name, document["status"], document["error"], document["pages"], len(rows.get("facts", [])),
                           document["from_cache"], document.get("note", ""))
 

@@ -10,7 +10,7 @@ from core.reward import RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 from plugins.finance.checks import run_checks
 from plugins.finance.episode import EpisodeFiles
-from plugins.finance.ingest import ingest
+from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.model import create_views
 from plugins.finance.questions import load_questions
 from plugins.finance.reward import REWARD_VERSION, grade
@@ -112,6 +112,7 @@ class FinancePlugin:
         lines = ["Filings:"]
         for s in statuses:
             lines.append((f"- {s.doc_name}: {s.pages} pages, {s.facts} values extracted" if s.status == "ok"
+                          else f"- {s.doc_name}: {s.pages} pages, {s.facts} values extracted; WARNING: {s.error}" if s.status in INGESTED
                           else f"- {s.doc_name}: {s.status.upper()}: {s.error}") + (f" ({s.note})" if s.note else ""))
         if questions:
             lines.append(f"\nQuestions ({len(questions)}; answer each with answer_question):")

@@ -37,7 +37,7 @@ from markdown_it import MarkdownIt
 from core.safe_io import make_dirs, write_new
 from plugins.finance.checks import run_checks
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
-from plugins.finance.ingest import ingest
+from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
 from plugins.finance.numbers import SCALES
 from plugins.finance.store import connect
@@ -271,7 +271,7 @@ class FinanceReport:
         md += ["## Documents", ""] + _table(["Document", "Pages", "Status"], [
             [d[0], str(d[1]), "ok" if d[2] == "ok" else f"{d[2]}: {d[3]}"] for d in docs])
         charts: list[Path] = []
-        ok_docs = [d[0] for d in docs if d[2] == "ok"]
+        ok_docs = [d[0] for d in docs if d[2] in INGESTED]
         for doc in ok_docs:
             md += self._document_section(con, doc, figures, out, charts)
         if self.questions:

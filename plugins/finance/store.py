@@ -2,9 +2,11 @@
 
 Tables (one row per ...)::
 
-    documents   document: name, path, sha256, pages, status ('ok' | 'error' | 'no_statements'),
-                error (what was wrong and what to do), statements found, seconds to ingest,
-                note (pages without a text layer, which were not read)
+    documents   document: name, path, sha256, pages, status ('ok' | 'ok_with_warnings' |
+                'no_statements' | 'error'), error (what was wrong and what to do; for
+                'ok_with_warnings' the warnings: a statement not located with confidence, no
+                identity compared), statements found, seconds to ingest, note (pages without a
+                text layer, which were not read)
     pages       page of every readable document: 1-based page number and its text (PDFium)
     facts       value printed in a main statement, with provenance: document and its sha256,
                 statement, page (1-based), line number, the bounding box of the printed number
@@ -14,6 +16,12 @@ Tables (one row per ...)::
                 period end, months (NULL for balance-sheet instants), column, and the standard
                 concept when the label maps to one
     cells       non-empty cell of the ruling-line tables pdfplumber finds on statement pages
+    statement_locations  primary statement kind of every readable document, as located
+                (``plugins.finance.locate``): pages chosen ('' when none, else comma-separated),
+                score and confidence (0-1), runner_up ('p.93 (0.90)': the best other candidate
+                page and its score, '' when none), reason (what decided, in words), excluded
+                (candidate pages set aside and why: guarantor, consolidating, parent-only,
+                pro-forma statements)
 
 ``fact_id`` is ``DOC:pPAGE:lLINE:cCOLUMN`` (``3M_2018_10K:p60:l24:c0``): stable across
 re-ingestion of the same file with the same parser, so scripts and reports can cite it.
@@ -40,6 +48,8 @@ CREATE TABLE IF NOT EXISTS facts (
     period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER);
 CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
     col_index INTEGER, text VARCHAR);
+CREATE TABLE IF NOT EXISTS statement_locations (doc_name VARCHAR, statement VARCHAR, pages VARCHAR, score DOUBLE,
+    confidence DOUBLE, runner_up VARCHAR, reason VARCHAR, excluded VARCHAR);
 """
 
 #: Column order of each table, for writing rows given as dicts.
@@ -49,6 +59,7 @@ COLUMNS = {
     "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
               "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
               "period_label", "fiscal_year", "period_end", "months", "column_index"],
+    "statement_locations": ["doc_name", "statement", "pages", "score", "confidence", "runner_up", "reason", "excluded"],
 }
 
 
@@ -71,17 +82,17 @@ def connect(path: Path, read_only: bool = False, locked: bool = False) -> duckdb
 
 
 def write_document(con: duckdb.DuckDBPyConnection, document: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> None:
-    """Replace one document's rows (``documents``, ``pages``, ``facts``, ``cells``) in one transaction.
+    """Replace one document's rows (``documents`` and every table of ``COLUMNS``) in one transaction.
 
     Args:
         document: the ``documents`` row.
-        rows: ``{"pages": [...], "facts": [...], "cells": [...]}``, each a list of row dicts
+        rows: ``{"pages": [...], "facts": [...], "cells": [...], "statement_locations": [...]}``, each a list of row dicts
             with the keys in ``COLUMNS``; missing tables are taken as empty.
     """
     name = document["doc_name"]
     con.execute("BEGIN")
     try:
-        for table in ("documents", "pages", "facts", "cells"):
+        for table in ("documents", *COLUMNS):
             con.execute(f"DELETE FROM {table} WHERE doc_name = ?", [name])
         con.execute(
             "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -19,6 +19,7 @@ from core.errors import ToolError
 from core.tools import Tool, ToolContext, ToolResult, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
+from plugins.finance.ingest import INGESTED
 from plugins.finance.numbers import SCALES
 from plugins.finance.search import query_words, rank_pages, snippet
 
@@ -46,9 +47,9 @@ class NoArgs(BaseModel):
 
 @tool(read_only=True)
 def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
-    """List the filings of this task: name, pages, the statements recognised (with their pages), or why a document could not be read.
+    """List the filings of this task: name, pages, the statements recognised (with their pages and how confidently each was located), warnings, or why a document could not be read.
 
-    Returns a result whose ``data`` is ``{"documents": n}``.
+    Returns a result whose ``data`` is ``{"documents": n, "warnings": [names of documents with warnings]}``.
     """
     files = EpisodeFiles(ctx)
     with files.read_only() as con:
@@ -56,13 +57,20 @@ def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
         where = dict(con.execute(
             "SELECT doc_name, string_agg(statement || ' p.' || page, ', ' ORDER BY page) FROM "
             "(SELECT DISTINCT doc_name, statement, min(page) AS page FROM facts GROUP BY ALL) GROUP BY doc_name").fetchall())
+        located = dict(con.execute(
+            "SELECT doc_name, string_agg(statement || ' ' || printf('%.2f', confidence) || "
+            "CASE WHEN runner_up <> '' THEN ' (runner-up ' || runner_up || ')' ELSE '' END, ', ' ORDER BY statement) "
+            "FROM statement_locations WHERE pages <> '' GROUP BY doc_name").fetchall())
     lines = []
     for name, pages, status, error, note in docs:
-        if status == "ok":
-            lines.append(f"{name}: {pages} pages; {where.get(name, '')}" + (f"; NOTE: {note}" if note else ""))
+        if status in INGESTED:
+            lines.append(f"{name}: {pages} pages; {where.get(name, '')}"
+                         + (f"; location confidence: {located[name]}" if name in located else "")
+                         + (f"; WARNING: {error}" if status == "ok_with_warnings" else "") + (f"; NOTE: {note}" if note else ""))
         else:
             lines.append(f"{name}: {status.upper()}: {error}" + (f"; NOTE: {note}" if note else ""))
-    return ToolResult(output="\n".join(lines) or "no documents", data={"documents": len(docs)})
+    return ToolResult(output="\n".join(lines) or "no documents",
+                      data={"documents": len(docs), "warnings": [d[0] for d in docs if d[2] == "ok_with_warnings"]})
 
 
 class SearchArgs(BaseModel):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.finance.ingest import ingest
+from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.model import create_views
 from plugins.finance.store import connect
 
@@ -37,7 +37,7 @@ def filings_db(tmp_path_factory, finance_cache) -> Path:
     statuses = ingest(con, sorted(FILINGS.glob("*.pdf")), finance_cache)
     create_views(con)
     con.close()
-    assert all(s.status == "ok" for s in statuses), [s for s in statuses if s.status != "ok"]
+    assert all(s.status in INGESTED for s in statuses), [s for s in statuses if s.status not in INGESTED]
     return path
 
 

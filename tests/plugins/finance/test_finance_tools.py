@@ -67,6 +67,9 @@ def test_metrics_and_documents(ctx):
     assert "current_ratio" in metrics.output and metrics.data["years"] == 3
     listing = tools.list_documents({}, ctx)
     assert listing.data["documents"] == 12 and "3M_2018_10K: 160 pages; income_statement p.56" in listing.output
+    line = next(ln for ln in listing.output.splitlines() if ln.startswith("3M_2018_10K"))
+    assert "location confidence: balance_sheet 1.00" in line and "income_statement 0.9" in line and "WARNING" not in line, line
+    assert listing.data["warnings"] == [ln.split(":")[0] for ln in listing.output.splitlines() if "WARNING" in ln]
 
 
 def test_search_ranks_pages_by_relevance_not_page_order(ctx):
