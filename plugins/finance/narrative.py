@@ -2,7 +2,7 @@
 
 A paragraph, written by a script from figures or by the agent, may state numbers only as a
 figure's display followed by its reference (``revenue grew 9.6% [F12]``); dates are allowed as
-``FY2023`` or ``2023-05-31``. Anything else with a digit is reported, so a narrative cannot
+``FY2023`` or ``2023-05-31``, and document names (``NIKE_2023_10K``) are not numbers. Anything else with a digit is reported, so a narrative cannot
 carry a number that the figures manifest (``figures.json``) does not derive from stored facts.
 """
 
@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 _CITED = re.compile(r"(-?\$?[\d,]*\d(?:\.\d+)?%?)\s\[F(\d+)\]")
-_DATES = re.compile(r"\bFY\d{4}\b|\b\d{4}-\d{2}-\d{2}\b|\[F\d+\]")
+#: not numbers: fiscal years, dates, figure references, document names (``NIKE_2023_10K``)
+_DATES = re.compile(r"\bFY\d{4}\b|\b\d{4}-\d{2}-\d{2}\b|\[F\d+\]|\[F\*n\*\]|\b[A-Za-z0-9-]*_[A-Za-z0-9_-]+")
 
 
 def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]]) -> list[str]:
