@@ -128,6 +128,10 @@ class CompanyData:
         return sorted(y for y, f in self.facts.items() if "revenue" in f)
 
 
+class UntracedNarrativeError(ValueError):
+    """A narrative states a number that is not a figure of the report; the message lists them and says what to do."""
+
+
 class _Missing(LookupError):
     """A template names a concept the filings do not hold for that year."""
 
@@ -247,15 +251,21 @@ class CompanyReport:
             multiples print "not available".
         db: an existing filings database holding the filings (skips ingestion).
         page_scale: pixels per PDF point of the page images.
+        notes: ``{ticker: paragraph}`` written by an analyst or an agent, printed under "Analyst's
+            note" after the company's own narrative. Its numbers must be figures of this report
+            shown as listed (``9.6% [F55]``; generating once without notes gives the figure
+            numbers, which do not change when notes are added).
 
     Raises:
         ValueError: no companies, a company without filings, duplicate tickers, or a peer
-            group naming a ticker that is not a company of the report.
+            group naming a ticker that is not a company of the report, or a note for an
+            unknown ticker. ``generate`` raises ``UntracedNarrativeError`` for a note with a number
+            that is not a figure of the report, before writing report.md, report.html or figures.json.
     """
 
     def __init__(self, companies: list[Company], peers: list[PeerGroup] | None = None, title: str = "Company report",
                  as_of: str | None = None, dcf: DCFAssumptions | None = None, market: Any = None, db: Path | None = None,
-                 page_scale: float = 1.0) -> None:
+                 page_scale: float = 1.0, notes: dict[str, str] | None = None) -> None:
         if not companies:
             raise ValueError("CompanyReport needs at least one Company(name, ticker, filings)")
         tickers = [c.ticker for c in companies]
@@ -268,7 +278,11 @@ class CompanyReport:
             unknown = [t for t in group.tickers if t not in tickers]
             if unknown:
                 raise ValueError(f"peer group {group.name!r} names {unknown}, not companies of this report ({tickers})")
+        unknown_notes = sorted(set(notes or {}) - set(tickers))
+        if unknown_notes:
+            raise ValueError(f"notes for {unknown_notes}, not companies of this report ({tickers})")
         self.companies = companies
+        self.notes = notes or {}
         self.peers = peers or []
         self.title = title
         self.as_of = as_of
@@ -354,6 +368,13 @@ class _Writer:
         md += self._sources()
         manifest = [f.__dict__ for f in self.figures.items]
         problems = [p for text in self.prose for p in untraced_prose_numbers(text, manifest)]
+        for ticker, note in spec.notes.items():
+            untraced = untraced_prose_numbers(note, manifest)
+            if untraced:
+                raise UntracedNarrativeError(
+                    f"the note on {ticker} states numbers that are not figures of this report: {', '.join(untraced[:10])}; "
+                    "write each number as a figure's display and reference exactly as in report.md (e.g. 9.6% [F55]) "
+                    "or leave it out")
         write_new(self.out / "figures.json", json.dumps(manifest, indent=1))
         text = "\n".join(md) + "\n"
         write_new(self.out / "report.md", text)
@@ -404,6 +425,8 @@ class _Writer:
             md += [f"![{company.name}: margins and growth by fiscal year]({chart.relative_to(self.out).as_posix()})", ""]
         md += self.paragraph(_trend_story(company.name, years, cells))
         md += self._dcf(company, data)
+        if company.ticker in self.spec.notes:
+            md += ["#### Analyst's note", "", self.spec.notes[company.ticker].strip(), ""]
         md += self._multiples(company)
         return md
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.finance.company_report import Company, CompanyReport, PeerGroup
+from plugins.finance.company_report import Company, CompanyReport, PeerGroup, UntracedNarrativeError
 from plugins.finance.formula import evaluate, fact_ids
 from plugins.finance.ingest import ingest
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
@@ -185,3 +185,20 @@ def test_a_page_outside_the_document_is_refused(tmp_path):
         render_pages({"NIKE_2021_10K": nike}, {("NIKE_2021_10K", 500)}, tmp_path / "pages")
     (image,) = render_pages({"NIKE_2021_10K": nike}, {("NIKE_2021_10K", 59)}, tmp_path / "pages", scale=0.5)
     assert image.name == "NIKE_2021_10K-p59.png" and image.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_an_analysts_note_is_printed_only_when_its_numbers_are_figures(generated, company_db, tmp_path):
+    _, _, markdown = generated
+    revenue, growth = table_cells(section(markdown, "## Nike (NKE)"), "Revenue")[-1], table_cells(markdown, "Revenue growth")[-1]
+    companies = [Company("Nike", "NKE", [pdf(NAMES[0]), pdf(NAMES[1])])]
+    note = f"Revenue reached {revenue} in FY2023, {growth} above FY2022; the model takes that growth as given."
+    CompanyReport(companies, as_of="2023-08-01", db=company_db, notes={"NKE": note}).generate(tmp_path / "ok")
+    printed = (tmp_path / "ok" / "report.md").read_text()
+    assert "#### Analyst's note\n\n" + note in printed
+    shown = revenue.split(" [")[0]
+    tampered = note.replace(shown, "52,000", 1)
+    with pytest.raises(UntracedNarrativeError, match=r"note on NKE states numbers .*52,000"):
+        CompanyReport(companies, as_of="2023-08-01", db=company_db, notes={"NKE": tampered}).generate(tmp_path / "bad")
+    assert not (tmp_path / "bad" / "report.md").exists()
+    with pytest.raises(ValueError, match="notes for \\['MSFT'\\]"):
+        CompanyReport(companies, notes={"MSFT": "x"})
