@@ -29,7 +29,7 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import matplotlib
 from core.safe_io import make_dirs, write_new
 from plugins.finance.checks import run_checks
 from plugins.finance.ingest import ingest
+from plugins.finance.market import MarketDataError
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
 from plugins.finance.narrative import untraced_prose_numbers
 from plugins.finance.page_images import page_image_name, render_pages
@@ -247,8 +248,9 @@ class CompanyReport:
         title: the report's title.
         as_of: the report date (``YYYY-MM-DD``; today when None).
         dcf: the DCF assumptions, the same for every company (``DCFAssumptions()`` when None).
-        market: an optional ``plugins.finance.market.MarketData``; without a price snapshot
-            multiples print "not available".
+        market: an optional ``plugins.finance.market.MarketData``; multiples use the last close
+            in the 14 days to ``as_of`` from a snapshot no older than its staleness limit, and
+            print "not available" without one.
         db: an existing filings database holding the filings (skips ingestion).
         page_scale: pixels per PDF point of the page images.
         notes: ``{ticker: paragraph}`` written by an analyst or an agent, printed under "Analyst's
@@ -427,7 +429,7 @@ class _Writer:
         md += self._dcf(company, data)
         if company.ticker in self.spec.notes:
             md += ["#### Analyst's note", "", self.spec.notes[company.ticker].strip(), ""]
-        md += self._multiples(company)
+        md += self._multiples(company, data)
         return md
 
     def _trend_chart(self, company: Company, years: list[int], cells: dict[str, list[tuple[str, float | None]]]) -> Path | None:
@@ -453,7 +455,11 @@ class _Writer:
         right.set_title("Growth over the prior fiscal year (%)", fontsize=10)
         right.legend(fontsize=7)
         right.grid(axis="y", alpha=0.3)
-        fig.suptitle(f"{company.name} ({company.ticker}), fiscal years; gaps = years not in the filings read", fontsize=9)
+        for i in range(1, len(years)):
+            if years[i] != years[i - 1] + 1:  # a dotted line where fiscal years are missing between two shown
+                for ax in (left, right):
+                    ax.axvline(i - 0.5, color="grey", linestyle=":", linewidth=1)
+        fig.suptitle(f"{company.name} ({company.ticker}), fiscal years; dotted line = years not in the filings read", fontsize=9)
         fig.tight_layout()
         return self._save(fig, f"{company.ticker}-trend.png")
 
@@ -528,14 +534,44 @@ class _Writer:
             f"{min(values)[1]} to {max(values)[1]}. A DCF on one year's free cash flow "
             "is only as good as that year is typical: compare the free cash flow margin trend above.")
 
-    def _multiples(self, company: Company) -> list[str]:
+    def _multiples(self, company: Company, data: CompanyData) -> list[str]:
+        """Price multiples on the last close of the 14 days to the report date, from a market snapshot only."""
         md = ["### Multiples", ""]
-        reason = "no market data source was given to the report"
-        if self.spec.market is not None:
-            lines = self.spec.market.report_section(company.ticker, self.spec.as_of)
-            reason = " ".join(lines[2:]).strip().removeprefix("Not available: ") or reason
-        return md + [(f"Price multiples (P/E, EV/EBITDA, price/book) are not available: they need a share price from a dated "
-                     f"market snapshot, and this report uses none ({reason.rstrip('.')}). No price is estimated."), ""]
+        price = None
+        if self.spec.market is None:
+            reason = "no market data source was given to the report"
+        else:
+            day = date.fromisoformat(self.spec.as_of) if self.spec.as_of else datetime.now(UTC).date()
+            try:
+                answer = self.spec.market.prices(company.ticker, day - timedelta(days=14), day + timedelta(days=1), as_of=day)
+                price = answer.data[-1] if answer.data else None
+                reason = f"the snapshot {answer.snapshot.name} has no {company.ticker} close in the 14 days to {day}"
+            except MarketDataError as exc:
+                reason = str(exc).replace(str(self.spec.market.store.root), "market/")
+        if price is None:
+            return md + [(f"Price multiples (P/E, EV/EBITDA, EV/revenue, price/book) are not available: they need a share "
+                          f"price from a dated market snapshot ({reason.rstrip('.')}). No price is estimated."), ""]
+        year = data.years()[-1]
+        close = _num(price["close"])
+        value = f"{close} * {{{data.facts[year]['diluted_shares'][0]}}}" if "diluted_shares" in data.facts.get(year, {}) else None
+        net_debt = first_formula(["{debt} - {cash_and_equivalents}"], data, year)
+        ev = f"{value} + ({net_debt})" if value and net_debt else None
+
+        def over(numerator: str | None, templates: list[str]) -> str | None:
+            denominator = first_formula(templates, data, year)
+            return f"({numerator}) / ({denominator})" if numerator and denominator else None
+
+        rows = [[f"Share price ($, close on {price['date']}, {answer.snapshot.name})", self.add(close, "usd")[0]],
+                [f"P/E (price / diluted EPS of FY{year})", self.add(over(close, ["{eps_diluted}"]), "times")[0]],
+                [f"Market value of equity ($m, price x FY{year} diluted shares)", self.add(value, "musd")[0]],
+                ["Enterprise value ($m, market value + net debt)", self.add(ev, "musd")[0]],
+                [f"EV / revenue (FY{year})", self.add(over(ev, ["{revenue}"]), "times")[0]],
+                [f"EV / EBITDA (operating income + depreciation and amortisation, FY{year})",
+                 self.add(over(ev, ["{operating_income} + {depreciation_amortization}"]), "times")[0]],
+                [f"Price / book (equity at the end of FY{year})", self.add(over(value, ["{total_equity}"]), "times")[0]]]
+        note = (f"The price is market data (Yahoo Finance via a dated snapshot fetched {answer.fetched_at:%Y-%m-%d}), shown as a "
+                "constant figure; everything else comes from the filings. n/a = an input the statements read do not print.")
+        return md + [note, "", *_table(["Multiple", "Value"], rows)]
 
     def _peer_group(self, group: PeerGroup) -> list[str]:
         md = [f"## Peers: {group.name}", ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from plugins.finance.company_report import Company, CompanyReport, PeerGroup, UntracedNarrativeError
 from plugins.finance.formula import evaluate, fact_ids
 from plugins.finance.ingest import ingest
+from plugins.finance.market import MarketData, SnapshotStore
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
 from plugins.finance.narrative import untraced_prose_numbers
 from plugins.finance.page_images import render_pages
@@ -155,7 +157,7 @@ def test_concepts_the_filings_lack_are_not_available_never_numbers(generated):
     assert "Not available" in foot_locker and "[F" not in foot_locker
     peers = section(markdown, "## Peers: Peers")
     assert table_cells(peers, "Revenue ($m)")[1] == "n/a" and "Foot Locker: not available" in peers
-    assert "Price multiples (P/E, EV/EBITDA, price/book) are not available" in nike
+    assert "Price multiples (P/E, EV/EBITDA, EV/revenue, price/book) are not available" in nike
 
 
 def test_the_prose_check_catches_numbers_without_a_matching_figure():
@@ -202,3 +204,26 @@ def test_an_analysts_note_is_printed_only_when_its_numbers_are_figures(generated
     assert not (tmp_path / "bad" / "report.md").exists()
     with pytest.raises(ValueError, match="notes for \\['MSFT'\\]"):
         CompanyReport(companies, notes={"MSFT": "x"})
+
+
+def test_multiples_use_a_dated_price_snapshot_and_the_filings(company_db, tmp_path):
+    store = SnapshotStore(tmp_path / "market")
+    closes = [{"date": d, "open": c, "high": c, "low": c, "close": c, "volume": 1e6}
+              for d, c in (("2023-07-28", 110.0), ("2023-07-31", 110.39), ("2023-08-02", 999.0))]  # the last is after as_of
+    store.save("NKE", "prices", {}, closes, datetime(2023, 8, 1, tzinfo=UTC), "test")
+    market = MarketData(tmp_path / "market", offline=True)
+    companies = [Company("Nike", "NKE", [pdf(NAMES[0]), pdf(NAMES[1])]), Company("Adobe", "ADBE", [pdf(NAMES[6])])]
+    result = CompanyReport(companies, as_of="2023-08-01", db=company_db, market=market).generate(tmp_path / "out")
+    markdown = result.markdown.read_text()
+    nike = section(markdown, "## Nike (NKE)")
+    by_ref = {f"F{f.ref}": f for f in result.figures}
+
+    def figure(row: str):
+        return by_ref[re.search(r"\[(F\d+)\]", next(x for x in nike.splitlines() if x.startswith(f"| {row}")))[1]]
+
+    assert figure("Share price ($, close on 2023-07-31").display == "110.39"
+    assert figure("P/E (price / diluted EPS of FY2023)").value == pytest.approx(110.39 / 3.23)
+    assert figure("Market value of equity").value == pytest.approx(110.39 * 1_569.8e6)
+    assert "| EV / EBITDA" in nike and table_cells(nike, "EV / EBITDA (operating income + depreciation and amortisation, FY2023)") == ["n/a"]
+    # no snapshot for Adobe: not available, and the reason
+    assert "not available: they need a share price from a dated market snapshot (no snapshot of ADBE prices" in markdown
