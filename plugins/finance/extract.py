@@ -25,7 +25,8 @@ import pdfplumber
 import pypdfium2
 from pdfplumber.utils import extract_words
 
-from plugins.finance.concepts import KEY_LINES, STATEMENTS, concept_priority, map_concept, squeeze, statement_kind
+from plugins.finance.concepts import (KEY_LINES, STATEMENTS, Canonical, canonical, concept_priority, match_label, polarity_sign, squeeze,
+                                      statement_kind)
 from plugins.finance.numbers import detect_scale, parse_number
 
 MONTHS = {m: i for i, m in enumerate(
@@ -33,7 +34,14 @@ MONTHS = {m: i for i, m in enumerate(
 MONTHS.update({k[:3]: v for k, v in list(MONTHS.items())})
 MONTHS["sept"] = 9
 _YEAR = re.compile(r"^(19[5-9]\d|20[0-4]\d)[,.]?$")
-_DURATION = re.compile(r"(\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(months|weeks)ended")
+_DURATION = re.compile(
+    r"(?P<count>\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(?P<unit>months|weeks)"
+    r"|(?P<quarter>(?:first|second|third|fourth)quarter|quarterended|quartersended)|(?P<year>fiscalyear|years?ended)"
+    r"|(?P<half>firsthalf|halfyear)")
+#: A column header word naming a quarter or a half by itself: "Q1", "Q2'23", "1Q23", "H1".
+_PERIOD_WORD = re.compile(r"^(?:(?P<q>q[1-4]|[1-4]q)|(?P<h>h[12]|[12]h))(?:['’]?\d{2}|\d{4})?$")
+#: A date printed as digits in a column header: "3/25/2023", "03/25/23".
+_NUMERIC_DATE = re.compile(r"^(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4}|\d{2})$")
 _WORD_NUMBERS = {"three": 3, "six": 6, "nine": 9, "twelve": 12, "thirteen": 13, "fourteen": 14, "twentysix": 26,
                  "thirtynine": 39, "fiftytwo": 52, "fiftythree": 53}
 MIN_VALUE_LINES = 8  # a statement page has at least this many lines ending in numbers
@@ -273,10 +281,12 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
         ``(row index of the header, columns)``; ``(-1, [])`` when no header is found.
     """
     for r, row in enumerate(rows[:30]):
-        years = [w for w in row if _YEAR.match(w.text) and w.x0 > page_width * 0.35]
+        years = [w for w in row if (_YEAR.match(w.text) or _NUMERIC_DATE.match(w.text)) and w.x0 > page_width * 0.35]
         numeric = [w for w in row if parse_number(w.text) is not None and w not in years]
         if not years or numeric and not all(_is_day(w.text) for w in numeric):
             continue
+        if any(_YEAR.match(w.text) for w in row if w.x0 <= page_width * 0.35):
+            continue  # a caption sentence naming the years ("Fiscal years ended December 31, 2022, ..."), not the column header
         columns = []
         for w in years:
             # a date printed on one line ("January 28, 2023"): centre the column on the whole date
@@ -290,7 +300,11 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
             columns.append((x0, w, month_day))
         cols = []
         for x0, w, month_day in columns:
-            year = int(w.text.rstrip(",."))
+            if numeric := _NUMERIC_DATE.match(w.text):  # "3/25/2023": year, month and day in one word
+                year = int(numeric["y"]) + (2000 if len(numeric["y"]) == 2 else 0)
+                month_day = (int(numeric["m"]), int(numeric["d"]))
+            else:
+                year = int(w.text.rstrip(",."))
             end = None
             if month_day:
                 try:
@@ -329,10 +343,14 @@ def _caption_end(head_text: str) -> tuple[int, int] | None:
 
 
 def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
-    """Set each column's months from "Three Months Ended" / "13 Weeks Ended" captions above the header.
+    """Set each column's months from the period captions above or on the header row.
 
-    Captions are matched on the row's text with spaces removed, since kerned headers often
-    come out of the PDF as fragments ("Three M on t hs").
+    "Three Months Ended" / "13 Weeks Ended" / "Twelve Months" give their length (weeks / 4.33,
+    so 12, 13 or 14 weeks are a quarter and 52 or 53 a year), "Fourth Quarter" / "Quarter
+    Ended" / "Q2" / "1Q23" a quarter, "First Half" / "H1" six months, "Year Ended" / "Fiscal
+    Year" twelve; each column takes the caption nearest its centre. Captions are matched on the
+    row's text with spaces removed, since kerned headers often come out of the PDF as
+    fragments ("Three M on t hs").
     """
     spans = []
     for row in rows[max(0, header - 4):header + 1]:
@@ -342,7 +360,11 @@ def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> N
             text += w.text.lower()
         for m in _DURATION.finditer(text):
             inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
-            spans.append(((inside[0].x0 + inside[-1].x1) / 2, _duration_months(m[1], m[2])))
+            months = (_duration_months(m["count"], m["unit"]) if m["count"] else 3 if m["quarter"] else 6 if m["half"] else 12)
+            spans.append(((inside[0].x0 + inside[-1].x1) / 2, months))
+        for w in row:
+            if word := _PERIOD_WORD.match(w.text.lower()):
+                spans.append((w.center, 3 if word["q"] else 6))
     if spans:
         for col in columns:
             col.months = min(spans, key=lambda s: abs(s[0] - col.center))[1]
@@ -480,18 +502,72 @@ def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]
 def best_concepts(statement: Statement) -> dict[int, str]:
     """Choose, per concept, the one line of a statement that carries it.
 
+    Labels are matched by meaning (``concepts.match_label``); among several lines of one concept
+    the lowest ``concept_priority`` wins, the first printed on a tie. The statement's structure
+    settles attribution: when a profit line attributable to the parent is printed, the plain
+    "Net income" above it is the consolidated figure including non-controlling interests
+    (``net_income_including_nci``); when "Total equity" is printed, a "Total stockholders'
+    equity" above it is the parent's share (``equity_parent``); when only the parent's equity is
+    printed and no non-controlling interest, it is the total equity.
+
     Returns:
         ``{index in statement.lines: concept}``.
     """
-    chosen: dict[str, tuple[int, int]] = {}
+    found: dict[str, list[tuple[int, int, Canonical]]] = {}
     for i, line in enumerate(statement.lines):
-        concept = map_concept(line.label, statement.kind)
-        if concept is None or (concept == "eps_diluted") != (line.unit == "USD/share"):
+        match = match_label(line.label, statement.kind)
+        if match is None and line.section and not line.label.lower().startswith("total"):
+            # the caption above is evidence: "Balance at end of year" under "Cash and cash equivalents"
+            match = match_label(f"{line.section} {line.label}", statement.kind)
+        if match is None or (match[0] == "eps_diluted") != (line.unit == "USD/share"):
             continue
-        rank = concept_priority(line.label, concept)
-        if concept not in chosen or rank < chosen[concept][0]:
-            chosen[concept] = (rank, i)
-    return {i: c for c, (_, i) in chosen.items()}
+        concept, form = match
+        found.setdefault(concept, []).append((concept_priority(line.label, concept), i, form))
+    if any(f.attribution == "parent" for _, _, f in found.get("net_income", [])):
+        plain = [c for c in found["net_income"] if c[2].attribution == ""]
+        found["net_income"] = [c for c in found["net_income"] if c[2].attribution == "parent"]
+        found.setdefault("net_income_including_nci", []).extend(plain)
+    equity = sorted(found.get("total_equity", []), key=lambda c: (c[0], c[1]))
+    if equity and equity[0][0] == 0:  # "Total equity": another total equity line above it is the parent's
+        demoted = [c for c in equity[1:] if c[1] < equity[0][1] and c[0] == 1]
+        found["total_equity"] = [c for c in equity if c not in demoted]
+        found.setdefault("equity_parent", []).extend(demoted)
+    elif not equity and found.get("equity_parent") and not found.get("equity_nci"):
+        found["total_equity"] = found["equity_parent"]
+        del found["equity_parent"]
+    chosen: dict[int, str] = {}
+    for concept, candidates in found.items():
+        for _, i, _ in sorted(candidates, key=lambda c: (c[0], c[1])):
+            if i not in chosen:
+                chosen[i] = concept
+                break
+    return chosen
+
+
+def concept_signs(statement: Statement, chosen: dict[int, str]) -> dict[int, int]:
+    """The sign (+1 or -1) that normalises each chosen line's printed amounts to its concept's polarity.
+
+    Args:
+        statement: the parsed statement.
+        chosen: ``best_concepts(statement)``.
+
+    Returns:
+        ``{index in statement.lines: sign}`` for the lines in ``chosen`` (see ``concepts.polarity_sign``).
+    """
+    signs = {}
+    for i, concept in chosen.items():
+        line = statement.lines[i]
+        form = canonical(line.label)
+        signs[i] = polarity_sign(concept, form, [amount for _, _, amount, _ in line.values])
+    # The non-controlling share of profit is printed either as a deduction "(2)" or as a plain
+    # figure; the subtotal decides: consolidated - share = parent's share.
+    where = {c: i for i, c in chosen.items()}
+    if {"net_income_nci", "net_income", "net_income_including_nci"} <= where.keys():
+        first = {c: next((a for col, _, a, _ in statement.lines[where[c]].values if col == 0), None) for c in where}
+        whole, part, parent = first["net_income_including_nci"], first["net_income_nci"], first["net_income"]
+        if None not in (whole, part, parent) and part:
+            signs[where["net_income_nci"]] = 1 if abs(whole - part - parent) <= abs(whole + part - parent) else -1
+    return signs
 
 
 def deduped_page_text(path: Path, page_number: int) -> str:
