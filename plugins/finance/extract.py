@@ -61,22 +61,32 @@ class Column:
         period_end: the period's end date when the header or caption gives month and day.
         months: the period's length for flows (12 for a fiscal year, 3 for a quarter), None for
             balance-sheet instants.
+        name: the period's own name when the header gives one instead of a date ("Q1", "H1").
+        basis: ``"restated"`` or ``"as reported"`` when the header says the column is restated
+            (recast, as adjusted) or as previously reported; empty otherwise.
     """
 
     center: float
     fiscal_year: int
     period_end: date | None = None
     months: int | None = None
+    name: str = ""
+    basis: str = ""
 
     @property
     def label(self) -> str:
         """``FY2018`` for a fiscal year (or a balance sheet at a date only the year names),
-        ``2023-07-29`` for a balance sheet at that date, ``3M 2023-07-29`` for a quarter."""
+        ``2023-07-29`` for a balance sheet at that date, ``3M 2023-07-29`` for a quarter,
+        ``Q2 2023`` for a quarter the header names without a date; `` (restated)`` or
+        `` (as reported)`` is appended for such columns, so both stay apart."""
+        suffix = f" ({self.basis})" if self.basis else ""
         if self.months is None:
-            return self.period_end.isoformat() if self.period_end else f"FY{self.fiscal_year}"
+            return (self.period_end.isoformat() if self.period_end else f"FY{self.fiscal_year}") + suffix
+        if self.name and self.period_end is None:
+            return f"{self.name} {self.fiscal_year}{suffix}"
         if self.months == 12:
-            return f"FY{self.fiscal_year}"
-        return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}"
+            return f"FY{self.fiscal_year}{suffix}"
+        return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}{suffix}"
 
 
 @dataclass
@@ -313,8 +323,43 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
                     end = None
             cols.append(Column(center=(x0 + w.x1) / 2, fiscal_year=year, period_end=end))
         _dates_from_row_above(rows[r - 1] if r else [], cols)
+        cols = _named_period_columns(rows, r, cols, page_width) or cols
+        _restated(rows, r, cols)
         return r, cols
     return -1, []
+
+
+def _named_period_columns(rows: list[list[_Word]], header: int, columns: list[Column], page_width: float) -> list[Column] | None:
+    """Columns from period names when they outnumber the years ("Q1  Q2  Six Months" over one "2023").
+
+    Returns:
+        One column per named period, each with the year printed nearest it, or None when no row
+        near the header names more periods than there are year columns.
+    """
+    for row in rows[max(0, header - 3):header + 2]:
+        spans = [sp for sp in _caption_spans(row) if sp[0] > page_width * 0.35]
+        if len(spans) > len(columns):
+            named = []
+            for center, months, name in sorted(spans):
+                year = min(columns, key=lambda c: abs(c.center - center))
+                named.append(Column(center=center, fiscal_year=year.fiscal_year, months=months, name=name,
+                                    period_end=year.period_end if len(columns) == len(spans) else None))
+            return named
+    return None
+
+
+def _restated(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
+    """Mark columns headed "Restated" / "As Adjusted" / "Recast" or "As Reported" / "As Previously Reported"."""
+    for row in rows[max(0, header - 3):header + 2]:
+        for i, w in enumerate(row):
+            text = w.text.lower().strip("()*")
+            after_as = i > 0 and row[i - 1].text.lower().strip("(") == "as"
+            basis = ("restated" if text in ("restated", "recast") or (text == "adjusted" and after_as) else
+                     "as reported" if text == "reported" else "")
+            if basis:
+                col = min(columns, key=lambda c: abs(c.center - w.center))
+                if abs(col.center - w.center) < 60:
+                    col.basis = basis
 
 
 def _dates_from_row_above(row: list[_Word], columns: list[Column]) -> None:
@@ -352,22 +397,34 @@ def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> N
     row's text with spaces removed, since kerned headers often come out of the PDF as
     fragments ("Three M on t hs").
     """
-    spans = []
-    for row in rows[max(0, header - 4):header + 1]:
-        starts, text = [], ""
-        for w in row:
-            starts.append(len(text))
-            text += w.text.lower()
-        for m in _DURATION.finditer(text):
-            inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
-            months = (_duration_months(m["count"], m["unit"]) if m["count"] else 3 if m["quarter"] else 6 if m["half"] else 12)
-            spans.append(((inside[0].x0 + inside[-1].x1) / 2, months))
-        for w in row:
-            if word := _PERIOD_WORD.match(w.text.lower()):
-                spans.append((w.center, 3 if word["q"] else 6))
+    spans = [sp for row in rows[max(0, header - 4):header + 1] for sp in _caption_spans(row)]
     if spans:
         for col in columns:
-            col.months = min(spans, key=lambda s: abs(s[0] - col.center))[1]
+            nearest = min(spans, key=lambda s: abs(s[0] - col.center))
+            col.months = nearest[1]
+            col.name = col.name or nearest[2]
+
+
+def _caption_spans(row: list[_Word]) -> list[tuple[float, int, str]]:
+    """The period captions of one header row: ``[(x centre, months, name)]``, name "Q1" / "H1" for
+    a period named by itself, else empty ("Three Months Ended" has a date below it)."""
+    spans = []
+    starts, text = [], ""
+    for w in row:
+        starts.append(len(text))
+        text += w.text.lower()
+    for m in _DURATION.finditer(text):
+        inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
+        months = (_duration_months(m["count"], m["unit"]) if m["count"] else 3 if m["quarter"] else 6 if m["half"] else 12)
+        name = ""
+        if m["quarter"] and m["quarter"][0] in "fst" and not m["quarter"].startswith("quarters"):
+            name = "Q" + str(["first", "second", "third", "fourth"].index(re.match(r"[a-z]+?(?=quarter)", m["quarter"])[0]) + 1)
+        spans.append(((inside[0].x0 + inside[-1].x1) / 2, months, name))
+    for w in row:
+        if word := _PERIOD_WORD.match(w.text.lower()):
+            digit = re.search(r"[1-4]", word["q"] or word["h"])[0]
+            spans.append((w.center, 3 if word["q"] else 6, ("Q" if word["q"] else "H") + digit))
+    return spans
 
 
 def _duration_months(count: str, unit: str) -> int:
@@ -387,10 +444,12 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     Returns:
         ``(columns, line items, positioned rows)``; no columns means no header of years was found.
     """
-    rows = [_merge_parentheses(r) for r in _lines(page)]
+    page_rows = [_merge_parentheses(r) for r in _lines(page)]
+    start, end = _statement_span(page_rows, kind)
+    rows = page_rows[start:end]
     header, columns = _header_columns(rows, float(page.width))
     if not columns:
-        return [], [], rows
+        return [], [], page_rows
     head_text = " ".join(w.text for row in rows[: header + 1] for w in row)
     md = _caption_end(head_text)
     for col in columns:
@@ -399,7 +458,7 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
                 col.period_end = date(col.fiscal_year, *md)
             except ValueError:
                 pass
-        col.months = None if kind == "balance_sheet" else 12
+        col.months = None if kind == "balance_sheet" else col.months or 12  # named columns ("Q1") know theirs
     if kind != "balance_sheet":
         _durations(rows, header, columns)
     spacing = min((b.center - a.center for a, b in itertools.pairwise(columns)), default=80.0)
@@ -410,7 +469,7 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     section = ""  # the last caption ("Earnings per share:"), for the unit of what follows
     caption: list[_Word] = []
     in_caption = False
-    for n, row in enumerate(rows[header + 1:], header + 2):
+    for n, row in enumerate(rows[header + 1:], start + header + 2):  # line numbers count from the page's top
         values, label_words = [], []
         for w in row:
             number = parse_number(w.text) if w.center >= left_edge else None
@@ -446,7 +505,21 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
             seen.setdefault(col, (col, raw, amount, (round(w.x0, 2), round(w.top, 2), round(w.x1, 2), round(w.bottom, 2))))
         items.append(LineItem(page=page_number, line_no=n, bbox=tuple(round(v, 2) for v in bbox), label=label,
                               raw_text=" ".join(w.text for w in row), values=list(seen.values()), section=section))
-    return columns, items, rows
+    return columns, items, page_rows
+
+
+def _statement_span(rows: list[list[_Word]], kind: str) -> tuple[int, int]:
+    """The rows of a page that belong to the ``kind`` statement: ``(first, end)``, end exclusive.
+
+    Earnings releases print two statements on one page (Amcor's cash flows, then its balance
+    sheet under its own title): the statement starts at its own title row when that row is
+    below the top, and ends where another statement's title begins.
+    """
+    titles = [(i, statement_kind(" ".join(w.text for w in row), 1)) for i, row in enumerate(rows)]
+    own = [i for i, k in titles if k == kind]
+    first = own[0] if own else 0
+    end = next((i for i, k in titles if k is not None and k != kind and i > first), len(rows))
+    return first, end
 
 
 def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]) -> tuple[list[Statement], list[dict[str, Any]]]:

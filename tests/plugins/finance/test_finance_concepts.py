@@ -156,7 +156,7 @@ def test_a_fourth_quarter_column_is_three_months(fb):
     # Johnson & Johnson's release p10: "FOURTH QUARTER 2022 2021", sales to customers 23,706 and 24,804
     rows = fb.execute("SELECT period_label, months, amount FROM facts WHERE doc_name = 'JOHNSON_JOHNSON_2022Q4_EARNINGS' "
                       "AND concept = 'revenue' ORDER BY amount").fetchall()
-    assert rows == [("3M 2022", 3, 23706), ("3M 2021", 3, 24804)]
+    assert rows == [("Q4 2022", 3, 23706), ("Q4 2021", 3, 24804)]
 
 
 def test_quarter_and_year_columns_side_by_side(fb):
@@ -183,3 +183,85 @@ def test_current_reports_without_statements_store_no_values(fb):
     rows = fb.execute("SELECT doc_name, status FROM documents WHERE doc_name LIKE '%8K%' ORDER BY 1").fetchall()
     assert [s for _, s in rows] == ["no_statements"] * 3
     assert fb.execute("SELECT count(*) FROM facts WHERE doc_name LIKE '%8K%'").fetchone()[0] == 0
+
+
+def test_two_statements_on_one_page_are_parsed_apart():
+    # Amcor's Q4 release p9: the cash-flow statement, then "U.S. GAAP Condensed Consolidated Balance Sheets" below it
+    import pdfplumber
+
+    from plugins.finance.extract import parse_statement_page
+
+    need_data()
+    with pdfplumber.open(FINANCEBENCH / "AMCOR_2023Q4_EARNINGS.pdf") as pdf:
+        cols, items, _ = parse_statement_page(pdf.pages[8], 9, "balance_sheet")
+        cf_cols, cf_items, _ = parse_statement_page(pdf.pages[8], 9, "cash_flow")
+    assert [c.label for c in cols] == ["2022-06-30", "2023-06-30"]
+    total = next(i for i in items if i.label == "Total assets")
+    assert [v[1] for v in total.values] == ["17,426", "17,003"] and items[0].label == "Cash and cash equivalents"
+    assert [c.months for c in cf_cols] == [12, 12]
+    assert cf_items[-1].label == "Cash and cash equivalents at the end of the period"  # the balance sheet is not read as cash flows
+    assert total.line_no > cf_items[-1].line_no  # line numbers still count from the page's top
+
+
+# -- headers the filings above do not print: generated pages (matplotlib, real text) -------------
+
+def _statement_pdf(path, header_rows, lines):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    with matplotlib.rc_context({"pdf.fonttype": 42}), PdfPages(path) as pdf:
+        fig = plt.figure(figsize=(8.5, 11))
+        ax = fig.add_axes((0, 0, 1, 1))
+        ax.axis("off")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        y = 0.95
+        for text in ("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS", "(In millions)"):
+            ax.text(0.5, y, text, ha="center", fontsize=11)
+            y -= 0.025
+        for cells in header_rows:
+            for x, text in cells:
+                ax.text(x, y, text, ha="right", fontsize=9)
+            y -= 0.02
+        for label, *values in lines:
+            ax.text(0.06, y, label, fontsize=10)
+            for x, v in zip((0.5, 0.64, 0.8), values):
+                ax.text(x, y, v, ha="right", fontsize=10)
+            y -= 0.022
+        pdf.savefig(fig)
+        plt.close(fig)
+
+
+LINES = [("Revenue", "100", "120", "220"), ("Cost of revenue", "(60)", "(70)", "(130)"), ("Gross profit", "40", "50", "90"),
+         ("Operating expenses", "30", "30", "60"), ("Loss from operations", "5", "8", "13"), ("Other income", "1", "1", "2"),
+         ("Net loss", "4", "7", "11"), ("Net loss per share, diluted", "(0.04)", "(0.07)", "(0.11)")]
+
+
+def test_quarters_named_over_one_year_become_separate_columns(tmp_path):
+    # the 8-K layout of issue 16: "Q1  Q2  Six Months" under a single "2023" once made one FY2023 column
+    path = tmp_path / "NAMED_2023_8K.pdf"
+    _statement_pdf(path, [[(0.64, "2023")], [(0.5, "Q1"), (0.64, "Q2"), (0.8, "Six Months")]], LINES)
+    con = connect(tmp_path / "f.duckdb")
+    assert ingest(con, [path], tmp_path / "cache")[0].status == "ok"
+    got = {r[0]: r[1:] for r in con.execute("SELECT period_label, months, amount FROM facts WHERE concept = 'revenue'").fetchall()}
+    assert got == {"Q1 2023": (3, 100), "Q2 2023": (3, 120), "6M 2023": (6, 220)}
+    cost = con.execute("SELECT amount, normalised_value FROM facts WHERE concept = 'cost_of_revenue' AND period_label = 'Q2 2023'").fetchone()
+    assert cost == (-70, 70e6)
+    # "Loss from operations 5" and "Net loss 4" printed without parentheses are losses
+    signed = dict(con.execute("SELECT concept, normalised_value FROM facts WHERE period_label = 'Q1 2023' "
+                              "AND concept IN ('operating_income', 'net_income')").fetchall())
+    assert signed == {"operating_income": -5e6, "net_income": -4e6}
+    con.close()
+
+
+def test_restated_and_reported_columns_stay_apart(tmp_path):
+    path = tmp_path / "RESTATED_2023_10K.pdf"
+    _statement_pdf(path, [[(0.5, "2023"), (0.64, "2022"), (0.8, "2022")], [(0.64, "As Restated"), (0.8, "As Reported")]], LINES)
+    con = connect(tmp_path / "f.duckdb")
+    assert ingest(con, [path], tmp_path / "cache")[0].status == "ok"
+    got = dict(con.execute("SELECT period_label, amount FROM facts WHERE concept = 'revenue'").fetchall())
+    assert got == {"FY2023": 100, "FY2022 (restated)": 120, "FY2022 (as reported)": 220}
+    con.close()
