@@ -5,7 +5,8 @@
 
 Each filing is ingested with the real ``ingest`` into a fresh DuckDB (parse cache in a temporary
 folder, so the current parser runs); a key concept counts as mapped when at least one stored fact
-of the filing carries it. The key concepts are ``plugins.finance.concepts.KEY_CONCEPTS`` when the
+of the filing carries it; the accounting identities of ``checks.run_checks`` compared and held on
+the filing are counted too (a wrong mapping shows as an identity that fails). The key concepts are ``plugins.finance.concepts.KEY_CONCEPTS`` when the
 code has it (the 24 concepts every complete set of statements has), else the 24 the plugin had
 before (``CONCEPTS`` less the optional ``temporary_equity`` and ``fx_effect_on_cash``), so the same
 list is counted before and after. ``--compare FILE`` prints a saved run beside this one.
@@ -30,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from plugins.finance import concepts
+from plugins.finance.checks import run_checks
 from plugins.finance.ingest import ingest
 from plugins.finance.store import connect
 
@@ -61,8 +63,10 @@ def run(paths: list[tuple[str, Path]]) -> dict[str, dict]:
             status = ingest(con, [path], Path(tmp) / "cache")[0]
             mapped = concepts_mapped(con, status.doc_name, keys)
             statements = con.execute("SELECT statements FROM documents WHERE doc_name = ?", [status.doc_name]).fetchone()[0]
+            checks = run_checks(con, [status.doc_name]).results
             results[status.doc_name] = {"set": folder, "status": status.status, "statements": statements or "",
                                         "mapped": len(mapped), "of": len(keys), "missing": sorted(set(keys) - set(mapped)),
+                                        "identities": len(checks), "held": sum(r.passed for r in checks),
                                         "seconds": round(time.perf_counter() - start, 2)}
         con.close()
     return results
@@ -84,19 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     results = run(paths)
     before = json.loads(args.compare.read_text()) if args.compare else {}
     table = Table(title=f"Key concepts mapped per filing (of {len(key_concepts())})")
-    for col in ["set", "filing", "status", "statements"] + (["before"] if before else []) + ["mapped", "missing", "s"]:
-        table.add_column(col, justify="right" if col in ("before", "mapped", "s") else "left")
+    for col in ["set", "filing", "status", "statements"] + (["before"] if before else []) + ["mapped", "identities held", "missing", "s"]:
+        table.add_column(col, justify="right" if col in ("before", "mapped", "identities held", "s") else "left")
     for doc, r in results.items():
         old = [str(before[doc]["mapped"]) if doc in before else "-"] if before else []
         table.add_row(r["set"], doc, r["status"], r["statements"].replace("_statement", "").replace("balance_sheet", "balance"),
-                      *old, str(r["mapped"]), ", ".join(r["missing"]), f"{r['seconds']:.1f}")
+                      *old, str(r["mapped"]), f"{r['held']}/{r['identities']}", ", ".join(r["missing"]), f"{r['seconds']:.1f}")
     console.print(table)
     for folder in FOLDERS:
         docs = [d for d, r in results.items() if r["set"] == folder]
         if docs:
-            line = f"{folder}: {len(docs)} filings, mean {statistics.mean(results[d]['mapped'] for d in docs):.1f} concepts mapped"
+            held, compared = sum(results[d]["held"] for d in docs), sum(results[d]["identities"] for d in docs)
+            line = (f"{folder}: {len(docs)} filings, mean {statistics.mean(results[d]['mapped'] for d in docs):.1f} concepts mapped, "
+                    f"identities held {held} of {compared}")
             if before and all(d in before for d in docs):
-                line += f" (before {statistics.mean(before[d]['mapped'] for d in docs):.1f})"
+                line += f" (before {statistics.mean(before[d]['mapped'] for d in docs):.1f} mapped"
+                if all("identities" in before[d] for d in docs):
+                    line += f", {sum(before[d]['held'] for d in docs)} of {sum(before[d]['identities'] for d in docs)} held"
+                line += ")"
             console.print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

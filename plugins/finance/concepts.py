@@ -203,7 +203,8 @@ def match_label(label: str, statement: str) -> tuple[str, Canonical] | None:
         return None
     concept = _EXACT.get((statement, c.text, c.attribution))
     if concept is None and c.attribution == "":
-        concept = next((k for st, rx, _, k in _WILD if st == statement and rx.match(c.text)), None)
+        concept = next((k for st, rx, _, k in _WILD if st == statement and rx.match(c.text)
+                        and not any(x in c.text for x in LABELS[k].get("exclude", ()))), None)
     return (concept, c) if concept else None
 
 
@@ -216,17 +217,19 @@ def map_concept(label: str, statement: str) -> str | None:
 def concept_priority(label: str, concept: str) -> int:
     """A rank among lines mapped to the same concept: lower is preferred.
 
-    A "Total ..." line beats a component (``Total net revenues`` over ``Net revenues``); for
+    A "Total ..." line beats a component (``Total net revenues`` over ``Net revenues``), and
+    any line beats one limited to continuing operations (Pfizer prints both); for
     property and equipment the line that says "net" beats the gross one; "Total equity"
     (including non-controlling interests, the side of the balance-sheet identity) beats
     "Total stockholders' equity".
     """
     text = normalise_label(label)
     if concept == "total_equity":
-        return 0 if re.fullmatch(r"total (?:shareholders'? |stockholders'? )?equity(?: \(deficit\))?", text) and "holders" not in text else \
-            1 if text.startswith("total") else 2
+        return 0 if re.fullmatch(r"total equity(?: \(deficit\))?", text) else 1 if text.startswith("total") else 2
     if concept == "ppe_net":
         return 0 if re.search(r"\bnet\b", text) else 1
+    if "continuing operations" in text:  # the total including discontinued operations is the statement's line
+        return 2
     return 0 if text.startswith("total") else 1
 
 
