@@ -25,8 +25,17 @@ import pdfplumber
 import pypdfium2
 from pdfplumber.utils import extract_words
 
-from plugins.finance.concepts import (KEY_LINES, STATEMENTS, Canonical, canonical, concept_priority, match_label, polarity_sign, squeeze,
-                                      statement_kind)
+from plugins.finance.concepts import (
+    KEY_LINES,
+    STATEMENTS,
+    Canonical,
+    canonical,
+    concept_priority,
+    match_label,
+    polarity_sign,
+    squeeze,
+    statement_kind,
+)
 from plugins.finance.numbers import detect_scale, parse_number
 
 MONTHS = {m: i for i, m in enumerate(

@@ -24,7 +24,15 @@ from typing import Any
 import duckdb
 
 from core.config import horizon_home
-from plugins.finance.extract import FilingError, best_concepts, concept_signs, extract_statements, locate_statements, open_document, page_texts
+from plugins.finance.extract import (
+    FilingError,
+    best_concepts,
+    concept_signs,
+    extract_statements,
+    locate_statements,
+    open_document,
+    page_texts,
+)
 from plugins.finance.store import write_document
 
 PARSER_VERSION = "7"
