@@ -136,6 +136,8 @@ class LineItem:
                 return "USD/share"
             if re.search(r"\bshares\b", text) and re.search(r"weighted|outstanding|used in", text):
                 return "shares"
+        if re.search(r"^(basic|diluted)\b.*\bper (common |ordinary )?share\b", self.section.lower()):
+            return "USD/share"  # "Diluted earnings per share:" over "Net income attributable to CVS Health  3.14"
         return "USD"
 
 
@@ -581,6 +583,10 @@ def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]
     return statements, cells
 
 
+#: Concepts a line may take from the caption above it (``LineItem.section``) when its own label says too little.
+_SECTION_CONCEPTS = {"revenue", "cash_beginning_of_period", "cash_end_of_period", "net_change_in_cash", "fx_effect_on_cash"}
+
+
 def best_concepts(statement: Statement) -> dict[int, str]:
     """Choose, per concept, the one line of a statement that carries it.
 
@@ -599,12 +605,21 @@ def best_concepts(statement: Statement) -> dict[int, str]:
     for i, line in enumerate(statement.lines):
         match = match_label(line.label, statement.kind)
         if match is None and line.section and not line.label.lower().startswith("total"):
-            # the caption above is evidence: "Balance at end of year" under "Cash and cash equivalents"
+            # the caption above is evidence: "Balance at end of year" under "Cash and cash equivalents",
+            # an unlabelled total under "Revenues"; only for those lines (a caption "Diluted:" above
+            # "Dividends declared per share" must not make it earnings per share)
             match = match_label(f"{line.section} {line.label}", statement.kind)
+            match = match if match and match[0] in _SECTION_CONCEPTS else None
+        rank = None
+        if line.unit == "USD/share" and re.match(r"diluted\b", line.section.lower()) and (match is None or match[0] != "eps_diluted"):
+            # a line under the "Diluted earnings per share:" caption; its net income line, not the
+            # continuing or discontinued operations' share, is the figure
+            match = ("eps_diluted", canonical(line.label))
+            rank = 0 if match[1].text == "income" else 2
         if match is None or (match[0] == "eps_diluted") != (line.unit == "USD/share"):
             continue
         concept, form = match
-        found.setdefault(concept, []).append((concept_priority(line.label, concept), i, form))
+        found.setdefault(concept, []).append((concept_priority(line.label, concept) if rank is None else rank, i, form))
     if any(f.attribution == "parent" for _, _, f in found.get("net_income", [])):
         plain = [c for c in found["net_income"] if c[2].attribution == ""]
         found["net_income"] = [c for c in found["net_income"] if c[2].attribution == "parent"]

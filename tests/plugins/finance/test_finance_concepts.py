@@ -19,7 +19,7 @@ from tests.plugins.finance.conftest import DATA, need_data
 FINANCEBENCH = DATA / "financebench"
 DOCS = ["AMD_2015_10K", "LOCKHEEDMARTIN_2020_10K", "AMCOR_2023Q4_EARNINGS", "AMCOR_2023Q2_10Q", "PEPSICO_2023Q1_EARNINGS",
         "JOHNSON_JOHNSON_2022Q4_EARNINGS", "AMCOR_2022_8K_dated-2022-07-01", "PEPSICO_2023_8K_dated-2023-05-05",
-        "FOOTLOCKER_2022_8K_dated-2022-05-20"]
+        "FOOTLOCKER_2022_8K_dated-2022-05-20", "CVSHEALTH_2022_10K"]
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +123,14 @@ def test_net_loss_and_operating_loss_keep_a_negative_sign(fb):
     op = _fact(fb, "AMD_2015_10K", "operating_income", "FY2015")    # p56 "Operating income (loss) (481)"
     assert (loss["label"], loss["normalised_value"]) == ("Net loss", -660e6)
     assert op["normalised_value"] == -481e6 and _fact(fb, "AMD_2015_10K", "operating_income", "FY2013")["normalised_value"] == 103e6
+
+
+def test_diluted_earnings_per_share_under_its_caption(fb):
+    # CVS p108: "Diluted earnings per share:" over continuing, discontinued and "Net income attributable to CVS Health 3.14"
+    eps = _fact(fb, "CVSHEALTH_2022_10K", "eps_diluted", "FY2022")
+    assert (eps["label"], eps["amount"], eps["page"]) == ("Net income attributable to CVS Health", 3.14, 108)
+    assert fb.execute("SELECT concept FROM facts WHERE doc_name = 'CVSHEALTH_2022_10K' AND label = 'Dividends declared per share' "
+                      "AND column_index = 0").fetchone() == (None,)
 
 
 # -- attribution ------------------------------------------------------------------------------
