@@ -156,6 +156,7 @@ def canonical(label: str) -> Canonical:
     t = re.sub(r"\s*\b(?:at |as of )?(?:the )?end of (?:the )?(?:fiscal )?(?:period|year|quarter)\b", " end of period", t)
     t = re.sub(r"\s*\b(?:at |as of )?(?:the )?beginning of (?:the )?(?:fiscal )?(?:period|year|quarter)\b", " beginning of period", t)
     t = re.sub(r"\s*,?\s*\bnet of\b.*$|,? net$", "", t)
+    t = re.sub(r"\((basic|diluted)\)", r"\1", t)  # "Net earnings per share (Diluted)" keeps its meaning
     t = re.sub(r"\s*\([^()]*\)$", "", t)  # "(PP&E)", "(in dollars per share)"
     is_total = bool(re.match(r"total\b", t))
     t = re.sub(r"^(?:total )?(?:consolidated )?(?:net )?", "", t)

@@ -136,7 +136,8 @@ class LineItem:
                 return "USD/share"
             if re.search(r"\bshares\b", text) and re.search(r"weighted|outstanding|used in", text):
                 return "shares"
-        if re.search(r"^(basic|diluted)\b.*\bper (common |ordinary )?share\b", self.section.lower()):
+        section = self.section.lower()
+        if re.search(r"\bper (common |ordinary )?share\b", section) and re.search(r"\b(basic|diluted)\b", section):
             return "USD/share"  # "Diluted earnings per share:" over "Net income attributable to CVS Health  3.14"
         return "USD"
 
@@ -611,7 +612,7 @@ def best_concepts(statement: Statement) -> dict[int, str]:
             match = match_label(f"{line.section} {line.label}", statement.kind)
             match = match if match and match[0] in _SECTION_CONCEPTS else None
         rank = None
-        if line.unit == "USD/share" and re.match(r"diluted\b", line.section.lower()) and (match is None or match[0] != "eps_diluted"):
+        if line.unit == "USD/share" and re.search(r"\bdiluted\b", line.section.lower()) and (match is None or match[0] != "eps_diluted"):
             # a line under the "Diluted earnings per share:" caption; its net income line, not the
             # continuing or discontinued operations' share, is the figure
             match = ("eps_diluted", canonical(line.label))

@@ -10,11 +10,13 @@ Tables (one row per ...)::
                 statement, page (1-based), line number, the bounding box of the printed number
                 (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
-                in the unit ('USD', 'USD/share', 'shares'), currency, period label, fiscal year,
+                in the unit ('USD', 'USD/share', 'shares'), currency, period label ('FY2018',
+                '2023-07-29' for an instant, '3M 2023-07-29', 'Q2 2023' for a quarter the header
+                names without a date, ' (restated)' / ' (as reported)' appended), fiscal year,
                 period end, months (the period's length: 12 for a fiscal year, 3 for a quarter, 6 or 9
                 for year-to-date columns; NULL for balance-sheet instants), column, and the standard
                 concept when the label maps to one (``plugins/finance/concept_labels.toml``); for a
-                mapped fact, sign (+1 or -1) and normalised_value = sign * value, the value in the
+                mapped fact (NULL otherwise), sign (+1 or -1) and normalised_value = sign * value, the value in the
                 concept's polarity (the US-GAAP taxonomy's: costs and payments positive, a loss
                 negative, cash used negative) whichever way the filer printed it; amount, value and
                 raw_value stay as printed. Identities and the modelling views use normalised_value
