@@ -8,6 +8,11 @@ Identities (per document, statement column):
     cash flow       net change in cash = operating + investing + financing + FX effect
                     cash at end = cash at beginning + net change in cash
 
+Terms are the facts' normalised values (``facts.normalised_value``: each concept in its
+polarity, so a cost printed in parentheses and one printed plain enter alike); the formulas over
+fact ids carry the same signs (``-{id}`` for a fact whose printed sign was flipped), so they
+evaluate to the compared sides on the printed values.
+
 Each holds when ``|lhs - rhs| <= max(one printed unit (1 x scale), 0.1% of max(|lhs|, |rhs|))``:
 a statement rounds each line to its printed unit, so sums can be off by one. An identity whose
 terms were not all extracted is not compared. When nothing at all could be compared the
@@ -77,18 +82,19 @@ class CheckSummary:
     uncompared: list[str]
 
 
-def _side(spec: list[str], values: dict[str, tuple[float, float, str]]) -> float:
-    """Sum the terms of one side of an identity (a leading "-" subtracts; absent terms count 0)."""
+def _side(spec: list[str], values: dict[str, tuple[float, float, str, int]]) -> float:
+    """Sum the normalised terms of one side of an identity (a leading "-" subtracts; absent terms count 0)."""
     return sum((-1 if t.startswith("-") else 1) * values[t.lstrip("-")][0] for t in spec if t.lstrip("-") in values)
 
 
-def _formula(spec: list[str], values: dict[str, tuple[float, float, str]]) -> str:
-    """One side of an identity as a formula over fact ids (``{a} + {b} - {c}``)."""
+def _formula(spec: list[str], values: dict[str, tuple[float, float, str, int]]) -> str:
+    """One side of an identity as a formula over fact ids (``{a} + {b} - {c}``), each fact's sign applied."""
     text = ""
     for t in spec:
         if t.lstrip("-") in values:
-            fid = values[t.lstrip("-")][2]
-            text += (" - " if t.startswith("-") else " + ") + "{" + fid + "}"
+            _, _, fid, sign = values[t.lstrip("-")]
+            negative = t.startswith("-") != (sign < 0)
+            text += (" - " if negative else " + ") + "{" + fid + "}"
     text = text.strip()
     return text[2:] if text.startswith("+ ") else text or "0"
 
@@ -97,12 +103,12 @@ def run_checks(con: duckdb.DuckDBPyConnection, documents: list[str] | None = Non
     """Evaluate ``IDENTITIES`` on the mapped facts of ``documents`` (all when None)."""
     where = "WHERE concept IS NOT NULL" + (" AND doc_name IN (SELECT unnest(?))" if documents else "")
     rows = con.execute(
-        f"SELECT doc_name, statement, period_label, concept, value, scale, fact_id FROM facts {where}",
+        f"SELECT doc_name, statement, period_label, concept, normalised_value, scale, fact_id, sign FROM facts {where}",
         [documents] if documents else [],
     ).fetchall()
-    table: dict[tuple[str, str, str], dict[str, tuple[float, float, str]]] = {}
-    for doc, statement, period, concept, value, scale, fact_id in rows:
-        table.setdefault((doc, statement, period), {})[concept] = (value, scale, fact_id)
+    table: dict[tuple[str, str, str], dict[str, tuple[float, float, str, int]]] = {}
+    for doc, statement, period, concept, value, scale, fact_id, sign in rows:
+        table.setdefault((doc, statement, period), {})[concept] = (value, scale, fact_id, sign)
     results = []
     for (doc, statement, period), values in sorted(table.items()):
         for name, (kind, lhs_terms, rhs_terms) in IDENTITIES.items():

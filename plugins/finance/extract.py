@@ -25,7 +25,15 @@ import pdfplumber
 import pypdfium2
 from pdfplumber.utils import extract_words
 
-from plugins.finance.concepts import STATEMENTS, concept_priority, map_concept, statement_kind
+from plugins.finance.concepts import (
+    STATEMENTS,
+    Canonical,
+    canonical,
+    concept_priority,
+    match_label,
+    polarity_sign,
+    statement_kind,
+)
 from plugins.finance.locate import locate
 from plugins.finance.numbers import detect_scale, parse_number
 
@@ -34,7 +42,14 @@ MONTHS = {m: i for i, m in enumerate(
 MONTHS.update({k[:3]: v for k, v in list(MONTHS.items())})
 MONTHS["sept"] = 9
 _YEAR = re.compile(r"^(19[5-9]\d|20[0-4]\d)[,.]?$")
-_DURATION = re.compile(r"(\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(months|weeks)ended")
+_DURATION = re.compile(
+    r"(?P<count>\d{1,2}|three|six|nine|twelve|thirteen|fourteen|twenty-?six|thirty-?nine|fifty-?two|fifty-?three)(?P<unit>months|weeks)"
+    r"|(?P<quarter>(?:first|second|third|fourth)quarter|quarterended|quartersended)|(?P<year>fiscalyear|years?ended)"
+    r"|(?P<half>firsthalf|halfyear)")
+#: A column header word naming a quarter or a half by itself: "Q1", "Q2'23", "1Q23", "H1".
+_PERIOD_WORD = re.compile(r"^(?:(?P<q>q[1-4]|[1-4]q)|(?P<h>h[12]|[12]h))(?:['’]?\d{2}|\d{4})?$")
+#: A date printed as digits in a column header: "3/25/2023", "03/25/23".
+_NUMERIC_DATE = re.compile(r"^(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4}|\d{2})$")
 _WORD_NUMBERS = {"three": 3, "six": 6, "nine": 9, "twelve": 12, "thirteen": 13, "fourteen": 14, "twentysix": 26,
                  "thirtynine": 39, "fiftytwo": 52, "fiftythree": 53}
 
@@ -53,22 +68,32 @@ class Column:
         period_end: the period's end date when the header or caption gives month and day.
         months: the period's length for flows (12 for a fiscal year, 3 for a quarter), None for
             balance-sheet instants.
+        name: the period's own name when the header gives one instead of a date ("Q1", "H1").
+        basis: ``"restated"`` or ``"as reported"`` when the header says the column is restated
+            (recast, as adjusted) or as previously reported; empty otherwise.
     """
 
     center: float
     fiscal_year: int
     period_end: date | None = None
     months: int | None = None
+    name: str = ""
+    basis: str = ""
 
     @property
     def label(self) -> str:
         """``FY2018`` for a fiscal year (or a balance sheet at a date only the year names),
-        ``2023-07-29`` for a balance sheet at that date, ``3M 2023-07-29`` for a quarter."""
+        ``2023-07-29`` for a balance sheet at that date, ``3M 2023-07-29`` for a quarter,
+        ``Q2 2023`` for a quarter the header names without a date; `` (restated)`` or
+        `` (as reported)`` is appended for such columns, so both stay apart."""
+        suffix = f" ({self.basis})" if self.basis else ""
         if self.months is None:
-            return self.period_end.isoformat() if self.period_end else f"FY{self.fiscal_year}"
+            return (self.period_end.isoformat() if self.period_end else f"FY{self.fiscal_year}") + suffix
+        if self.name and self.period_end is None:
+            return f"{self.name} {self.fiscal_year}{suffix}"
         if self.months == 12:
-            return f"FY{self.fiscal_year}"
-        return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}"
+            return f"FY{self.fiscal_year}{suffix}"
+        return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}{suffix}"
 
 
 @dataclass
@@ -109,6 +134,9 @@ class LineItem:
                 return "USD/share"
             if re.search(r"\bshares\b", text) and re.search(r"weighted|outstanding|used in", text):
                 return "shares"
+        section = self.section.lower()
+        if re.search(r"\bper (common |ordinary )?share\b", section) and re.search(r"\b(basic|diluted)\b", section):
+            return "USD/share"  # "Diluted earnings per share:" over "Net income attributable to CVS Health  3.14"
         return "USD"
 
 
@@ -243,10 +271,12 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
         ``(row index of the header, columns)``; ``(-1, [])`` when no header is found.
     """
     for r, row in enumerate(rows[:30]):
-        years = [w for w in row if _YEAR.match(w.text) and w.x0 > page_width * 0.35]
+        years = [w for w in row if (_YEAR.match(w.text) or _NUMERIC_DATE.match(w.text)) and w.x0 > page_width * 0.35]
         numeric = [w for w in row if parse_number(w.text) is not None and w not in years]
         if not years or numeric and not all(_is_day(w.text) for w in numeric):
             continue
+        if any(_YEAR.match(w.text) for w in row if w.x0 <= page_width * 0.35):
+            continue  # a caption sentence naming the years ("Fiscal years ended December 31, 2022, ..."), not the column header
         columns = []
         for w in years:
             # a date printed on one line ("January 28, 2023"): centre the column on the whole date
@@ -260,7 +290,11 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
             columns.append((x0, w, month_day))
         cols = []
         for x0, w, month_day in columns:
-            year = int(w.text.rstrip(",."))
+            if numeric := _NUMERIC_DATE.match(w.text):  # "3/25/2023": year, month and day in one word
+                year = int(numeric["y"]) + (2000 if len(numeric["y"]) == 2 else 0)
+                month_day = (int(numeric["m"]), int(numeric["d"]))
+            else:
+                year = int(w.text.rstrip(",."))
             end = None
             if month_day:
                 try:
@@ -269,8 +303,43 @@ def _header_columns(rows: list[list[_Word]], page_width: float) -> tuple[int, li
                     end = None
             cols.append(Column(center=(x0 + w.x1) / 2, fiscal_year=year, period_end=end))
         _dates_from_row_above(rows[r - 1] if r else [], cols)
+        cols = _named_period_columns(rows, r, cols, page_width) or cols
+        _restated(rows, r, cols)
         return r, cols
     return -1, []
+
+
+def _named_period_columns(rows: list[list[_Word]], header: int, columns: list[Column], page_width: float) -> list[Column] | None:
+    """Columns from period names when they outnumber the years ("Q1  Q2  Six Months" over one "2023").
+
+    Returns:
+        One column per named period, each with the year printed nearest it, or None when no row
+        near the header names more periods than there are year columns.
+    """
+    for row in rows[max(0, header - 3):header + 2]:
+        spans = [sp for sp in _caption_spans(row) if sp[0] > page_width * 0.35]
+        if len(spans) > len(columns):
+            named = []
+            for center, months, name in sorted(spans):
+                year = min(columns, key=lambda c: abs(c.center - center))
+                named.append(Column(center=center, fiscal_year=year.fiscal_year, months=months, name=name,
+                                    period_end=year.period_end if len(columns) == len(spans) else None))
+            return named
+    return None
+
+
+def _restated(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
+    """Mark columns headed "Restated" / "As Adjusted" / "Recast" or "As Reported" / "As Previously Reported"."""
+    for row in rows[max(0, header - 3):header + 2]:
+        for i, w in enumerate(row):
+            text = w.text.lower().strip("()*")
+            after_as = i > 0 and row[i - 1].text.lower().strip("(") == "as"
+            basis = ("restated" if text in ("restated", "recast") or (text == "adjusted" and after_as) else
+                     "as reported" if text == "reported" else "")
+            if basis:
+                col = min(columns, key=lambda c: abs(c.center - w.center))
+                if abs(col.center - w.center) < 60:
+                    col.basis = basis
 
 
 def _dates_from_row_above(row: list[_Word], columns: list[Column]) -> None:
@@ -299,23 +368,43 @@ def _caption_end(head_text: str) -> tuple[int, int] | None:
 
 
 def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
-    """Set each column's months from "Three Months Ended" / "13 Weeks Ended" captions above the header.
+    """Set each column's months from the period captions above or on the header row.
 
-    Captions are matched on the row's text with spaces removed, since kerned headers often
-    come out of the PDF as fragments ("Three M on t hs").
+    "Three Months Ended" / "13 Weeks Ended" / "Twelve Months" give their length (weeks / 4.33,
+    so 12, 13 or 14 weeks are a quarter and 52 or 53 a year), "Fourth Quarter" / "Quarter
+    Ended" / "Q2" / "1Q23" a quarter, "First Half" / "H1" six months, "Year Ended" / "Fiscal
+    Year" twelve; each column takes the caption nearest its centre. Captions are matched on the
+    row's text with spaces removed, since kerned headers often come out of the PDF as
+    fragments ("Three M on t hs").
     """
-    spans = []
-    for row in rows[max(0, header - 4):header + 1]:
-        starts, text = [], ""
-        for w in row:
-            starts.append(len(text))
-            text += w.text.lower()
-        for m in _DURATION.finditer(text):
-            inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
-            spans.append(((inside[0].x0 + inside[-1].x1) / 2, _duration_months(m[1], m[2])))
+    spans = [sp for row in rows[max(0, header - 4):header + 1] for sp in _caption_spans(row)]
     if spans:
         for col in columns:
-            col.months = min(spans, key=lambda s: abs(s[0] - col.center))[1]
+            nearest = min(spans, key=lambda s: abs(s[0] - col.center))
+            col.months = nearest[1]
+            col.name = col.name or nearest[2]
+
+
+def _caption_spans(row: list[_Word]) -> list[tuple[float, int, str]]:
+    """The period captions of one header row: ``[(x centre, months, name)]``, name "Q1" / "H1" for
+    a period named by itself, else empty ("Three Months Ended" has a date below it)."""
+    spans = []
+    starts, text = [], ""
+    for w in row:
+        starts.append(len(text))
+        text += w.text.lower()
+    for m in _DURATION.finditer(text):
+        inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
+        months = (_duration_months(m["count"], m["unit"]) if m["count"] else 3 if m["quarter"] else 6 if m["half"] else 12)
+        name = ""
+        if m["quarter"] and m["quarter"][0] in "fst" and not m["quarter"].startswith("quarters"):
+            name = "Q" + str(["first", "second", "third", "fourth"].index(re.match(r"[a-z]+?(?=quarter)", m["quarter"])[0]) + 1)
+        spans.append(((inside[0].x0 + inside[-1].x1) / 2, months, name))
+    for w in row:
+        if word := _PERIOD_WORD.match(w.text.lower()):
+            digit = re.search(r"[1-4]", word["q"] or word["h"])[0]
+            spans.append((w.center, 3 if word["q"] else 6, ("Q" if word["q"] else "H") + digit))
+    return spans
 
 
 def _duration_months(count: str, unit: str) -> int:
@@ -335,10 +424,12 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     Returns:
         ``(columns, line items, positioned rows)``; no columns means no header of years was found.
     """
-    rows = [_merge_parentheses(r) for r in _lines(page)]
+    page_rows = [_merge_parentheses(r) for r in _lines(page)]
+    start, end = _statement_span(page_rows, kind)
+    rows = page_rows[start:end]
     header, columns = _header_columns(rows, float(page.width))
     if not columns:
-        return [], [], rows
+        return [], [], page_rows
     head_text = " ".join(w.text for row in rows[: header + 1] for w in row)
     md = _caption_end(head_text)
     for col in columns:
@@ -347,7 +438,7 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
                 col.period_end = date(col.fiscal_year, *md)
             except ValueError:
                 pass
-        col.months = None if kind == "balance_sheet" else 12
+        col.months = None if kind == "balance_sheet" else col.months or 12  # named columns ("Q1") know theirs
     if kind != "balance_sheet":
         _durations(rows, header, columns)
     spacing = min((b.center - a.center for a, b in itertools.pairwise(columns)), default=80.0)
@@ -358,7 +449,7 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     section = ""  # the last caption ("Earnings per share:"), for the unit of what follows
     caption: list[_Word] = []
     in_caption = False
-    for n, row in enumerate(rows[header + 1:], header + 2):
+    for n, row in enumerate(rows[header + 1:], start + header + 2):  # line numbers count from the page's top
         values, label_words = [], []
         for w in row:
             number = parse_number(w.text) if w.center >= left_edge else None
@@ -394,7 +485,21 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
             seen.setdefault(col, (col, raw, amount, (round(w.x0, 2), round(w.top, 2), round(w.x1, 2), round(w.bottom, 2))))
         items.append(LineItem(page=page_number, line_no=n, bbox=tuple(round(v, 2) for v in bbox), label=label,
                               raw_text=" ".join(w.text for w in row), values=list(seen.values()), section=section))
-    return columns, items, rows
+    return columns, items, page_rows
+
+
+def _statement_span(rows: list[list[_Word]], kind: str) -> tuple[int, int]:
+    """The rows of a page that belong to the ``kind`` statement: ``(first, end)``, end exclusive.
+
+    Earnings releases print two statements on one page (Amcor's cash flows, then its balance
+    sheet under its own title): the statement starts at its own title row when that row is
+    below the top, and ends where another statement's title begins.
+    """
+    titles = [(i, statement_kind(" ".join(w.text for w in row), 1)) for i, row in enumerate(rows)]
+    own = [i for i, k in titles if k == kind]
+    first = own[0] if own else 0
+    end = next((i for i, k in titles if k is not None and k != kind and i > first), len(rows))
+    return first, end
 
 
 def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]) -> tuple[list[Statement], list[dict[str, Any]]]:
@@ -447,21 +552,88 @@ def extract_statements(path: Path, pages: dict[str, list[int]], texts: list[str]
     return statements, cells
 
 
+#: Concepts a line may take from the caption above it (``LineItem.section``) when its own label says too little.
+_SECTION_CONCEPTS = {"revenue", "cash_beginning_of_period", "cash_end_of_period", "net_change_in_cash", "fx_effect_on_cash"}
+
+
 def best_concepts(statement: Statement) -> dict[int, str]:
     """Choose, per concept, the one line of a statement that carries it.
+
+    Labels are matched by meaning (``concepts.match_label``); among several lines of one concept
+    the lowest ``concept_priority`` wins, the first printed on a tie. The statement's structure
+    settles attribution: when a profit line attributable to the parent is printed, the plain
+    "Net income" above it is the consolidated figure including non-controlling interests
+    (``net_income_including_nci``); when "Total equity" is printed, a "Total stockholders'
+    equity" above it is the parent's share (``equity_parent``); when only the parent's equity is
+    printed and no non-controlling interest, it is the total equity.
 
     Returns:
         ``{index in statement.lines: concept}``.
     """
-    chosen: dict[str, tuple[int, int]] = {}
+    found: dict[str, list[tuple[int, int, Canonical]]] = {}
     for i, line in enumerate(statement.lines):
-        concept = map_concept(line.label, statement.kind)
-        if concept is None or (concept == "eps_diluted") != (line.unit == "USD/share"):
+        match = match_label(line.label, statement.kind)
+        if match is None and line.section and not line.label.lower().startswith("total"):
+            # the caption above is evidence: "Balance at end of year" under "Cash and cash equivalents",
+            # an unlabelled total under "Revenues"; only for those lines (a caption "Diluted:" above
+            # "Dividends declared per share" must not make it earnings per share)
+            match = match_label(f"{line.section} {line.label}", statement.kind)
+            match = match if match and match[0] in _SECTION_CONCEPTS else None
+        rank = None
+        if line.unit == "USD/share" and re.search(r"\bdiluted\b", line.section.lower()) and (match is None or match[0] != "eps_diluted"):
+            # a line under the "Diluted earnings per share:" caption; its net income line, not the
+            # continuing or discontinued operations' share, is the figure
+            match = ("eps_diluted", canonical(line.label))
+            rank = 0 if match[1].text == "income" else 2
+        if match is None or (match[0] == "eps_diluted") != (line.unit == "USD/share"):
             continue
-        rank = concept_priority(line.label, concept)
-        if concept not in chosen or rank < chosen[concept][0]:
-            chosen[concept] = (rank, i)
-    return {i: c for c, (_, i) in chosen.items()}
+        concept, form = match
+        found.setdefault(concept, []).append((concept_priority(line.label, concept) if rank is None else rank, i, form))
+    if any(f.attribution == "parent" for _, _, f in found.get("net_income", [])):
+        plain = [c for c in found["net_income"] if c[2].attribution == ""]
+        found["net_income"] = [c for c in found["net_income"] if c[2].attribution == "parent"]
+        found.setdefault("net_income_including_nci", []).extend(plain)
+    equity = sorted(found.get("total_equity", []), key=lambda c: (c[0], c[1]))
+    if equity and equity[0][0] == 0:  # "Total equity": another total equity line above it is the parent's
+        demoted = [c for c in equity[1:] if c[1] < equity[0][1] and c[0] == 1]
+        found["total_equity"] = [c for c in equity if c not in demoted]
+        found.setdefault("equity_parent", []).extend(demoted)
+    elif not equity and found.get("equity_parent") and not found.get("equity_nci"):
+        found["total_equity"] = found["equity_parent"]
+        del found["equity_parent"]
+    chosen: dict[int, str] = {}
+    for concept, candidates in found.items():
+        for _, i, _ in sorted(candidates, key=lambda c: (c[0], c[1])):
+            if i not in chosen:
+                chosen[i] = concept
+                break
+    return chosen
+
+
+def concept_signs(statement: Statement, chosen: dict[int, str]) -> dict[int, int]:
+    """The sign (+1 or -1) that normalises each chosen line's printed amounts to its concept's polarity.
+
+    Args:
+        statement: the parsed statement.
+        chosen: ``best_concepts(statement)``.
+
+    Returns:
+        ``{index in statement.lines: sign}`` for the lines in ``chosen`` (see ``concepts.polarity_sign``).
+    """
+    signs = {}
+    for i, concept in chosen.items():
+        line = statement.lines[i]
+        form = canonical(line.label)
+        signs[i] = polarity_sign(concept, form, [amount for _, _, amount, _ in line.values])
+    # The non-controlling share of profit is printed either as a deduction "(2)" or as a plain
+    # figure; the subtotal decides: consolidated - share = parent's share.
+    where = {c: i for i, c in chosen.items()}
+    if {"net_income_nci", "net_income", "net_income_including_nci"} <= where.keys():
+        first = {c: next((a for col, _, a, _ in statement.lines[where[c]].values if col == 0), None) for c in where}
+        whole, part, parent = first["net_income_including_nci"], first["net_income_nci"], first["net_income"]
+        if None not in (whole, part, parent) and part:
+            signs[where["net_income_nci"]] = 1 if abs(whole - part - parent) <= abs(whole + part - parent) else -1
+    return signs
 
 
 def deduped_page_text(path: Path, page_number: int) -> str:

@@ -30,11 +30,18 @@ import duckdb
 from core.config import horizon_home
 from plugins.finance.checks import run_checks
 from plugins.finance.concepts import STATEMENTS
-from plugins.finance.extract import FilingError, best_concepts, extract_statements, open_document, page_texts
+from plugins.finance.extract import (
+    FilingError,
+    best_concepts,
+    concept_signs,
+    extract_statements,
+    open_document,
+    page_texts,
+)
 from plugins.finance.locate import CONFIDENT, Location, locate
 from plugins.finance.store import write_document
 
-PARSER_VERSION = "7"
+PARSER_VERSION = "8"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 
@@ -96,6 +103,7 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
     facts = []
     for st in statements:
         concepts = best_concepts(st)
+        signs = concept_signs(st, concepts)
         for i, line in enumerate(st.lines):
             unit = line.unit
             scale_word, scale = (st.scale_word, st.scale) if unit != "USD/share" else ("units", 1.0)
@@ -110,6 +118,7 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
                     "currency": st.currency, "period_label": column.label, "fiscal_year": column.fiscal_year,
                     "period_end": column.period_end.isoformat() if column.period_end else None,
                     "months": column.months, "column_index": col,
+                    "sign": signs.get(i), "normalised_value": amount * scale * signs[i] if i in signs else None,
                 })
     rows["facts"] = facts
     return len(texts), rows, [st.kind for st in statements]

@@ -3,12 +3,14 @@
 Views (created by ``create_views``; values in USD, per-share in USD/share)::
 
     concept_values     one row per mapped fact: doc_name, statement, concept, period_label,
-                       fiscal_year, period_end, months, value, unit, page, fact_id
+                       fiscal_year, period_end, months, value (the normalised value: each concept
+                       in its polarity, costs and payments positive), printed_value (as printed,
+                       scaled), sign (printed_value * sign = value), unit, page, fact_id
     income_statement   per document and period: revenue, cost_of_revenue, gross_profit,
                        operating_income, net_income, eps_diluted
     balance_sheet      per document and date: the balance-sheet concepts
     cash_flow          per document and period: operating, investing, financing cash flows,
-                       capital expenditure (negative, as printed), free cash flow = OCF + capex
+                       capital expenditure (positive, a payment), free cash flow = OCF - capex
     metrics            per document and fiscal year (12-month periods joined to the balance sheet
                        at the same period end): gross, operating and net margin; revenue growth
                        over the prior year; ROE and ROA on year-end equity and assets; leverage
@@ -41,13 +43,14 @@ def _pivot(name: str, statement: str, concepts: list[str]) -> str:
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """Create (or replace) the modelling views on a read-write connection to the filings database."""
     con.execute("""CREATE OR REPLACE VIEW concept_values AS
-        SELECT doc_name, statement, concept, period_label, fiscal_year, period_end, months, value, unit, page, fact_id
+        SELECT doc_name, statement, concept, period_label, fiscal_year, period_end, months, normalised_value AS value,
+               value AS printed_value, sign, unit, page, fact_id
         FROM facts WHERE concept IS NOT NULL""")
     con.execute(_pivot("income_statement", "income_statement", _INCOME))
     con.execute(_pivot("balance_sheet", "balance_sheet", _BALANCE))
     con.execute(_pivot("cash_flow_raw", "cash_flow", _CASH))
     con.execute("""CREATE OR REPLACE VIEW cash_flow AS
-        SELECT *, operating_cash_flow + coalesce(capital_expenditure, 0) AS free_cash_flow FROM cash_flow_raw""")
+        SELECT *, operating_cash_flow - coalesce(capital_expenditure, 0) AS free_cash_flow FROM cash_flow_raw""")
     con.execute("""CREATE OR REPLACE VIEW metrics AS
         WITH annual AS (
             SELECT i.doc_name, i.fiscal_year, i.period_end, i.revenue, i.cost_of_revenue,
@@ -97,7 +100,10 @@ class DCFResult:
 
     Attributes:
         doc_name, fiscal_year: the base year's filing and year.
-        base_fcf: the base year's free cash flow (USD) = operating cash flow + capital expenditure.
+        base_fcf: the base year's free cash flow (USD) = operating cash flow - capital expenditure
+            (normalised values: capital expenditure is a positive payment).
+        base_formula: ``base_fcf`` as a formula over the two facts' printed values
+            (``{ocf} + {capex}`` when the payment was printed in parentheses).
         projected: free cash flow of each explicit year (USD).
         present_values: each year's discounted value (USD).
         terminal_value: Gordon-growth value at the end of the explicit years (USD, undiscounted).
@@ -115,6 +121,7 @@ class DCFResult:
     enterprise_value: float
     assumptions: DCFAssumptions
     fact_ids: list[str] = field(default_factory=list)
+    base_formula: str = ""
 
 
 def discounted_cash_flow(con: duckdb.DuckDBPyConnection, doc_name: str, assumptions: DCFAssumptions | None = None) -> DCFResult:
@@ -131,16 +138,17 @@ def discounted_cash_flow(con: duckdb.DuckDBPyConnection, doc_name: str, assumpti
     if a.terminal_growth >= a.discount_rate:
         raise ValueError(f"terminal growth {a.terminal_growth} must be below the discount rate {a.discount_rate}")
     row = con.execute(
-        """SELECT o.fiscal_year, o.value, c.value, o.fact_id, c.fact_id FROM concept_values o
+        """SELECT o.fiscal_year, o.value, c.value, o.fact_id, c.fact_id, o.sign, c.sign FROM concept_values o
            JOIN concept_values c ON c.doc_name = o.doc_name AND c.period_label = o.period_label
            WHERE o.doc_name = ? AND o.concept = 'operating_cash_flow' AND c.concept = 'capital_expenditure' AND o.months = 12
            ORDER BY o.fiscal_year DESC LIMIT 1""", [doc_name]).fetchone()
     if row is None:
         raise ValueError(f"{doc_name}: no fiscal year with both operating cash flow and capital expenditure was extracted")
-    year, ocf, capex, ocf_id, capex_id = row
-    base = ocf + capex
+    year, ocf, capex, ocf_id, capex_id, ocf_sign, capex_sign = row
+    base = ocf - capex
+    formula = ("-" if ocf_sign < 0 else "") + f"{{{ocf_id}}}" + (" + " if capex_sign < 0 else " - ") + f"{{{capex_id}}}"
     projected = [base * (1 + a.growth) ** t for t in range(1, a.years + 1)]
     present = [v / (1 + a.discount_rate) ** t for t, v in enumerate(projected, 1)]
     terminal = projected[-1] * (1 + a.terminal_growth) / (a.discount_rate - a.terminal_growth)
     ev = sum(present) + terminal / (1 + a.discount_rate) ** a.years
-    return DCFResult(doc_name, year, base, projected, present, terminal, ev, a, [ocf_id, capex_id])
+    return DCFResult(doc_name, year, base, projected, present, terminal, ev, a, [ocf_id, capex_id], formula)

@@ -16,7 +16,8 @@ NIL_TOKENS = {"—", "–", "-", "--", "— ", "−"}
 
 _NUMBER = re.compile(r"^\(?\$?\(?(?P<minus>[-−])?(?P<digits>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\)?(?P<pct>%)?\)?$")
 _SCALE = re.compile(
-    r"(?:in|\$\s*in|dollars\s+in|amounts\s+in)\s+(?P<word>thousands|millions|billions)|\(\s*(?P<bare>thousands|millions|billions)\b",
+    r"(?:in|\$\s*in|dollars\s+in|amounts\s+in)\s+(?P<word>thousands|millions|billions)"
+    r"|\(\s*(?:(?:US)?\$\s*|USD\s+)?(?P<bare>thousands?|millions?|billions?)\b",  # "(Millions)", "($ million, except ...)"
     re.IGNORECASE,
 )
 SCALES = {"units": 1.0, "ones": 1.0, "thousands": 1e3, "millions": 1e6, "billions": 1e9}
@@ -71,6 +72,7 @@ def detect_scale(text: str) -> tuple[str, float]:
     if not match:
         return "units", 1.0
     word = (match["word"] or match["bare"]).lower()
+    word = word if word.endswith("s") else word + "s"
     return word, SCALES[word]
 
 

@@ -53,7 +53,7 @@ METRICS = [("gross_margin", "Gross margin", "{gross_profit} / {revenue}"),
            ("gross_margin", "Gross margin", "({revenue} - {cost_of_revenue}) / {revenue}"),
            ("operating_margin", "Operating margin", "{operating_income} / {revenue}"),
            ("net_margin", "Net margin", "{net_income} / {revenue}"),
-           ("fcf", "Free cash flow ($m)", "{operating_cash_flow} + {capital_expenditure}"),
+           ("fcf", "Free cash flow ($m)", "{operating_cash_flow} - {capital_expenditure}"),
            ("roe", "Return on equity", "{net_income} / {total_equity}"),
            ("roa", "Return on assets", "{net_income} / {total_assets}"),
            ("current_ratio", "Current ratio", "{total_current_assets} / {total_current_liabilities}")]
@@ -307,8 +307,13 @@ class FinanceReport:
             "SELECT i.period_label, b.period_label FROM income_statement i JOIN balance_sheet b ON b.doc_name = i.doc_name "
             "AND b.months IS NULL AND (b.period_end = i.period_end OR (i.period_end IS NULL AND b.fiscal_year = i.fiscal_year)) "
             "WHERE i.doc_name = ? AND i.months = 12", [doc]).fetchall())
-        facts = {(c, p): fid for c, p, fid in con.execute(
-            "SELECT concept, period_label, fact_id FROM facts WHERE doc_name = ? AND concept IS NOT NULL", [doc]).fetchall()}
+        facts, signs = {}, {}
+        for c, p, fid, sign in con.execute(
+                "SELECT concept, period_label, fact_id, sign FROM facts WHERE doc_name = ? AND concept IS NOT NULL", [doc]).fetchall():
+            facts[(c, p)], signs[fid] = fid, sign
+
+        def term(fid: str) -> str:  # the fact's normalised value over its printed one (a cost printed "(3,115)" is -{id})
+            return ("(-{" if signs.get(fid) == -1 else "{") + fid + ("})" if signs.get(fid) == -1 else "}")
 
         def ref(concept: str, period: str) -> str | None:
             balance = concept in ("total_assets", "total_liabilities", "total_equity", "total_current_assets", "total_current_liabilities")
@@ -317,7 +322,7 @@ class FinanceReport:
 
         rows = []
         for concept, label in KEY_LINES:
-            cells = [figures.add("{" + f + "}", "USD", 1e6) if (f := ref(concept, p)) else "n/a" for p in periods]
+            cells = [figures.add(term(f), "USD", 1e6) if (f := ref(concept, p)) else "n/a" for p in periods]
             if any(c != "n/a" for c in cells):
                 rows.append([label] + cells)
         md += ["### Key figures ($ millions)", ""] + _table(["Line item"] + periods, rows)
@@ -330,14 +335,14 @@ class FinanceReport:
                 if not all(ids.values()):
                     cells.append("n/a")
                     continue
-                formula = template.format(**{c: "{" + ids[c] + "}" for c in needed})
+                formula = template.format(**{c: term(ids[c]) for c in needed})
                 is_money = label.endswith("($m)")
                 cells.append(figures.add(formula, "USD" if is_money else "ratio", 1e6 if is_money else 1.0,
                                          decimals=0 if is_money else 1, percent=not is_money and label != "Current ratio")
                              if label != "Current ratio" else figures.add(formula, "ratio", 1.0, decimals=2))
             if any(c != "n/a" for c in cells) and not any(r[0] == label for r in rows):
                 rows.append([label] + cells)
-        note = ("Margins = line / revenue; free cash flow = operating cash flow + capital expenditure (negative as printed); "
+        note = ("Margins = line / revenue; free cash flow = operating cash flow - capital expenditure; each line in its concept's polarity (costs and payments positive, whichever way printed); "
                 "ROE and ROA on year-end equity and assets; current ratio = current assets / current liabilities.")
         md += ["### Derived metrics", "", note, ""]
         md += _table(["Metric"] + periods, rows)
@@ -352,10 +357,10 @@ class FinanceReport:
             md += [f"DCF not computed: {exc}.", ""]
         else:
             a = dcf.assumptions
-            base = figures.add(f"{{{dcf.fact_ids[0]}}} + {{{dcf.fact_ids[1]}}}", "USD", 1e6)
+            base = figures.add(dcf.base_formula, "USD", 1e6)
             growth = "".join(f" * (1 + {a.growth})" for _ in range(a.years))
-            last = f"({{{dcf.fact_ids[0]}}} + {{{dcf.fact_ids[1]}}}){growth}"
-            pv = " + ".join(f"({{{dcf.fact_ids[0]}}} + {{{dcf.fact_ids[1]}}})" + f" * (1 + {a.growth})" * t + f" / (1 + {a.discount_rate})" * t
+            last = f"({dcf.base_formula}){growth}"
+            pv = " + ".join(f"({dcf.base_formula})" + f" * (1 + {a.growth})" * t + f" / (1 + {a.discount_rate})" * t
                             for t in range(1, a.years + 1))
             tv = f"{last} * (1 + {a.terminal_growth}) / ({a.discount_rate} - {a.terminal_growth})" + f" / (1 + {a.discount_rate})" * a.years
             stated = (f"Assumptions (stated, not estimated): free cash flow grows {a.growth:.1%} a year for {a.years} years, "

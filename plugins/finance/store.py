@@ -12,9 +12,16 @@ Tables (one row per ...)::
                 statement, page (1-based), line number, the bounding box of the printed number
                 (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
-                in the unit ('USD', 'USD/share', 'shares'), currency, period label, fiscal year,
-                period end, months (NULL for balance-sheet instants), column, and the standard
-                concept when the label maps to one
+                in the unit ('USD', 'USD/share', 'shares'), currency, period label ('FY2018',
+                '2023-07-29' for an instant, '3M 2023-07-29', 'Q2 2023' for a quarter the header
+                names without a date, ' (restated)' / ' (as reported)' appended), fiscal year,
+                period end, months (the period's length: 12 for a fiscal year, 3 for a quarter, 6 or 9
+                for year-to-date columns; NULL for balance-sheet instants), column, and the standard
+                concept when the label maps to one (``plugins/finance/concept_labels.toml``); for a
+                mapped fact (NULL otherwise), sign (+1 or -1) and normalised_value = sign * value, the value in the
+                concept's polarity (the US-GAAP taxonomy's: costs and payments positive, a loss
+                negative, cash used negative) whichever way the filer printed it; amount, value and
+                raw_value stay as printed. Identities and the modelling views use normalised_value
     cells       non-empty cell of the ruling-line tables pdfplumber finds on statement pages
     statement_locations  primary statement kind of every readable document, as located
                 (``plugins.finance.locate``): pages chosen ('' when none, else comma-separated),
@@ -45,7 +52,8 @@ CREATE TABLE IF NOT EXISTS facts (
     page INTEGER, line_no INTEGER, x0 DOUBLE, top DOUBLE, x1 DOUBLE, bottom DOUBLE,
     label VARCHAR, concept VARCHAR, raw_text VARCHAR, raw_value VARCHAR, amount DOUBLE,
     scale_word VARCHAR, scale DOUBLE, value DOUBLE, unit VARCHAR, currency VARCHAR,
-    period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER);
+    period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER,
+    sign INTEGER, normalised_value DOUBLE);
 CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
     col_index INTEGER, text VARCHAR);
 CREATE TABLE IF NOT EXISTS statement_locations (doc_name VARCHAR, statement VARCHAR, pages VARCHAR, score DOUBLE,
@@ -58,7 +66,7 @@ COLUMNS = {
     "cells": ["doc_name", "page", "table_index", "row_index", "col_index", "text"],
     "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
               "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
-              "period_label", "fiscal_year", "period_end", "months", "column_index"],
+              "period_label", "fiscal_year", "period_end", "months", "column_index", "sign", "normalised_value"],
     "statement_locations": ["doc_name", "statement", "pages", "score", "confidence", "runner_up", "reason", "excluded"],
 }
 
