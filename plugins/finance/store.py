@@ -6,13 +6,20 @@ Tables (one row per ...)::
                 error (what was wrong and what to do), statements found, seconds to ingest,
                 note (pages without a text layer, which were not read)
     pages       page of every readable document: 1-based page number and its text (PDFium)
-    facts       value printed in a main statement, with provenance: document and its sha256,
-                statement, page (1-based), line number, the bounding box of the printed number
+    facts       value printed in a table, with provenance: document and its sha256,
+                statement (the main statement: 'income_statement', 'balance_sheet', 'cash_flow';
+                for any other table 'table:<class>', the class one of segment, geography, note,
+                reconciliation, non_gaap, per_share, mdna, other, see plugins/finance/tables.py),
+                title (statement title, or the caption above the table),
+                page (1-based), line number, the bounding box of the printed number
                 (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
                 in the unit ('USD', 'USD/share', 'shares'), currency, period label, fiscal year,
-                period end, months (NULL for balance-sheet instants), column, and the standard
-                concept when the label maps to one
+                period end, months (NULL for balance-sheet instants and when a table's header
+                does not say), column index, column_label (the header text printed over the column,
+                e.g. "Full Year % Change" or "Consumer Health"; the period label for the main
+                statements; NULL period fields when the header names no year), and the standard
+                concept when the label maps to one (main statements only)
     cells       non-empty cell of the ruling-line tables pdfplumber finds on statement pages
 
 ``fact_id`` is ``DOC:pPAGE:lLINE:cCOLUMN`` (``3M_2018_10K:p60:l24:c0``): stable across
@@ -37,7 +44,8 @@ CREATE TABLE IF NOT EXISTS facts (
     page INTEGER, line_no INTEGER, x0 DOUBLE, top DOUBLE, x1 DOUBLE, bottom DOUBLE,
     label VARCHAR, concept VARCHAR, raw_text VARCHAR, raw_value VARCHAR, amount DOUBLE,
     scale_word VARCHAR, scale DOUBLE, value DOUBLE, unit VARCHAR, currency VARCHAR,
-    period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER);
+    period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER,
+    column_label VARCHAR);
 CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
     col_index INTEGER, text VARCHAR);
 """
@@ -48,7 +56,7 @@ COLUMNS = {
     "cells": ["doc_name", "page", "table_index", "row_index", "col_index", "text"],
     "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
               "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
-              "period_label", "fiscal_year", "period_end", "months", "column_index"],
+              "period_label", "fiscal_year", "period_end", "months", "column_index", "column_label"],
 }
 
 
@@ -67,6 +75,7 @@ def connect(path: Path, read_only: bool = False, locked: bool = False) -> duckdb
         return duckdb.connect(str(path), read_only=True, config=config)
     con = duckdb.connect(str(path))
     con.execute(SCHEMA)
+    con.execute("ALTER TABLE facts ADD COLUMN IF NOT EXISTS column_label VARCHAR")  # databases made before it existed
     return con
 
 
