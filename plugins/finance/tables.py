@@ -23,10 +23,11 @@ its caption (the text lines above it), header and row labels, and the page's run
 * ``per_share``: most row labels speak of "per share" / "EPS";
 * ``segment``: "segment" in the caption or header;
 * ``geography``: "geographic" in the caption, or two or more row labels that name regions
-  ("United States", "U.S.", "International", "Europe", "EMEA", "Asia", ...);
+  ("United States", "U.S.", "International", "Europe", "EMEA", "Asia", ...: the whole label,
+  so "Foreign currency translation" is no region);
 * ``reconciliation``: "reconciliation", "roll-forward", or a row "balance at/beginning of";
 * ``note``: the page is in the notes ("Notes to (consolidated) financial statements" or
-  "Note N" in its first lines);
+  "Note N" in its first lines, or it comes after the main statements' pages);
 * ``mdna``: the page's first lines say "Management's Discussion" or "Results of Operations";
 * ``other``: anything else.
 
@@ -36,6 +37,7 @@ tell these values from the main statements' (``statement LIKE 'table:%'``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -44,7 +46,18 @@ from typing import Any
 
 import pdfplumber
 
-from plugins.finance.extract import _DURATION, _YEAR, MONTHS, Column, FilingError, LineItem, _duration_months, _lines, _merge_parentheses, _Word
+from plugins.finance.extract import (
+    _DURATION,
+    _YEAR,
+    MONTHS,
+    Column,
+    FilingError,
+    LineItem,
+    _duration_months,
+    _lines,
+    _merge_parentheses,
+    _Word,
+)
 from plugins.finance.numbers import SCALES, detect_scale, parse_number
 
 #: A page goes through pdfplumber when this many PDFium text lines end in two or more numbers.
@@ -64,7 +77,7 @@ _SCALE_CAPTION = re.compile(r"^\(?\s*(\$|dollars|amounts)?\s*(in\s+)?(thousands|
 _TITLE = re.compile(r"^[A-Z][A-Z&,'’-]+(\s+[A-Z&,'’-]+)+$")  # "REGIONAL SALES RESULTS"
 _REGIONS = re.compile(r"^(united states|u\.\s?s\.|us|international|europe|emea|asia|asia pacific|apac|latin america|latam|lacc|north america|"
                       r"canada|china|japan|mexico|brazil|germany|united kingdom|uk|france|india|africa|middle east|americas|rest of (the )?world|"
-                      r"other (countries|international|foreign)|foreign|non-u\.s\.|outside the u\.s\.)(?!\w)")
+                      r"other (countries|international|foreign)|foreign|non-u\.s\.|outside the u\.s\.)[\W\d]*$")  # the whole label
 
 
 @dataclass
@@ -230,12 +243,13 @@ def column_period(label: str) -> Column | None:
     return Column(center=0.0, fiscal_year=year, period_end=end, months=months)
 
 
-def classify(caption: str, header: str, labels: list[str], page_head: str) -> str:
+def classify(caption: str, header: str, labels: list[str], page_head: str, after_statements: bool = False) -> str:
     """A table's class by the first matching rule of the module docstring.
 
     Args:
         caption: the text lines above its header; header: the header text; labels: its row
-        labels; page_head: the page's first lines (running head).
+        labels; page_head: the page's first lines (running head); after_statements: the page
+        comes after the main statements' pages (where the notes are).
 
     Returns:
         One of ``TABLE_CLASSES``.
@@ -253,20 +267,21 @@ def classify(caption: str, header: str, labels: list[str], page_head: str) -> st
     if re.search(r"reconciliation|roll-?forward", above) or any(re.match(r"balances?,? (at|as of) |.*beginning of (the )?(year|period)", r) for r in rows):
         return "reconciliation"
     head = page_head.lower()
-    if re.search(r"notes to (the )?(condensed )?(consolidated )?financial statements|^\s*note \d+", head, re.MULTILINE):
+    if after_statements or re.search(r"notes to (the )?(condensed )?(consolidated )?financial statements|^\s*note \d+", head, re.MULTILINE):
         return "note"
     if re.search(r"management['’]s discussion|results of operations", head):
         return "mdna"
     return "other"
 
 
-def parse_table_page(page: Any, page_number: int, page_text: str) -> list[Table]:
+def parse_table_page(page: Any, page_number: int, page_text: str, after_statements: bool = False) -> list[Table]:
     """Find and parse the tables of one page.
 
     Args:
         page: a pdfplumber page (its characters are de-duplicated by ``extract._lines``).
         page_number: its 1-based number.
         page_text: its PDFium text (for the scale caption and the running head).
+        after_statements: the page follows the main statements' pages (see ``classify``).
 
     Returns:
         The tables, top to bottom; a table needs two or more value lines, one of them with two
@@ -299,7 +314,7 @@ def parse_table_page(page: Any, page_number: int, page_text: str) -> list[Table]
         gap_rows = []
     tables = []
     for block in blocks:
-        table = _build_table(block, rows, split, page_number, page_scale, page_head, len(tables))
+        table = _build_table(block, rows, split, page_number, page_scale, page_head, len(tables), after_statements)
         if table is not None:
             tables.append(table)
     return tables
@@ -309,7 +324,7 @@ def _header_rows(rows: list[list[_Word]], split: list[tuple[list[_Word], list[_W
     """The text lines (and year lines) directly above value line ``first``, nearest last."""
     header: list[int] = []
     for j in range(first - 1, max(-1, first - 1 - MAX_HEADER_LINES), -1):
-        label, values = split[j]
+        values = split[j][1]
         if (values and not _is_years_row(values)) or len(rows[j]) >= PROSE_WORDS:
             break
         header.insert(0, j)
@@ -327,13 +342,13 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
     over four columns of changes).
     """
     centers = [(c.x0 + c.x1) / 2 for c in columns]
-    spacing = sorted(b - a for a, b in zip(centers, centers[1:]))[(len(centers) - 1) // 2] if len(centers) > 1 else 60.0
+    spacing = sorted(b - a for a, b in itertools.pairwise(centers))[(len(centers) - 1) // 2] if len(centers) > 1 else 60.0
     for c, center in zip(columns, centers):
         hit = [p for p in phrases if min(p.x1, c.x1 + 3) - max(p.x0, c.x0 - 3) > 0]
         if hit or not spread:
             pass
         elif len(phrases) > 1:
-            bounds = [(a.center + b.center) / 2 for a, b in zip(phrases, phrases[1:])]
+            bounds = [(a.center + b.center) / 2 for a, b in itertools.pairwise(phrases)]
             hit = [phrases[sum(center > b for b in bounds)]]
         elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing:
             hit = phrases
@@ -342,7 +357,7 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
 
 
 def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tuple[list[_Word], list[_Word]]],
-                 page_number: int, page_scale: tuple[str, float], page_head: str, index: int) -> Table | None:
+                 page_number: int, page_scale: tuple[str, float], page_head: str, index: int, after_statements: bool) -> Table | None:
     value_rows = block["value_rows"]
     counts = [len(split[i][1]) for i in value_rows]
     if not (len(value_rows) >= 3 or (len(value_rows) >= 2 and max(counts) >= 2)):
@@ -393,7 +408,7 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
         lines.append(LineItem(page=page_number, line_no=n + 1, bbox=tuple(round(v, 2) for v in bbox),
                               label=" ".join(w.text for w in words), raw_text=" ".join(w.text for w in rows[n]),
                               values=sorted(cells.values()), section=""))
-    kind = classify(caption, " ".join(header_text), [ln.label for ln in lines], page_head)
+    kind = classify(caption, " ".join(header_text), [ln.label for ln in lines], page_head, after_statements)
     return Table(page_number, index, kind, caption, scale_word, scale, columns, lines)
 
 
@@ -424,7 +439,7 @@ def extract_tables(path: Path, texts: list[str], skip: set[int]) -> tuple[list[T
     with pdf:
         for number in pages:
             page = pdf.pages[number - 1]
-            tables.extend(parse_table_page(page, number, texts[number - 1]))
+            tables.extend(parse_table_page(page, number, texts[number - 1], after_statements=bool(skip) and number > max(skip)))
             page.close()  # drop the page's parsed objects; a 10-K has hundreds of pages
     return tables, pages
 

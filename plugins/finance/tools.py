@@ -209,8 +209,8 @@ def get_table(args: TableArgs, ctx: ToolContext) -> ToolResult:
     if not rows:
         raise ToolError(f"{args.document} p.{args.page} holds no stored values (no table with numbers was found there); "
                         "read_page shows its text, search_filing finds pages that hold values")
-    out: list[str] = [f"{args.document} p.{args.page}: fact id = {args.document}:p{args.page}:l<line>:c<column>; "
-                      "amounts as printed, in the scale shown unless the unit says otherwise"]
+    out: list[str] = [(f"{args.document} p.{args.page}: fact id = {args.document}:p{args.page}:l<line>:c<column>; "
+                       "amounts as printed, in the scale shown unless the unit says otherwise")]
     current: tuple[str, str] | None = None
     columns: dict[int, str] = {}
     lines: dict[int, list[Any]] = {}

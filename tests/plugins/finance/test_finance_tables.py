@@ -58,7 +58,7 @@ def test_geography_and_segment_tables_of_an_earnings_release_become_facts(db):
     # FinanceBench financebench_id_01484: "US sales increased 3.0% vs international sales decline of 0.6%" (page 2)
     fact_id, statement, value, unit, column, period, raw, page, x0, top, x1, bottom, sha = _fact(
         db, JNJ, 2, "International", "% Change Reported", "%Full Year%")
-    assert (statement, value, unit, raw, page) == ("table:geography", -0.6, "percent", "(0.6)%", 2)
+    assert (statement, value, unit, raw, page, column, period) == ("table:geography", -0.6, "percent", "(0.6)%", 2, "% Change Reported", None)
     assert fact_id.startswith(f"{JNJ}:p2:l") and x0 < x1 and top < bottom and len(sha) == 64
     sales = db.execute("SELECT value, unit, period_label FROM facts WHERE doc_name = ? AND page = 2 AND label = 'International' "
                        "AND raw_value = '46,363'", [JNJ]).fetchone()
@@ -72,7 +72,8 @@ def test_a_non_gaap_reconciliation_value_is_a_fact_with_its_column(db):
     # FinanceBench financebench_id_01928: "AMCOR's Adj. EBITDA was $2,018mn in FY 2023" (page 12)
     fact_id, statement, value, unit, column, period, raw, page, *_ = _fact(
         db, AMCOR, 12, "Adjusted EBITDA, EBIT, Net income and EPS", "%2023 EBITDA")
-    assert (statement, value, unit, raw, period) == ("table:non_gaap", 2_018e6, "USD", "2,018", "FY2023")
+    assert (statement, value, unit, raw, period, page) == ("table:non_gaap", 2_018e6, "USD", "2,018", "FY2023", 12)
+    assert fact_id.startswith(f"{AMCOR}:p12:l") and fact_id.endswith(":c4")
     assert column == "Twelve Months Ended June 30, 2023 EBITDA"
     eps = db.execute("SELECT value, unit, scale_word FROM facts WHERE doc_name = ? AND page = 12 AND raw_value = '73.3'", [AMCOR]).fetchone()
     assert eps == (pytest.approx(0.733), "USD/share", "cents")  # "EPS (Diluted US cents)"
@@ -117,7 +118,7 @@ def test_a_page_without_a_table_adds_no_facts(db):
 
 
 def test_reingestion_comes_from_the_cache_with_the_table_values(releases_db, finance_cache, tmp_path):
-    path, first = releases_db
+    first = releases_db[1]
     con = connect(tmp_path / "again.duckdb")
     again = ingest(con, [BENCH / f"{JNJ}.pdf"], finance_cache)[0]
     assert again.from_cache and again.facts == first[JNJ].facts
@@ -151,5 +152,7 @@ def test_column_periods_and_classes_follow_the_stated_rules():
     assert classify("", "2023", ["Adjusted EBITDA", "Interest paid"], "") == "non_gaap"
     assert classify("", "2023 2022", ["Balance at January 1", "Additions"], "") == "reconciliation"
     assert classify("", "2023 2022", ["Leases", "Other"], "Notes to Consolidated Financial Statements\n") == "note"
+    assert classify("", "2023 2022", ["Leases", "Other"], "", after_statements=True) == "note"
+    assert classify("", "2023 2022", ["Foreign currency translation", "International tax"], "") == "other"
     assert classify("", "2023 2022", ["Leases", "Other"], "Item 7. Management's Discussion and Analysis") == "mdna"
     assert classify("", "2023 2022", ["Leases", "Other"], "") == "other"
