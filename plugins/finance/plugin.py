@@ -29,7 +29,8 @@ How to work:
 1. list_documents shows the filings and where their statements are.
 2. get_statement shows a statement with fact ids; get_table shows the values of any page's
    tables with fact ids; get_metrics shows derived ratios; sql runs read-only queries (tables
-   facts, pages, documents; views income_statement, balance_sheet, cash_flow, metrics).
+   facts, pages, documents; views income_statement, balance_sheet, cash_flow, metrics,
+   table_values).
    search_filing and read_page find evidence in the text and say which pages hold stored values.
 3. answer_question records each answer with its evidence page. A number must come from
    stored facts: give a formula over {fact_id}s (or one fact id); the tool recomputes it.

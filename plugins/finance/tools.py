@@ -239,7 +239,7 @@ def get_table(args: TableArgs, ctx: ToolContext) -> ToolResult:
 class SQLArgs(BaseModel):
     query: str = Field(min_length=1, description=(
         "one read-only DuckDB SQL query over the tables documents, pages, facts (statement 'table:<class>' for values of "
-        "segment, geography, note, non_gaap, ... tables), cells and the views concept_values, "
+        "segment, geography, note, non_gaap, ... tables), cells and the views concept_values, table_values, "
         "income_statement, balance_sheet, cash_flow, metrics (values in USD)"))
     max_rows: int = Field(50, ge=1, le=SQL_MAX_ROWS, description=f"most rows to return (1-{SQL_MAX_ROWS})")
 

@@ -13,6 +13,7 @@ from plugins.finance import tools
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.extract import open_document, page_texts
 from plugins.finance.ingest import ingest
+from plugins.finance.model import create_views
 from plugins.finance.store import connect
 from plugins.finance.tables import classify, column_period, parse_table_page, table_pages
 from tests.plugins.finance.conftest import DATA, PDFS
@@ -35,6 +36,7 @@ def releases_db(tmp_path_factory, finance_cache):
     path = tmp_path_factory.mktemp("tables") / "filings.duckdb"
     con = connect(path)
     statuses = ingest(con, [BENCH / f"{n}.pdf" for n in (JNJ, AMCOR, AMCOR_8K)], finance_cache)
+    create_views(con)
     con.close()
     return path, {s.doc_name: s for s in statuses}
 
@@ -66,6 +68,10 @@ def test_geography_and_segment_tables_of_an_earnings_release_become_facts(db):
     pharma = db.execute("SELECT statement, value, column_label FROM facts WHERE doc_name = ? AND page = 2 AND label = 'Pharmaceutical4' "
                         "AND raw_value = '13,163'", [JNJ]).fetchone()
     assert pharma == ("table:segment", 13_163e6, "2022")
+    us = db.execute("SELECT table_class, value, fact_id FROM table_values WHERE doc_name = ? AND page = 2 AND label = 'U.S.' "
+                    "AND raw_value = '$48,580'", [JNJ]).fetchone()
+    assert us[:2] == ("geography", 48_580e6) and us[2].startswith(f"{JNJ}:p2:")
+    assert db.execute("SELECT count(*) FROM concept_values WHERE statement LIKE 'table:%'").fetchone()[0] == 0
 
 
 def test_a_non_gaap_reconciliation_value_is_a_fact_with_its_column(db):
