@@ -94,7 +94,8 @@ def test_answer_question_accepts_a_table_fact(releases_db, tmp_path):
     files.write_json(files.task, {"filings": [], "ticker": None})
     questions = {json.loads(line)["financebench_id"]: json.loads(line) for line in (BENCH / "questions.jsonl").open()}
     question = questions["financebench_id_01928"]
-    files.write_json(files.questions, [{"qid": "q1", "doc_name": AMCOR, "question": question["question"]}])
+    files.write_json(files.questions, [{"qid": "q1", "doc_name": AMCOR, "question": question["question"]},
+                                       {"qid": "q2", "doc_name": JNJ, "question": questions["financebench_id_01484"]["question"]}])
     table = tools.get_table({"document": AMCOR, "page": 12}, context)
     assert not table.is_error and "[table:non_gaap]" in table.output
     line = next(ln for ln in table.output.splitlines() if ln.split("  ")[1:2] == ["Adjusted EBITDA, EBIT, Net income and EPS"])
@@ -106,6 +107,12 @@ def test_answer_question_accepts_a_table_fact(releases_db, tmp_path):
     wrong = tools.answer_question({"question_id": "q1", "document": AMCOR, "page": 12, "value": 2117, "unit": "USD",
                                    "scale": "millions", "formula": f"{{{fact}}}"}, context)
     assert wrong.is_error and "the formula gives" in wrong.output
+    with connect(releases_db[0], read_only=True) as con:  # "US sales increased 3.0%": the geography table's U.S. row
+        us = con.execute("SELECT fact_id FROM table_values WHERE doc_name = ? AND page = 2 AND label = 'U.S.' AND raw_value = '3.0%' "
+                         "AND title LIKE '%Full Year%'", [JNJ]).fetchone()[0]
+    growth = tools.answer_question({"question_id": "q2", "document": JNJ, "page": 2, "value": 3.0, "unit": "percent",
+                                    "formula": f"{{{us}}}", "text": "U.S. sales grew 3.0% in FY2022"}, context)
+    assert not growth.is_error and growth.data["computed"] == 3.0
     assert "values on this page are stored facts" in tools.read_page({"document": AMCOR, "page": 12, "max_chars": 100}, context).output
     assert "get_table" in tools.search_filing({"query": "Adjusted EBITDA", "document": AMCOR}, context).output
 
