@@ -40,8 +40,11 @@ from plugins.finance.extract import (
 )
 from plugins.finance.locate import CONFIDENT, Location, locate
 from plugins.finance.store import write_document
+from plugins.finance.tables import extract_tables, table_facts
 
-PARSER_VERSION = "8"
+#: Part of the parse cache's key: bump it whenever parsing changes what is stored (9: located and
+#: scored statements, concepts by meaning with signs, every table's values).
+PARSER_VERSION = "9"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 
@@ -75,7 +78,8 @@ def default_cache_dir() -> Path:
 
 
 def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[str, Any]]], list[str]]:
-    """Parse one PDF into table rows.
+    """Parse one PDF into table rows: the main statements (``extract``), then every other table
+    (``tables``: a cheap pass over the PDFium text picks the pages, pdfplumber parses them).
 
     Returns:
         ``(page count, {"pages": [...], "facts": [...], "cells": [...], "statement_locations": [...]},
@@ -117,9 +121,13 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
                     "amount": amount, "scale_word": scale_word, "scale": scale, "value": amount * scale, "unit": unit,
                     "currency": st.currency, "period_label": column.label, "fiscal_year": column.fiscal_year,
                     "period_end": column.period_end.isoformat() if column.period_end else None,
-                    "months": column.months, "column_index": col,
+                    "months": column.months, "column_index": col, "column_label": column.label,
                     "sign": signs.get(i), "normalised_value": amount * scale * signs[i] if i in signs else None,
                 })
+    # every other table (segments, notes, MD&A, releases), on the pages the statements did not take
+    statement_pages = {p for st in statements for p in st.pages}
+    tables, _ = extract_tables(path, texts, statement_pages)
+    facts.extend(table_facts(name, sha256, tables))
     rows["facts"] = facts
     return len(texts), rows, [st.kind for st in statements]
 

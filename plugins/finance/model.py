@@ -6,6 +6,11 @@ Views (created by ``create_views``; values in USD, per-share in USD/share)::
                        fiscal_year, period_end, months, value (the normalised value: each concept
                        in its polarity, costs and payments positive), printed_value (as printed,
                        scaled), sign (printed_value * sign = value), unit, page, fact_id
+                       (main statements only: other tables' values carry no concept)
+    table_values       one row per value of any other table (segment, geography, note,
+                       reconciliation, non_gaap, per_share, mdna, other; see tables.py):
+                       doc_name, page, table_class, title (its caption), label, column_label,
+                       period_label, fiscal_year, months, value, unit, raw_value, fact_id
     income_statement   per document and period: revenue, cost_of_revenue, gross_profit,
                        operating_income, net_income, eps_diluted
     balance_sheet      per document and date: the balance-sheet concepts
@@ -46,6 +51,10 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         SELECT doc_name, statement, concept, period_label, fiscal_year, period_end, months, normalised_value AS value,
                value AS printed_value, sign, unit, page, fact_id
         FROM facts WHERE concept IS NOT NULL""")
+    con.execute("""CREATE OR REPLACE VIEW table_values AS
+        SELECT doc_name, page, substr(statement, 7) AS table_class, title, label, column_label, period_label, fiscal_year,
+               months, value, unit, raw_value, fact_id
+        FROM facts WHERE statement LIKE 'table:%'""")
     con.execute(_pivot("income_statement", "income_statement", _INCOME))
     con.execute(_pivot("balance_sheet", "balance_sheet", _BALANCE))
     con.execute(_pivot("cash_flow_raw", "cash_flow", _CASH))

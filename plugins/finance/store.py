@@ -8,8 +8,12 @@ Tables (one row per ...)::
                 identity compared), statements found, seconds to ingest, note (pages without a
                 text layer, which were not read)
     pages       page of every readable document: 1-based page number and its text (PDFium)
-    facts       value printed in a main statement, with provenance: document and its sha256,
-                statement, page (1-based), line number, the bounding box of the printed number
+    facts       value printed in a table, with provenance: document and its sha256,
+                statement (the main statement: 'income_statement', 'balance_sheet', 'cash_flow';
+                for any other table 'table:<class>', the class one of segment, geography, note,
+                reconciliation, non_gaap, per_share, mdna, other, see plugins/finance/tables.py),
+                title (statement title, or the caption above the table),
+                page (1-based), line number, the bounding box of the printed number
                 (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
                 in the unit ('USD', 'USD/share', 'shares'), currency, period label ('FY2018',
@@ -22,6 +26,10 @@ Tables (one row per ...)::
                 concept's polarity (the US-GAAP taxonomy's: costs and payments positive, a loss
                 negative, cash used negative) whichever way the filer printed it; amount, value and
                 raw_value stay as printed. Identities and the modelling views use normalised_value
+                (the main statements' facts only; other tables' values carry no concept, sign or
+                normalised_value); column_label (the header text printed over the column, e.g.
+                "Full Year % Change" or "Consumer Health"; the period label for the main
+                statements; a table value's period fields are NULL when its header names no year).
     cells       non-empty cell of the ruling-line tables pdfplumber finds on statement pages
     statement_locations  primary statement kind of every readable document, as located
                 (``plugins.finance.locate``): pages chosen ('' when none, else comma-separated),
@@ -53,7 +61,7 @@ CREATE TABLE IF NOT EXISTS facts (
     label VARCHAR, concept VARCHAR, raw_text VARCHAR, raw_value VARCHAR, amount DOUBLE,
     scale_word VARCHAR, scale DOUBLE, value DOUBLE, unit VARCHAR, currency VARCHAR,
     period_label VARCHAR, fiscal_year INTEGER, period_end DATE, months INTEGER, column_index INTEGER,
-    sign INTEGER, normalised_value DOUBLE);
+    sign INTEGER, normalised_value DOUBLE, column_label VARCHAR);
 CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
     col_index INTEGER, text VARCHAR);
 CREATE TABLE IF NOT EXISTS statement_locations (doc_name VARCHAR, statement VARCHAR, pages VARCHAR, score DOUBLE,
@@ -66,7 +74,7 @@ COLUMNS = {
     "cells": ["doc_name", "page", "table_index", "row_index", "col_index", "text"],
     "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
               "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
-              "period_label", "fiscal_year", "period_end", "months", "column_index", "sign", "normalised_value"],
+              "period_label", "fiscal_year", "period_end", "months", "column_index", "sign", "normalised_value", "column_label"],
     "statement_locations": ["doc_name", "statement", "pages", "score", "confidence", "runner_up", "reason", "excluded"],
 }
 
@@ -86,6 +94,8 @@ def connect(path: Path, read_only: bool = False, locked: bool = False) -> duckdb
         return duckdb.connect(str(path), read_only=True, config=config)
     con = duckdb.connect(str(path))
     con.execute(SCHEMA)
+    for column, kind in (("sign", "INTEGER"), ("normalised_value", "DOUBLE"), ("column_label", "VARCHAR")):  # databases made before them
+        con.execute(f"ALTER TABLE facts ADD COLUMN IF NOT EXISTS {column} {kind}")
     return con
 
 

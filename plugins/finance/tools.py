@@ -56,17 +56,24 @@ def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
         docs = con.execute("SELECT doc_name, pages, status, error, note FROM documents ORDER BY doc_name").fetchall()
         where = dict(con.execute(
             "SELECT doc_name, string_agg(statement || ' p.' || page, ', ' ORDER BY page) FROM "
-            "(SELECT DISTINCT doc_name, statement, min(page) AS page FROM facts GROUP BY ALL) GROUP BY doc_name").fetchall())
+            "(SELECT DISTINCT doc_name, statement, min(page) AS page FROM facts WHERE statement NOT LIKE 'table:%' GROUP BY ALL) "
+            "GROUP BY doc_name").fetchall())
         located = dict(con.execute(
             "SELECT doc_name, string_agg(statement || ' ' || printf('%.2f', confidence) || "
             "CASE WHEN runner_up <> '' THEN ' (runner-up ' || runner_up || ')' ELSE '' END, ', ' ORDER BY statement) "
             "FROM statement_locations WHERE pages <> '' GROUP BY doc_name").fetchall())
+        tables = {r[0]: r[1:] for r in con.execute(
+            "SELECT doc_name, count(*), count(DISTINCT page) FROM facts WHERE statement LIKE 'table:%' GROUP BY doc_name").fetchall()}
     lines = []
     for name, pages, status, error, note in docs:
+        values, on_pages = tables.get(name, (0, 0))
+        other = f"; {values} values of other tables on {on_pages} pages (get_table)" if values else ""
         if status in INGESTED:
-            lines.append(f"{name}: {pages} pages; {where.get(name, '')}"
+            lines.append(f"{name}: {pages} pages; {where.get(name, '')}{other}"
                          + (f"; location confidence: {located[name]}" if name in located else "")
                          + (f"; WARNING: {error}" if status == "ok_with_warnings" else "") + (f"; NOTE: {note}" if note else ""))
+        elif status == "no_statements" and values:
+            lines.append(f"{name}: {pages} pages; no main statement recognised{other}" + (f"; NOTE: {note}" if note else ""))
         else:
             lines.append(f"{name}: {status.upper()}: {error}" + (f"; NOTE: {note}" if note else ""))
     return ToolResult(output="\n".join(lines) or "no documents",
@@ -91,7 +98,8 @@ def search_filing(args: SearchArgs, ctx: ToolContext) -> ToolResult:
             _check_document(con, args.document)
         where, params = ("WHERE doc_name = ?", [args.document]) if args.document else ("", [])
         pages = con.execute(f"SELECT doc_name, page, text FROM pages {where} ORDER BY doc_name, page", params).fetchall()
-    hits = rank_pages(pages, args.query, args.max_results)
+        hits = rank_pages(pages, args.query, args.max_results)
+        stored = _stored_values(con, [(h.document, h.page) for h in hits])
     words = query_words(args.query)
     head = f"search_filing {args.query!r}" + (f" in {args.document}" if args.document else "") + f": {len(pages)} pages searched"
     if not words:
@@ -102,8 +110,20 @@ def search_filing(args: SearchArgs, ctx: ToolContext) -> ToolResult:
     for hit in hits:
         missing = [w for w in words if w not in hit.matched]
         found = ", ".join(hit.matched) + (f" (not: {', '.join(missing)})" if missing else "")
-        out.append(f"{hit.document} p.{hit.page} (score {hit.score:.1f}; {found}): {snippet(hit.text, hit.matched, 320)}")
+        values = stored.get((hit.document, hit.page), 0)
+        held = f"; {values} stored values, fact ids: get_table" if values else ""
+        out.append(f"{hit.document} p.{hit.page} (score {hit.score:.1f}; {found}{held}): {snippet(hit.text, hit.matched, 320)}")
     return ToolResult(output="\n".join(out), data={"pages": [[h.document, h.page] for h in hits]})
+
+
+def _stored_values(con: duckdb.DuckDBPyConnection, pages: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """``{(document, page): facts stored on it}`` for the pages given (pages without facts left out)."""
+    if not pages:
+        return {}
+    rows = con.execute("SELECT doc_name, page, count(*) FROM facts WHERE (doc_name, page) IN (SELECT (d, p) FROM "
+                       "(SELECT unnest(?) AS d, unnest(?) AS p)) GROUP BY ALL",
+                       [[d for d, _ in pages], [p for _, p in pages]]).fetchall()
+    return {(d, p): n for d, p, n in rows}
 
 
 class ReadPageArgs(BaseModel):
@@ -125,9 +145,12 @@ def read_page(args: ReadPageArgs, ctx: ToolContext) -> ToolResult:
         if args.page > pages:
             raise ToolError(f"{args.document} has pages 1-{pages}, not {args.page}")
         text = con.execute("SELECT text FROM pages WHERE doc_name = ? AND page = ?", [args.document, args.page]).fetchone()[0]
+        values = _stored_values(con, [(args.document, args.page)]).get((args.document, args.page), 0)
     part = text[args.offset: args.offset + args.max_chars]
     more = len(text) - args.offset - len(part)
     tail = f"\n[{more} more characters: offset={args.offset + len(part)}]" if more > 0 else ""
+    if values:
+        tail += f"\n[{values} values on this page are stored facts; get_table shows their fact ids for answer_question]"
     return ToolResult(output=f"{args.document} p.{args.page}:\n{part}{tail}", data={"chars": len(text)})
 
 
@@ -172,16 +195,66 @@ def get_statement(args: StatementArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(output="\n".join(out), data={"lines": len(lines), "periods": [p for _, p in sorted(periods)]})
 
 
+class TableArgs(BaseModel):
+    document: str = Field(description="document name from list_documents")
+    page: int = Field(ge=1, description="1-based page number (search_filing says which pages hold stored values)")
+
+
+@tool(read_only=True)
+def get_table(args: TableArgs, ctx: ToolContext) -> ToolResult:
+    """Show the stored values of one page's tables (segment, geography, note, non-GAAP, MD&A tables and the main statements): each table's class and caption, its columns (header text, period), and per row the fact id, label and amounts as printed. Cite these fact ids in answer_question.
+
+    Returns a result whose ``data`` is ``{"tables": n, "values": n}``.
+    """
+    files = EpisodeFiles(ctx)
+    with files.read_only() as con:
+        pages = _check_document(con, args.document)
+        if args.page > pages:
+            raise ToolError(f"{args.document} has pages 1-{pages}, not {args.page}")
+        rows = con.execute(
+            "SELECT statement, title, scale_word, line_no, column_index, coalesce(column_label, period_label, ''), period_label, label, "
+            "amount, unit FROM facts WHERE doc_name = ? AND page = ? ORDER BY line_no, column_index", [args.document, args.page]).fetchall()
+    if not rows:
+        raise ToolError(f"{args.document} p.{args.page} holds no stored values (no table with numbers was found there); "
+                        "read_page shows its text, search_filing finds pages that hold values")
+    out: list[str] = [(f"{args.document} p.{args.page}: fact id = {args.document}:p{args.page}:l<line>:c<column>; "
+                       "amounts as printed, in the scale shown unless the unit says otherwise")]
+    current: tuple[str, str] | None = None
+    columns: dict[int, str] = {}
+    lines: dict[int, list[Any]] = {}
+    tables = 0
+
+    def flush() -> None:
+        if current is None:
+            return
+        out.append(f"[{current[0]}] {current[1]}")
+        out.append("columns: " + "  ".join(f"c{c}={label or '(no header)'}" for c, label in sorted(columns.items())))
+        for line, (label, unit, values) in lines.items():
+            unit_note = f" ({unit})" if unit != "USD" else ""
+            out.append(f"l{line}  {label}{unit_note}  " + "  ".join(f"c{c}={_fmt(v)}" for c, v in sorted(values.items())))
+
+    for statement, title, scale_word, line, col, column_label, period, label, amount, unit in rows:
+        key = (statement, f"{title} ({scale_word})")
+        if key != current:
+            flush()
+            current, columns, lines, tables = key, {}, {}, tables + 1
+        columns.setdefault(col, column_label + (f" [{period}]" if period and period != column_label else ""))
+        lines.setdefault(line, [label, unit, {}])[2][col] = amount
+    flush()
+    return ToolResult(output="\n".join(out), data={"tables": tables, "values": len(rows)})
+
+
 class SQLArgs(BaseModel):
     query: str = Field(min_length=1, description=(
-        "one read-only DuckDB SQL query over the tables documents, pages, facts, cells and the views concept_values, "
+        "one read-only DuckDB SQL query over the tables documents, pages, facts (statement 'table:<class>' for values of "
+        "segment, geography, note, non_gaap, ... tables), cells and the views concept_values, table_values, "
         "income_statement, balance_sheet, cash_flow, metrics (values in USD)"))
     max_rows: int = Field(50, ge=1, le=SQL_MAX_ROWS, description=f"most rows to return (1-{SQL_MAX_ROWS})")
 
 
 @tool(read_only=True)
 def sql(args: SQLArgs, ctx: ToolContext) -> ToolResult:
-    """Run a read-only SQL query on the filings database (DuckDB dialect). facts has fact_id, doc_name, statement, page, line_no, label, concept, amount (as printed), scale, value (USD), unit, period_label, fiscal_year, period_end, months. Limited rows and 5 seconds.
+    """Run a read-only SQL query on the filings database (DuckDB dialect). facts has fact_id, doc_name, statement, title, page, line_no, label, concept, amount (as printed), scale, value (USD), unit, period_label, fiscal_year, period_end, months, column_label. Limited rows and 5 seconds.
 
     Returns a result whose ``data`` is ``{"rows": n shown, "truncated": bool, "columns": [...]}``.
     """
@@ -255,7 +328,7 @@ def answer_question(args: AnswerArgs, ctx: ToolContext) -> ToolResult:
             "SELECT fact_id, value, page, doc_name FROM facts WHERE fact_id IN (SELECT unnest(?))", [ids]).fetchall()} if ids else {}
     unknown = [i for i in ids if i not in found]
     if unknown:
-        raise ToolError(f"unknown fact ids: {', '.join(unknown)}; take them from get_statement (p<page>:l<line>:c<column>) or the facts table")
+        raise ToolError(f"unknown fact ids: {', '.join(unknown)}; take them from get_statement, get_table (p<page>:l<line>:c<column>) or the facts table")
     record: dict[str, Any] = {"question_id": args.question_id, "document": args.document, "page": args.page, "value": args.value,
                               "unit": args.unit, "scale": args.scale, "formula": args.formula, "fact_ids": ids, "text": args.text}
     if args.value is not None and args.unit != "text":
@@ -322,4 +395,4 @@ def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
 
 
 #: The finance tools, in the order they are offered to the model (report tools are added by the plugin).
-FINANCE_TOOLS: list[Tool] = [list_documents, search_filing, read_page, get_statement, get_metrics, sql, answer_question]
+FINANCE_TOOLS: list[Tool] = [list_documents, search_filing, read_page, get_statement, get_table, get_metrics, sql, answer_question]

@@ -1,0 +1,479 @@
+"""Every other table of a filing as values with provenance: segment, geography, note, MD&A tables.
+
+The main statements have their own path (``extract.extract_statements``, concept mapping); this
+module turns the remaining tables into ``facts`` rows, without mapping them to concepts.
+
+Two passes, as for the statements:
+
+1. A cheap pass over the PDFium text already read for every page (``table_pages``): a page may
+   hold a table when at least ``MIN_TABLE_LINES`` of its lines end in two or more numeric tokens.
+2. Only those pages go through pdfplumber (``parse_table_page``): the positioned, de-duplicated
+   lines of ``extract`` (``_lines``, ``_merge_parentheses``), each split into a label and the run
+   of numbers that ends it; consecutive value lines form a table; the numbers' x-extents are
+   clustered into columns; each column's label is the header text printed over it (a phrase that
+   spans several columns, "Twelve Months Ended June 30, 2023", belongs to each of them); the
+   period (year, months, end date) is read from that label when it names one.
+
+A table is classified by the first rule that matches, in this order (``classify``): words in
+its caption (the text lines above it), header and row labels, and the page's running head:
+
+* ``non_gaap``: "non-GAAP", "adjusted", "EBITDA", "constant currency", "free cash flow" in the
+  caption or a row label (not the column headers: "Adjusted operational" % change columns sit
+  in plain sales tables);
+* ``per_share``: most row labels speak of "per share" / "EPS";
+* ``segment``: "segment" in the caption or header;
+* ``geography``: "geographic" in the caption, or two or more row labels that name regions
+  ("United States", "U.S.", "International", "Europe", "EMEA", "Asia", ...: the whole label,
+  so "Foreign currency translation" is no region);
+* ``reconciliation``: "reconciliation", "roll-forward", or a row "balance at/beginning of";
+* ``note``: the page is in the notes ("Notes to (consolidated) financial statements" or
+  "Note N" in its first lines, or it comes after the main statements' pages);
+* ``mdna``: the page's first lines say "Management's Discussion" or "Results of Operations";
+* ``other``: anything else.
+
+The class is stored in ``facts.statement`` as ``table:<class>`` (``table:segment``), so SQL can
+tell these values from the main statements' (``statement LIKE 'table:%'``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pdfplumber
+
+from plugins.finance.extract import (
+    _DURATION,
+    _YEAR,
+    MONTHS,
+    Column,
+    FilingError,
+    LineItem,
+    _duration_months,
+    _lines,
+    _merge_parentheses,
+    _Word,
+)
+from plugins.finance.numbers import SCALES, detect_scale, parse_number
+
+#: A page goes through pdfplumber when this many PDFium text lines end in two or more numbers.
+MIN_TABLE_LINES = 3
+#: Words closer than this (PDF points) to the label before them belong to the label ("Notes due 2025", "(5)").
+LABEL_GAP = 6.0
+#: A text line with this many words (or more) is running prose: it ends a table and is not a header.
+PROSE_WORDS = 14
+#: Header lines read above a table's first value line.
+MAX_HEADER_LINES = 6
+TABLE_CLASSES = ("non_gaap", "per_share", "segment", "geography", "reconciliation", "note", "mdna", "other")
+
+_NUMERIC_TOKEN = re.compile(r"^\(?\$?\(?[-−]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\)?%?\)?$|^[—–-]$|^\$?—$")
+_TRAILING_NUMBERS = re.compile(r"(?:\s+\(?\$?\s?\(?[-−]?\d[\d,]*(?:\.\d+)?\)?%?\)?|\s+[—–])\s*$")
+_SINGULAR_SCALE = re.compile(r"(?:\$|\bin)\s*(thousand|million|billion)\b", re.IGNORECASE)
+_SCALE_CAPTION = re.compile(r"^\(?\s*(\$|dollars|amounts)?\s*(in\s+)?(thousands|millions|billions|million|thousand|billion)\b.*\)?$", re.IGNORECASE)
+_TITLE = re.compile(r"^[A-Z][A-Z&,'’-]+(\s+[A-Z&,'’-]+)+$")  # "REGIONAL SALES RESULTS"
+_REGIONS = re.compile(r"^(united states|u\.\s?s\.|us|international|europe|emea|asia|asia pacific|apac|latin america|latam|lacc|north america|"
+                      r"canada|china|japan|mexico|brazil|germany|united kingdom|uk|france|india|africa|middle east|americas|rest of (the )?world|"
+                      r"other (countries|international|foreign)|foreign|non-u\.s\.|outside the u\.s\.)[\W\d]*$")  # the whole label
+
+
+@dataclass
+class TableColumn:
+    """One value column of a table.
+
+    Attributes:
+        x0, x1: the horizontal extent of its numbers, in PDF points from the page's left edge.
+        label: the header text printed over it ("Twelve Months Ended June 30, 2023 EBITDA"),
+            empty when none is printed.
+        period: the period its header names (year, end date, months), or None.
+        percent: the header marks a percentage column ("%", "% Change", "percent").
+    """
+
+    x0: float
+    x1: float
+    label: str = ""
+    period: Column | None = None
+    percent: bool = False
+
+
+@dataclass
+class Table:
+    """One table found on a page.
+
+    Attributes:
+        page: 1-based page number.
+        index: the table's position on the page (0 for the topmost).
+        kind: its class (one of ``TABLE_CLASSES``).
+        caption: the text lines printed just above its header (its title, when it has one).
+        scale_word, scale: from a caption such as "($ in millions)" above it, else the page's.
+        columns: left to right.
+        lines: its rows with values; ``LineItem.values`` hold ``(column index, raw token,
+            amount as printed, token bbox)``.
+    """
+
+    page: int
+    index: int
+    kind: str
+    caption: str
+    scale_word: str
+    scale: float
+    columns: list[TableColumn]
+    lines: list[LineItem] = field(default_factory=list)
+
+
+# -- the cheap pass ----------------------------------------------------------------------------
+
+def _ends_in_numbers(line: str, count: int = 2) -> bool:
+    text = line.rstrip()
+    for _ in range(count):
+        match = _TRAILING_NUMBERS.search(text)
+        if not match:
+            return False
+        text = text[: match.start()]
+    return True
+
+
+def table_pages(texts: list[str], skip: set[int] = frozenset()) -> list[int]:
+    """Pages that may hold a table, from their PDFium text alone (no layout analysis).
+
+    Args:
+        texts: every page's text, index 0 for page 1.
+        skip: 1-based pages to leave out (the main statements' pages, parsed elsewhere).
+
+    Returns:
+        1-based page numbers, ascending, of pages with at least ``MIN_TABLE_LINES`` lines ending
+        in two or more numeric tokens (``1,048 70.5``, ``(90) (6.0)``, ``— 5,992``).
+    """
+    return [i + 1 for i, text in enumerate(texts)
+            if i + 1 not in skip and sum(_ends_in_numbers(ln) for ln in text.splitlines()) >= MIN_TABLE_LINES]
+
+
+# -- one page ----------------------------------------------------------------------------------
+
+def _split_row(row: list[_Word]) -> tuple[list[_Word], list[_Word]]:
+    """Split a positioned line into (label words, value words): the values are the run of numeric
+    tokens that ends the line, less any token set within ``LABEL_GAP`` of the label before it."""
+    words = [w for w in row if w.text != "$"]
+    cut = len(words)
+    while cut > 0 and _NUMERIC_TOKEN.match(words[cut - 1].text) and parse_number(words[cut - 1].text) is not None:
+        cut -= 1
+    while 0 < cut < len(words) and words[cut].x0 - words[cut - 1].x1 < LABEL_GAP:
+        cut += 1  # "Notes due 2025", "intangibles (5)": the number is part of the label
+    return words[:cut], words[cut:]
+
+
+def _scale(text: str) -> tuple[str, float]:
+    """``numbers.detect_scale``, plus the singular "($ million)" / "in thousand" of some releases."""
+    found = detect_scale(text)
+    if found[0] == "units" and (m := _SINGULAR_SCALE.search(text)):
+        word = m[1].lower() + "s"
+        return word, SCALES[word]
+    return found
+
+
+def _is_years_row(values: list[_Word]) -> bool:
+    return bool(values) and all(_YEAR.match(w.text) for w in values)
+
+
+def _phrases(row: list[_Word], gap: float = 7.0) -> list[_Word]:
+    """Join words of a header line that sit closer than ``gap`` points into phrases."""
+    out: list[_Word] = []
+    for w in row:
+        if out and w.x0 - out[-1].x1 < gap:
+            prev = out.pop()
+            out.append(_Word(f"{prev.text} {w.text}", prev.x0, w.x1, min(prev.top, w.top), max(prev.bottom, w.bottom)))
+        else:
+            out.append(_Word(w.text, w.x0, w.x1, w.top, w.bottom))
+    return out
+
+
+def _cluster_columns(value_rows: list[tuple[int, list[_Word]]]) -> list[tuple[float, float]]:
+    """Column extents from the value tokens' x-extents: tokens that overlap horizontally and come
+    from different lines share a column (numbers are right-aligned, dashes centred)."""
+    clusters: list[list[Any]] = []  # [x0, x1, set of row ids]
+    tokens = sorted(((w.x0, w.x1, r) for r, words in value_rows for w in words), key=lambda t: (t[1], t[0]))
+    for x0, x1, r in tokens:
+        best, overlap = None, 0.0
+        for c in clusters:
+            o = min(x1, c[1]) - max(x0, c[0])
+            if o > overlap and r not in c[2]:
+                best, overlap = c, o
+        if best is None:
+            clusters.append([x0, x1, {r}])
+        else:
+            best[0], best[1] = min(best[0], x0), max(best[1], x1)
+            best[2].add(r)
+    merged: list[list[Any]] = []
+    for c in sorted(clusters, key=lambda c: c[0]):
+        if merged and min(c[1], merged[-1][1]) - max(c[0], merged[-1][0]) > 0 and not (c[2] & merged[-1][2]):
+            merged[-1] = [min(c[0], merged[-1][0]), max(c[1], merged[-1][1]), c[2] | merged[-1][2]]
+        else:
+            merged.append(c)
+    return [(c[0], c[1]) for c in merged]
+
+
+def column_period(label: str) -> Column | None:
+    """The period a column header names, or None when it names no year.
+
+    "Twelve Months Ended June 30, 2023" gives FY2023 ending 2023-06-30 (12 months); "Q4 2022"
+    3 months; "December 31, 2022" an instant at that date; a bare "2022" the fiscal year with
+    the length unknown (months None).
+    """
+    years = [w.rstrip(",.") for w in label.split() if _YEAR.match(w)]
+    if not years:
+        return None
+    year = int(years[-1])
+    squeezed = re.sub(r"\s+", "", label).lower()
+    months = None
+    if m := _DURATION.search(squeezed):
+        months = _duration_months(m[1], m[2])
+    elif re.search(r"\bq[1-4]\b|quarter", label.lower()):
+        months = 3
+    elif re.search(r"full year|fiscal year|year ended|years ended|twelve months", label.lower()):
+        months = 12
+    end = None
+    if m := re.search(r"\b(" + "|".join(k for k in MONTHS if len(k) > 3 or k == "may") + r")\.?\s+(\d{1,2}),?", label.lower()):
+        try:
+            end = date(year, MONTHS[m[1]], int(m[2]))
+        except ValueError:
+            end = None
+    return Column(center=0.0, fiscal_year=year, period_end=end, months=months)
+
+
+def classify(caption: str, header: str, labels: list[str], page_head: str, after_statements: bool = False) -> str:
+    """A table's class by the first matching rule of the module docstring.
+
+    Args:
+        caption: the text lines above its header; header: the header text; labels: its row
+        labels; page_head: the page's first lines (running head); after_statements: the page
+        comes after the main statements' pages (where the notes are).
+
+    Returns:
+        One of ``TABLE_CLASSES``.
+    """
+    above = f"{caption} {header}".lower()
+    rows = [ln.lower().strip() for ln in labels]
+    if re.search(r"non-gaap|\badjusted\b|ebitda|constant currency|free cash flow", f"{caption.lower()} {' '.join(rows)}"):
+        return "non_gaap"
+    if rows and sum(bool(re.search(r"per (common |diluted )?share|\beps\b", r)) for r in rows) * 2 > len(rows):
+        return "per_share"
+    if "segment" in above:
+        return "segment"
+    if "geograph" in above or sum(bool(_REGIONS.match(r)) for r in rows) >= 2:
+        return "geography"
+    if re.search(r"reconciliation|roll-?forward", above) or any(re.match(r"balances?,? (at|as of) |.*beginning of (the )?(year|period)", r) for r in rows):
+        return "reconciliation"
+    head = page_head.lower()
+    if after_statements or re.search(r"notes to (the )?(condensed )?(consolidated )?financial statements|^\s*note \d+", head, re.MULTILINE):
+        return "note"
+    if re.search(r"management['’]s discussion|results of operations", head):
+        return "mdna"
+    return "other"
+
+
+def parse_table_page(page: Any, page_number: int, page_text: str, after_statements: bool = False) -> list[Table]:
+    """Find and parse the tables of one page.
+
+    Args:
+        page: a pdfplumber page (its characters are de-duplicated by ``extract._lines``).
+        page_number: its 1-based number.
+        page_text: its PDFium text (for the scale caption and the running head).
+        after_statements: the page follows the main statements' pages (see ``classify``).
+
+    Returns:
+        The tables, top to bottom; a table needs two or more value lines, one of them with two
+        or more values, or three value lines. Lines are numbered as the statement parser numbers
+        them (1-based among the page's positioned lines), so fact ids agree across both paths.
+    """
+    rows = [_merge_parentheses(r) for r in _lines(page)]
+    page_scale = _scale(page_text)
+    page_head = "\n".join([ln for ln in page_text.splitlines() if ln.strip()][:6])
+    split = [_split_row(r) for r in rows]
+    blocks: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    gap_rows: list[int] = []  # text lines since the last value line
+    for i, (label, values) in enumerate(split):
+        prose = len(rows[i]) >= PROSE_WORDS and not values
+        if not values or _is_years_row(values) or prose:
+            if prose:
+                current, gap_rows = None, []
+            else:
+                gap_rows.append(i)
+            continue
+        left = current["left"] if current else None
+        header_like = left is not None and any(w.x0 >= left - 5 for g in gap_rows for w in rows[g])
+        if current is None or header_like:
+            header = _header_rows(rows, split, i)
+            current = {"header": header, "value_rows": [], "left": min(w.x0 for w in values)}
+            blocks.append(current)
+        current["value_rows"].append(i)
+        current["left"] = min(current["left"], min(w.x0 for w in values))
+        gap_rows = []
+    tables = []
+    for block in blocks:
+        table = _build_table(block, rows, split, page_number, page_scale, page_head, len(tables), after_statements)
+        if table is not None:
+            tables.append(table)
+    return tables
+
+
+def _header_rows(rows: list[list[_Word]], split: list[tuple[list[_Word], list[_Word]]], first: int) -> list[int]:
+    """The text lines (and year lines) directly above value line ``first``, nearest last."""
+    header: list[int] = []
+    for j in range(first - 1, max(-1, first - 1 - MAX_HEADER_LINES), -1):
+        values = split[j][1]
+        if (values and not _is_years_row(values)) or len(rows[j]) >= PROSE_WORDS:
+            break
+        header.insert(0, j)
+    return header
+
+
+def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: bool) -> None:
+    """Add one header line's phrases to the labels of the columns they stand over.
+
+    A phrase labels every column it overlaps. On the topmost header line only (``spread``,
+    where spanning headers sit), a column no phrase overlaps takes, when the line
+    has several phrases, the one whose share of the line holds its centre (split halfway between
+    phrase centres: "Q4" and "Full Year" over three columns each); when the line has one
+    phrase, that phrase if the column lies within 1.5 column spacings of its ends ("% Change"
+    over four columns of changes).
+    """
+    centers = [(c.x0 + c.x1) / 2 for c in columns]
+    spacing = sorted(b - a for a, b in itertools.pairwise(centers))[(len(centers) - 1) // 2] if len(centers) > 1 else 60.0
+    for c, center in zip(columns, centers):
+        hit = [p for p in phrases if min(p.x1, c.x1 + 3) - max(p.x0, c.x0 - 3) > 0]
+        if hit or not spread:
+            pass
+        elif len(phrases) > 1:
+            bounds = [(a.center + b.center) / 2 for a, b in itertools.pairwise(phrases)]
+            hit = [phrases[sum(center > b for b in bounds)]]
+        elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing:
+            hit = phrases
+        for p in hit:
+            c.label = f"{c.label} {p.text}".strip()
+
+
+def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tuple[list[_Word], list[_Word]]],
+                 page_number: int, page_scale: tuple[str, float], page_head: str, index: int, after_statements: bool) -> Table | None:
+    value_rows = block["value_rows"]
+    counts = [len(split[i][1]) for i in value_rows]
+    if not (len(value_rows) >= 3 or (len(value_rows) >= 2 and max(counts) >= 2)):
+        return None
+    extents = _cluster_columns([(i, split[i][1]) for i in value_rows])
+    columns = [TableColumn(x0, x1) for x0, x1 in extents]
+    left_edge = min(c.x0 for c in columns)
+    header_text, caption_lines = [], []
+    for h in block["header"]:
+        phrases = _phrases(rows[h])
+        in_zone = [p for p in phrases if (p.center >= left_edge - 5 or p.x1 > left_edge - 3) and not _SCALE_CAPTION.search(p.text)
+                   and not _TITLE.match(p.text)
+                   and not (p.x0 < left_edge - 5 and len(p.text.split()) >= 6)]  # a sentence introducing the table
+        outside = " ".join(p.text for p in phrases if p not in in_zone)
+        if outside:  # a title, or "($ in millions)" over the labels
+            caption_lines.append(outside)
+        if in_zone:
+            _label_columns(columns, in_zone, spread=not header_text)
+            header_text.append(" ".join(p.text for p in in_zone))
+    for c in columns:
+        c.period = column_period(c.label)
+        c.percent = bool(re.search(r"%|percent|\bchange\b", c.label.lower()))
+    caption = " ".join(caption_lines)
+    scale_word, scale = _scale(" ".join(caption_lines + header_text))
+    if scale_word == "units":
+        scale_word, scale = page_scale
+    lines: list[LineItem] = []
+    pending: list[_Word] = []
+    first, last = block["value_rows"][0], block["value_rows"][-1]
+    for n in range(first, last + 1):
+        label_words, values = split[n]
+        if n not in value_rows:
+            pending = label_words if label_words and not _is_years_row(values) else []
+            continue
+        if not label_words and not pending and len(values) == 1:
+            continue  # a page number or a stray figure, not a table row
+        words = label_words
+        if pending and (not label_words or label_words[0].text[:1].islower()):
+            words = pending + label_words  # a label wrapped onto the line of its numbers
+        pending = []
+        cells: dict[int, tuple[int, str, float, tuple[float, float, float, float]]] = {}
+        for w in values:
+            col = next(k for k, c in enumerate(columns) if c.x0 <= w.center <= c.x1)
+            number = parse_number(w.text)
+            cells.setdefault(col, (col, w.text, number.amount, (round(w.x0, 2), round(w.top, 2), round(w.x1, 2), round(w.bottom, 2))))
+        all_words = words + values
+        bbox = (min(w.x0 for w in all_words), min(w.top for w in all_words), max(w.x1 for w in all_words), max(w.bottom for w in all_words))
+        lines.append(LineItem(page=page_number, line_no=n + 1, bbox=tuple(round(v, 2) for v in bbox),
+                              label=" ".join(w.text for w in words), raw_text=" ".join(w.text for w in rows[n]),
+                              values=sorted(cells.values()), section=""))
+    kind = classify(caption, " ".join(header_text), [ln.label for ln in lines], page_head, after_statements)
+    return Table(page_number, index, kind, caption, scale_word, scale, columns, lines)
+
+
+# -- a document --------------------------------------------------------------------------------
+
+def extract_tables(path: Path, texts: list[str], skip: set[int]) -> tuple[list[Table], list[int]]:
+    """Run the cheap pass, then parse the pages it picks with pdfplumber.
+
+    Args:
+        path: the PDF.
+        texts: every page's PDFium text (index 0 for page 1).
+        skip: 1-based pages already parsed as main statements.
+
+    Returns:
+        ``(tables, pages parsed)``.
+
+    Raises:
+        FilingError: pdfplumber cannot read the file.
+    """
+    pages = table_pages(texts, skip)
+    if not pages:
+        return [], []
+    try:
+        pdf = pdfplumber.open(path)
+    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types for broken files
+        raise FilingError(f"{path.name}: pdfplumber cannot read it ({type(exc).__name__}: {exc}); the file may be damaged") from None
+    tables: list[Table] = []
+    with pdf:
+        for number in pages:
+            page = pdf.pages[number - 1]
+            tables.extend(parse_table_page(page, number, texts[number - 1], after_statements=bool(skip) and number > max(skip)))
+            page.close()  # drop the page's parsed objects; a 10-K has hundreds of pages
+    return tables, pages
+
+
+def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[str, Any]]:
+    """``facts`` rows for every value of ``tables`` (same provenance fields as the statements').
+
+    Per-share values (``LineItem.unit``) and percentages (a ``%`` token, a percentage column, or
+    a label starting with "%") are not scaled; other amounts take the table's scale. A column
+    whose header names no year has no period (``period_label`` and ``fiscal_year`` NULL); its
+    header text is in ``column_label`` either way.
+    """
+    facts = []
+    for table in tables:
+        title = table.caption or table.kind
+        for line in table.lines:
+            for col, raw, amount, cell in line.values:
+                column = table.columns[col]
+                percent = raw.rstrip(")").endswith("%") or column.percent or line.label.lstrip().startswith("%")
+                per_share = bool(re.search(r"\beps\b|per (common |diluted )?share", column.label.lower()))
+                unit = "percent" if percent else "USD/share" if per_share else line.unit
+                scale_word, scale = (table.scale_word, table.scale) if unit in ("USD", "shares") else ("units", 1.0)
+                if unit == "USD/share" and re.search(r"\bcents\b", f"{column.label} {line.label}".lower()):
+                    scale_word, scale = "cents", 0.01
+                period = column.period
+                facts.append({
+                    "fact_id": f"{doc_name}:p{line.page}:l{line.line_no}:c{col}", "doc_name": doc_name, "sha256": sha256,
+                    "statement": f"table:{table.kind}", "title": title, "page": line.page, "line_no": line.line_no,
+                    "x0": cell[0], "top": cell[1], "x1": cell[2], "bottom": cell[3],
+                    "label": line.label, "concept": None, "raw_text": line.raw_text, "raw_value": raw,
+                    "amount": amount, "scale_word": scale_word, "scale": scale, "value": amount * scale, "unit": unit,
+                    "currency": "USD", "period_label": period.label if period else None,
+                    "fiscal_year": period.fiscal_year if period else None,
+                    "period_end": period.period_end.isoformat() if period and period.period_end else None,
+                    "months": period.months if period else None, "column_index": col, "column_label": column.label,
+                })
+    return facts
