@@ -38,7 +38,7 @@ import matplotlib
 
 from core.safe_io import make_dirs, write_new
 from plugins.finance.checks import run_checks
-from plugins.finance.ingest import ingest
+from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.market import MarketDataError
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
 from plugins.finance.narrative import untraced_prose_numbers
@@ -145,11 +145,13 @@ def company_data(con: duckdb.DuckDBPyConnection, docs: list[str]) -> CompanyData
         docs: document names of one company.
 
     Returns:
-        A ``CompanyData``; documents without status ``ok`` contribute nothing.
+        A ``CompanyData``; documents whose values were not stored (``ingest.INGESTED``) contribute nothing.
     """
+    # ordered by the latest year of their primary statements: other tables print future years (debt maturities)
     ok = [r[0] for r in con.execute(
-        "SELECT d.doc_name FROM documents d LEFT JOIN facts f USING (doc_name) WHERE d.doc_name IN (SELECT unnest(?)) "
-        "AND d.status = 'ok' GROUP BY d.doc_name ORDER BY max(f.fiscal_year), d.doc_name", [docs]).fetchall()]
+        "SELECT d.doc_name FROM documents d LEFT JOIN facts f ON f.doc_name = d.doc_name AND f.statement IN (SELECT unnest(?)) "
+        "WHERE d.doc_name IN (SELECT unnest(?)) AND d.status IN (SELECT unnest(?)) GROUP BY d.doc_name "
+        "ORDER BY max(f.fiscal_year), d.doc_name", [list(PRIMARY), docs, list(INGESTED)]).fetchall()]
     data = CompanyData(docs=ok)
     for doc in ok:  # oldest first: a later filing overwrites a year it also prints
         found: dict[int, dict[str, list[str]]] = {}
@@ -392,7 +394,7 @@ class _Writer:
             for doc, pages, status, error in self.con.execute(
                     "SELECT doc_name, pages, status, error FROM documents WHERE doc_name IN (SELECT unnest(?)) ORDER BY doc_name",
                     [names]).fetchall():
-                checks = run_checks(self.con, [doc]).status if status == "ok" else "not run"
+                checks = run_checks(self.con, [doc]).status if status in INGESTED else "not run"
                 shown = "ok" if status == "ok" else f"{status}: {error.split(':', 1)[-1].strip()}"
                 rows.append([company.name, doc, str(pages), shown.replace("|", "/"), checks])
         return ["## Documents", "", *_table(["Company", "Document", "Pages", "Status", "Accounting identities"], rows)]

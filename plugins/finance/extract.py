@@ -395,7 +395,7 @@ def _caption_spans(row: list[_Word]) -> list[tuple[float, int, str]]:
         text += w.text.lower()
     for m in _DURATION.finditer(text):
         inside = [w for w, at in zip(row, starts) if m.start() <= at < m.end()] or [row[0]]
-        months = (_duration_months(m["count"], m["unit"]) if m["count"] else 3 if m["quarter"] else 6 if m["half"] else 12)
+        months = duration_of(m)
         name = ""
         if m["quarter"] and m["quarter"][0] in "fst" and not m["quarter"].startswith("quarters"):
             name = "Q" + str(["first", "second", "third", "fourth"].index(re.match(r"[a-z]+?(?=quarter)", m["quarter"])[0]) + 1)
@@ -405,6 +405,14 @@ def _caption_spans(row: list[_Word]) -> list[tuple[float, int, str]]:
             digit = re.search(r"[1-4]", word["q"] or word["h"])[0]
             spans.append((w.center, 3 if word["q"] else 6, ("Q" if word["q"] else "H") + digit))
     return spans
+
+
+def duration_of(match: re.Match[str]) -> int:
+    """Months of a ``_DURATION`` match (searched in squeezed, lower-case text): "threemonths" 3,
+    "13weeks" 3, a quarter 3, a half 6, a fiscal year or "years ended" 12."""
+    if match["count"]:
+        return _duration_months(match["count"], match["unit"])
+    return 3 if match["quarter"] else 6 if match["half"] else 12
 
 
 def _duration_months(count: str, unit: str) -> int:

@@ -53,10 +53,10 @@ from plugins.finance.extract import (
     Column,
     FilingError,
     LineItem,
-    _duration_months,
     _lines,
     _merge_parentheses,
     _Word,
+    duration_of,
 )
 from plugins.finance.numbers import SCALES, detect_scale, parse_number
 
@@ -229,7 +229,7 @@ def column_period(label: str) -> Column | None:
     squeezed = re.sub(r"\s+", "", label).lower()
     months = None
     if m := _DURATION.search(squeezed):
-        months = _duration_months(m[1], m[2])
+        months = duration_of(m)
     elif re.search(r"\bq[1-4]\b|quarter", label.lower()):
         months = 3
     elif re.search(r"full year|fiscal year|year ended|years ended|twelve months", label.lower()):
