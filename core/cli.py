@@ -10,6 +10,7 @@
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
+    agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
 """
 
 from __future__ import annotations
@@ -538,6 +539,21 @@ def eval_cmd(
     print(json.dumps(brief, indent=1))
     if any(r["exit_status"] == "error" for r in summary["results"]):
         raise typer.Exit(1)
+
+
+@app.command("ui")
+def ui_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the UI has no login: keep it local)"),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port"),
+) -> None:
+    """Serve a web page over the runs and evaluations: live status, every step, diffs, rewards, images."""
+    from core.ui import serve
+
+    console.print(f"[bold]horizon ui[/] http://{_safe(host)}:{port}/  [dim](Ctrl-C stops it)[/]")
+    try:
+        serve(host, port)
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()

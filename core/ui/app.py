@@ -1,0 +1,129 @@
+"""``agent ui``: the web app over the run store (Starlette, Jinja2 templates, server-sent events).
+
+Pages: ``/`` the runs, ``/runs/{id}`` one run, ``/evals`` and ``/evals/{id}`` evaluations;
+``/runs/{id}/files/{path}`` an image or report from inside the run's folder (nothing outside
+it); ``/events`` and ``/runs/{id}/events`` push the re-rendered runs table or run body whenever
+it changes (polled every ``poll_s`` seconds on the server side; a run being written by another
+process is read from its live mirror, ``core.store_mirror``).
+
+Every value from the store is escaped by Jinja2's autoescaping (model text is untrusted); files
+are served with a ``sandbox`` Content-Security-Policy, so an HTML report or SVG runs no script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from sse_starlette.sse import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from core.errors import HorizonError, RunNotFound
+from core.ui import data
+from core.ui.render import diff_lines, looks_like_diff
+
+__all__ = ["create_app"]
+
+#: Served files cannot run scripts or load anything, even when opened directly.
+FILE_HEADERS = {"Content-Security-Policy": "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
+                "X-Content-Type-Options": "nosniff"}
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-src 'self'; style-src 'self'",
+                "X-Content-Type-Options": "nosniff"}
+
+
+def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
+    """The ASGI app.
+
+    Args:
+        home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
+        poll_s: seconds between two looks at the store for the live pages.
+    """
+    templates = Environment(loader=PackageLoader("core.ui", "templates"), autoescape=select_autoescape(default=True),
+                            trim_blocks=True, lstrip_blocks=True)
+    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff)
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(templates.get_template(name).render(**context), status_code=status, headers=PAGE_HEADERS)
+
+    def problem(exc: HorizonError) -> HTMLResponse:
+        return page("error.html", 404 if isinstance(exc, RunNotFound) else 503, message=str(exc))
+
+    async def runs(request: Request) -> Response:
+        return page("runs.html", runs=await asyncio.to_thread(data.runs_table, home))
+
+    async def run(request: Request) -> Response:
+        try:
+            info = await asyncio.to_thread(data.run_page, request.path_params["run_id"], home)
+        except HorizonError as exc:
+            return problem(exc)
+        return page("run.html", **info)
+
+    async def run_file(request: Request) -> Response:
+        try:
+            path = data.artifact_path(request.path_params["run_id"], request.path_params["path"], home)
+        except RunNotFound as exc:
+            return PlainTextResponse(str(exc), 404)
+        except PermissionError as exc:
+            return PlainTextResponse(str(exc), 403)
+        except FileNotFoundError as exc:
+            return PlainTextResponse(str(exc), 404)
+        return FileResponse(path, media_type=data.ARTIFACT_TYPES[path.suffix.lower()], headers=FILE_HEADERS)
+
+    async def evals(request: Request) -> Response:
+        return page("evals.html", evals=await asyncio.to_thread(data.list_evals, home))
+
+    async def one_eval(request: Request) -> Response:
+        try:
+            info = await asyncio.to_thread(data.eval_page, request.path_params["eval_id"], home)
+        except HorizonError as exc:
+            return problem(exc)
+        except ValueError as exc:
+            return page("error.html", 500, message=f"evaluation {request.path_params['eval_id']} cannot be read: {exc}")
+        return page("eval.html", **info)
+
+    async def runs_events(request: Request) -> Response:
+        def render() -> tuple[str, str]:
+            rows = data.runs_table(home)
+            html = templates.get_template("runs_rows.html").render(runs=rows)
+            return html, html
+
+        return EventSourceResponse(_changes(request, render, poll_s))
+
+    async def run_events(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+
+        def render() -> tuple[str, str]:
+            mark = data.signature(run_id, home)
+            return mark, templates.get_template("run_body.html").render(**data.run_page(run_id, home))
+
+        return EventSourceResponse(_changes(request, render, poll_s))
+
+    static = Path(__file__).with_name("static")
+    routes = [
+        Route("/", runs), Route("/events", runs_events), Route("/runs/{run_id}", run), Route("/runs/{run_id}/events", run_events),
+        Route("/runs/{run_id}/files/{path:path}", run_file), Route("/evals", evals), Route("/evals/{eval_id}", one_eval),
+        Mount("/static", StaticFiles(directory=static), name="static"),
+    ]
+    return Starlette(routes=routes)
+
+
+async def _changes(request: Request, render: Callable[[], tuple[str, str]], poll_s: float) -> AsyncIterator[dict[str, str]]:
+    """Server-sent ``update`` events: the rendered HTML each time ``render``'s mark changes
+    (the first look is sent too, so a page opened just before a change misses nothing)."""
+    last = None
+    while not await request.is_disconnected():
+        try:
+            mark, html = await asyncio.to_thread(render)
+        except HorizonError as exc:  # the run vanished or cannot be read this moment: say so, keep looking
+            mark, html = f"error:{exc}", ""
+        if mark != last and html:
+            last = mark
+            yield {"event": "update", "data": html}
+        await asyncio.sleep(poll_s)
