@@ -208,8 +208,9 @@ def eval_page(eval_id: str, home: Path | None = None) -> dict[str, Any]:
         lines = results_file.read_text(encoding="utf-8").splitlines() if results_file.is_file() else []
         results = [json.loads(line) for line in lines if line.strip()]
         summary = None
-    k = summary["k"] if summary else max([r.get("attempt", 1) for r in results] or [1])
-    k = max(1, min([k, *_attempts_per_task(results).values()]))
+    attempts = _attempts_per_task(results).values()
+    k = summary["k"] if summary else max(attempts, default=1)  # in progress: the attempts made so far
+    k = max(1, min([k, *attempts]))  # pass@k needs k attempts at every task
     overall = summarize(results, k) if results else {"tasks": {}, "k": k, "pass@1": 0.0, f"pass@{k}": 0.0, "episodes": 0,
                                                       "resolved_tasks": 0, "tasks_total": 0, "cost": 0.0, "mean_reward": None}
     suites: dict[str, list[dict[str, Any]]] = {}
