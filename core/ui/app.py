@@ -13,6 +13,7 @@ are served with a ``sandbox`` Content-Security-Policy, so an HTML report or SVG 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -55,15 +56,22 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     def problem(exc: HorizonError) -> HTMLResponse:
         return page("error.html", 404 if isinstance(exc, RunNotFound) else 503, message=str(exc))
 
+    def runs_rows() -> tuple[str, str]:
+        html = templates.get_template("runs_rows.html").render(runs=data.runs_table(home))
+        return hashlib.sha1(html.encode()).hexdigest(), html
+
     async def runs(request: Request) -> Response:
-        return page("runs.html", runs=await asyncio.to_thread(data.runs_table, home))
+        mark, rows = await asyncio.to_thread(runs_rows)
+        return page("runs.html", rows=rows, since=mark)
 
     async def run(request: Request) -> Response:
         try:
-            info = await asyncio.to_thread(data.run_page, request.path_params["run_id"], home)
+            run_id = request.path_params["run_id"]
+            mark = await asyncio.to_thread(data.signature, run_id, home)  # before reading: a change in between is sent again
+            info = await asyncio.to_thread(data.run_page, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("run.html", **info)
+        return page("run.html", since=mark, **info)
 
     async def run_file(request: Request) -> Response:
         try:
@@ -89,12 +97,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         return page("eval.html", **info)
 
     async def runs_events(request: Request) -> Response:
-        def render() -> tuple[str, str]:
-            rows = data.runs_table(home)
-            html = templates.get_template("runs_rows.html").render(runs=rows)
-            return html, html
-
-        return EventSourceResponse(_changes(request, render, poll_s))
+        return EventSourceResponse(_changes(request, runs_rows, poll_s))
 
     async def run_events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -115,9 +118,9 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
 
 
 async def _changes(request: Request, render: Callable[[], tuple[str, str]], poll_s: float) -> AsyncIterator[dict[str, str]]:
-    """Server-sent ``update`` events: the rendered HTML each time ``render``'s mark changes
-    (the first look is sent too, so a page opened just before a change misses nothing)."""
-    last = None
+    """Server-sent ``update`` events: ``render``'s HTML each time its mark changes; the first look
+    is sent too unless its mark is the page's own (the ``since`` query parameter)."""
+    last = request.query_params.get("since")
     while not await request.is_disconnected():
         try:
             mark, html = await asyncio.to_thread(render)
