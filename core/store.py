@@ -23,15 +23,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from core.errors import RunNotFound
-from core.store_mirror import LiveMirror, mirror_path, replay
 from core.state import Message, ToolCall, Usage
+from core.store_mirror import LiveMirror, mirror_path, open_mirror, replay
 from core.text import utf8_safe
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class RunStore:
         if not read_only:
             self.con.execute(SCHEMA)
             if mirror:
-                self._mirror = LiveMirror(mirror_path(path), self._contents_as_statements())
+                self._mirror = open_mirror(mirror_path(path), self._contents_as_entries)
 
     @classmethod
     def from_mirror(cls, path: Path) -> RunStore:
@@ -123,22 +123,21 @@ class RunStore:
         store.con = replay(mirror_path(path), SCHEMA)
         return store
 
-    def _contents_as_statements(self) -> list[tuple[str, list[Any]]]:
-        """INSERT statements that rebuild this store's rows (the mirror's seed)."""
-        out = []
+    def _contents_as_entries(self) -> list[dict[str, Any]]:
+        """Mirror entries that rebuild this store's rows (the mirror's seed)."""
+        tables = {}
         for table in ("runs", "messages", "rewards"):
-            cursor = self.con.execute(f"SELECT * FROM {table}")
+            cursor = self.con.execute(f"SELECT * FROM {table} ORDER BY 1")
             names = [d[0] for d in cursor.description]
-            keep = [i for i, n in enumerate(names) if n not in UNMIRRORED]
-            sql = f"INSERT INTO {table} ({', '.join(names[i] for i in keep)}) VALUES ({', '.join('?' * len(keep))})"
-            out += [(sql, [row[i] for i in keep]) for row in cursor.fetchall()]
-        return out
+            tables[table] = [{n: v for n, v in zip(names, row, strict=True) if n not in UNMIRRORED} for row in cursor.fetchall()]
+        return ([{"table": "runs", "insert": row} for row in tables["runs"]] + [{"table": "messages", "insert": row} for row in tables["messages"]]
+                + [{"table": "rewards", "replace": tables["rewards"]}])
 
-    def _write(self, sql: str, params: list[Any], mirrored: tuple[str, list[Any]] | None = None) -> None:
-        """Execute a write, and append it (or ``mirrored``, a slimmer equivalent) to the mirror."""
+    def _write(self, sql: str, params: list[Any], mirrored: dict[str, Any]) -> None:
+        """Execute a write, and append its rows (``mirrored``, a ``core.store_mirror`` entry) to the mirror."""
         self.con.execute(sql, params)
         if self._mirror is not None:
-            self._mirror.record(*(mirrored or (sql, params)))
+            self._mirror.record(mirrored)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -162,6 +161,7 @@ class RunStore:
         self.con.close()
         if self._mirror is not None:
             self._mirror.close()
+            self._mirror = None
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -172,14 +172,16 @@ class RunStore:
             fields["config"] = json.dumps(fields["config"])
         cols = ", ".join(fields)
         values = ", ".join("?" * len(fields))
-        now = datetime.now(timezone.utc)  # a parameter, not current_timestamp: the mirror replays the same time
-        self._write(f"INSERT INTO runs ({cols}, created_at, updated_at) VALUES ({values}, ?, ?)", [*fields.values(), now, now])
+        now = datetime.now(UTC)  # a parameter, not current_timestamp: the mirror replays the same time
+        self._write(f"INSERT INTO runs ({cols}, created_at, updated_at) VALUES ({values}, ?, ?)", [*fields.values(), now, now],
+                    {"table": "runs", "insert": {**fields, "created_at": now, "updated_at": now}})
 
     def update_run(self, **fields: Any) -> None:
         """Set columns of the run's row (there is one row per database)."""
         fields = utf8_safe(fields)
         sets = ", ".join(f"{k} = ?" for k in fields)
-        self._write(f"UPDATE runs SET {sets}, updated_at = ?", [*fields.values(), datetime.now(timezone.utc)])
+        now = datetime.now(UTC)
+        self._write(f"UPDATE runs SET {sets}, updated_at = ?", [*fields.values(), now], {"table": "runs", "update": {**fields, "updated_at": now}})
 
     def run(self) -> dict[str, Any]:
         """Return the run's row as a dict (``config`` parsed).
@@ -204,10 +206,11 @@ class RunStore:
         cols = {
             "seq": seq, "step": step, "role": m.role, "content": m.content,
             "tool_calls": json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None,
-            "tool_call_id": m.tool_call_id, "name": m.name, **extra, "created_at": datetime.now(timezone.utc),
+            "tool_call_id": m.tool_call_id, "name": m.name, **extra, "created_at": datetime.now(UTC),
         }
         slim = {k: v for k, v in cols.items() if k not in UNMIRRORED}
-        self._write(*_insert_into("messages", cols), mirrored=_insert_into("messages", slim))
+        self._write(f"INSERT INTO messages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", list(cols.values()),
+                    {"table": "messages", "insert": slim})
 
     def append_message(self, seq: int, step: int, message: Message) -> None:
         """Append a system or user message at position ``seq``."""
@@ -338,19 +341,17 @@ class RunStore:
 
     def _replace_components(self, components: dict[str, tuple[float, float, dict[str, Any]]]) -> None:
         """Replace the reward components: ``{name: (value, weight, detail)}``."""
-        self._write("DELETE FROM rewards", [])
-        for name, (value, weight, detail) in components.items():
-            self._write(
-                "INSERT INTO rewards (name, value, weight, detail, created_at) VALUES (?, ?, ?, ?, ?)",
-                [name, value, weight, json.dumps(detail, default=str), datetime.now(timezone.utc)],
-            )
+        now = datetime.now(UTC)
+        rows = [{"name": name, "value": value, "weight": weight, "detail": json.dumps(detail, default=str), "created_at": now}
+                for name, (value, weight, detail) in components.items()]
+        self.con.execute("DELETE FROM rewards")
+        for row in rows:
+            self.con.execute("INSERT INTO rewards (name, value, weight, detail, created_at) VALUES (?, ?, ?, ?, ?)", list(row.values()))
+        if self._mirror is not None:
+            self._mirror.record({"table": "rewards", "replace": rows})
 
     def rewards(self) -> dict[str, dict[str, Any]]:
         """Return ``{name: {"value", "weight", "detail"}}``."""
         rows = self.con.execute("SELECT name, value, weight, detail FROM rewards ORDER BY name").fetchall()
         return {n: {"value": v, "weight": w, "detail": json.loads(d) if d else {}} for n, v, w, d in rows}
 
-
-def _insert_into(table: str, cols: dict[str, Any]) -> tuple[str, list[Any]]:
-    """An INSERT statement for one row and its parameters."""
-    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", list(cols.values())

@@ -33,7 +33,8 @@ from core.ui.render import diff_lines, looks_like_diff
 __all__ = ["create_app"]
 
 #: Served files cannot run scripts or load anything, even when opened directly.
-FILE_HEADERS = {"Content-Security-Policy": "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
+#: (allow-same-origin without allow-scripts: the report's own images load, and nothing can run to use the origin)
+FILE_HEADERS = {"Content-Security-Policy": "sandbox allow-same-origin; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
                 "X-Content-Type-Options": "nosniff"}
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-src 'self'; style-src 'self'",
                 "X-Content-Type-Options": "nosniff"}

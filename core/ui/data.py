@@ -16,6 +16,7 @@ from core.config import horizon_home, runs_dir
 from core.errors import RunNotFound
 from core.runs import RUN_ID, list_runs, reading_store
 from core.state import Pricing, Usage
+from core.store import RUN_FIELDS
 
 __all__ = ["ARTIFACT_TYPES", "artifact_path", "eval_page", "list_evals", "run_page", "runs_table", "signature"]
 
@@ -30,7 +31,7 @@ MAX_ARTIFACTS = 40
 def runs_table(home: Path | None = None) -> list[dict[str, Any]]:
     """The runs, newest first (``core.runs.list_runs``), each with ``tokens`` (prompt +
     completion) and ``live`` (being written now) added."""
-    rows = list_runs(home)
+    rows = [{**dict.fromkeys(RUN_FIELDS), **row} for row in list_runs(home)]  # an unreadable store's row has only id and status
     for row in rows:
         row["tokens"] = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
         row["live"] = row.get("status") == "running"
