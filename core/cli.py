@@ -274,7 +274,7 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
 
     try:
         with reading_store(run_id) as store:
-            row, messages, rewards = store.run(), store.messages(), store.rewards()
+            row, messages, rewards, live = store.run(), store.messages(), store.rewards(), store.live
     except HorizonError as exc:
         _fail(exc)
         return
@@ -292,6 +292,9 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
             console.print(f"[magenta]{_safe(m.role)}[/]{' ' + _safe(m.name) if m.name else ''}: {_safe(m.content)}")
     for name, r in rewards.items():
         console.print(f"[bold]reward[/] {_safe(name)} = {r['value']:.3f} (weight {r['weight']})")
+    if live:  # another process is writing it: what it wrote so far, read from its live mirror (core.store_mirror)
+        console.print(f"[magenta]running[/]: {len(messages)} messages so far (another process is writing this run)")
+        return
     console.print(f"outcome: {_safe(row['exit_status'])} ({_safe(row['exit_detail'])}), patch {_safe(row['patch_path'])}")
     if row.get("reward_version"):  # judged by the plugin's reward (core.reward)
         console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({_safe(row['reward_version'])}, "

@@ -141,7 +141,7 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
         page = client.get(f"/runs/{folder.name}").text
         assert "s-live" in page and page.count('<article class="step"') == 1 and "running…" in page
         shown = CliRunner().invoke(app, ["show", folder.name], env=env)
-        assert shown.exit_code == 0 and "view_file(" in shown.output, shown.output
+        assert shown.exit_code == 0 and "view_file(" in shown.output and "running: 3 messages so far" in shown.output, shown.output
         listed = CliRunner().invoke(app, ["runs"], env=env).output
         assert re.search(rf"{folder.name}\s+coding\s+running", listed), listed
     finally:

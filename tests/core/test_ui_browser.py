@@ -134,7 +134,7 @@ def test_a_3d_preview_and_a_finance_chart_inline(page, server, run_id):
         page.wait_for_function("e => e.complete && e.naturalWidth > 100", arg=image.element_handle())
     report = page.frame_locator('iframe[title="workspace/report/report.html"]')
     playwright_api.expect(report.locator("body")).to_contain_text("3M")
-    page.locator("section.artifacts").scroll_into_view_if_needed()
+    page.evaluate("document.querySelector('section.artifacts').scrollIntoView()")
     shot(page, "images")
 
 
