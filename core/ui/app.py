@@ -57,13 +57,12 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     def problem(exc: HorizonError) -> HTMLResponse:
         return page("error.html", 404 if isinstance(exc, RunNotFound) else 503, message=str(exc))
 
-    def runs_rows() -> tuple[str, str]:
-        html = templates.get_template("runs_rows.html").render(runs=data.runs_table(home))
-        return hashlib.sha1(html.encode()).hexdigest(), html
+    def runs_rows() -> str:
+        return templates.get_template("runs_rows.html").render(runs=data.runs_table(home))
 
     async def runs(request: Request) -> Response:
-        mark, rows = await asyncio.to_thread(runs_rows)
-        return page("runs.html", rows=rows, since=mark)
+        mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
+        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark))
 
     async def run(request: Request) -> Response:
         try:
@@ -72,7 +71,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
             info = await asyncio.to_thread(data.run_page, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("run.html", since=mark, **info)
+        return page("run.html", since=_digest(mark), **info)
 
     async def run_file(request: Request) -> Response:
         try:
@@ -98,16 +97,15 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         return page("eval.html", **info)
 
     async def runs_events(request: Request) -> Response:
-        return EventSourceResponse(_changes(request, runs_rows, poll_s))
+        return EventSourceResponse(_changes(request, lambda: data.runs_signature(home), runs_rows, poll_s))
 
     async def run_events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
 
-        def render() -> tuple[str, str]:
-            mark = data.signature(run_id, home)
-            return mark, templates.get_template("run_body.html").render(**data.run_page(run_id, home))
+        def render() -> str:
+            return templates.get_template("run_body.html").render(**data.run_page(run_id, home))
 
-        return EventSourceResponse(_changes(request, render, poll_s))
+        return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
 
     static = Path(__file__).with_name("static")
     routes = [
@@ -118,16 +116,22 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     return Starlette(routes=routes)
 
 
-async def _changes(request: Request, render: Callable[[], tuple[str, str]], poll_s: float) -> AsyncIterator[dict[str, str]]:
-    """Server-sent ``update`` events: ``render``'s HTML each time its mark changes; the first look
-    is sent too unless its mark is the page's own (the ``since`` query parameter)."""
+async def _changes(request: Request, mark: Callable[[], str], render: Callable[[], str], poll_s: float) -> AsyncIterator[dict[str, str]]:
+    """Server-sent ``update`` events: ``render()``'s HTML each time ``mark()`` (a cheap stat of
+    the stores) changes; the first look is sent too unless it is the page's own (the ``since``
+    query parameter)."""
     last = request.query_params.get("since")
     while not await request.is_disconnected():
         try:
-            mark, html = await asyncio.to_thread(render)
-        except HorizonError as exc:  # the run vanished or cannot be read this moment: say so, keep looking
-            mark, html = f"error:{exc}", ""
-        if mark != last and html:
-            last = mark
-            yield {"event": "update", "data": html}
+            now = _digest(await asyncio.to_thread(mark))
+            if now != last:
+                html = await asyncio.to_thread(render)  # the mark is taken first: a write in between shows next time
+                last = now
+                yield {"event": "update", "data": html}
+        except HorizonError:  # the run vanished, or cannot be read this moment: keep looking
+            pass
         await asyncio.sleep(poll_s)
+
+
+def _digest(mark: str) -> str:
+    return hashlib.sha1(mark.encode()).hexdigest()[:16]

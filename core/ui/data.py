@@ -17,8 +17,9 @@ from core.errors import RunNotFound
 from core.runs import RUN_ID, list_runs, reading_store
 from core.state import Pricing, Usage
 from core.store import RUN_FIELDS
+from core.store_mirror import MIRROR_NAME
 
-__all__ = ["ARTIFACT_TYPES", "artifact_path", "eval_page", "list_evals", "run_page", "runs_table", "signature"]
+__all__ = ["ARTIFACT_TYPES", "artifact_path", "eval_page", "list_evals", "run_page", "runs_signature", "runs_table", "signature"]
 
 #: Files of a run's folder the UI shows inline, by suffix, with their media types.
 ARTIFACT_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
@@ -84,11 +85,27 @@ def run_page(run_id: str, home: Path | None = None) -> dict[str, Any]:
 
 
 def signature(run_id: str, home: Path | None = None) -> str:
-    """A short text that changes whenever the run's page would: rows written and status."""
-    with reading_store(run_id, home) as store:
-        count, last = store.con.execute("SELECT count(*), max(seq) FROM messages").fetchone()
-        run = store.run()
-        return f"{count}:{last}:{run['status']}:{run['updated_at']}:{store.live}"
+    """A short text that changes whenever the run's page would: the sizes and modification
+    times of its store, the store's write-ahead log and its live mirror (a stat, not a read:
+    pages poll it every second)."""
+    return _stat_mark(run_folder(run_id, home))
+
+
+def runs_signature(home: Path | None = None) -> str:
+    """Like ``signature``, over every run: changes when a run is added or written."""
+    root = runs_dir(home)
+    return ";".join(f"{folder.name}={_stat_mark(folder)}" for folder in sorted(root.glob("[!.]*/"))) if root.is_dir() else ""
+
+
+def _stat_mark(folder: Path) -> str:
+    parts = []
+    for name in ("trajectory.duckdb", "trajectory.duckdb.wal", MIRROR_NAME):
+        try:
+            found = (folder / name).stat()
+        except OSError:
+            continue
+        parts.append(f"{name}:{found.st_size}:{found.st_mtime_ns}")
+    return "|".join(parts)
 
 
 def _pretty_json(text: str) -> str:
