@@ -198,3 +198,29 @@ def test_a_store_held_without_a_mirror_is_listed_as_in_use(home, client):
         holder.kill()
         holder.wait()
     shutil.rmtree(folder)
+
+
+def test_the_agent_ui_command_serves_the_pages(home, run_id):
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-c", "from core.cli import main; main()", "ui", "--port", str(port)], cwd=REPO,
+                              env={**os.environ, "HORIZON_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+                    page = answer.read().decode()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stdout.read() if server.poll() is not None else "no answer"
+                time.sleep(0.2)
+        assert f'data-run="{run_id}"' in page
+    finally:
+        server.terminate()
+        server.wait(10)
