@@ -273,7 +273,7 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
     from core.runs import reading_store
 
     try:
-        with reading_store(run_id) as store:
+        with reading_store(run_id, live=True) as store:
             row, messages, rewards, live = store.run(), store.messages(), store.rewards(), store.live
     except HorizonError as exc:
         _fail(exc)

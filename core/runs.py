@@ -186,7 +186,7 @@ def open_store_for_writing(run_id: str, home: Path | None = None) -> RunStore:
     return _open_store(run_id, home, read_only=False)
 
 
-def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
+def _open_store(run_id: str, home: Path | None, *, read_only: bool, live: bool = False) -> RunStore:
     if not RUN_ID.fullmatch(run_id):  # a path ("../x") or a name with control characters is no run id
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     path = runs_dir(home) / run_id / "trajectory.duckdb"
@@ -197,7 +197,10 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
     if not found:
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     try:
-        store = _read_only_or_live(path) if read_only else RunStore(path)
+        if not read_only:
+            store = RunStore(path)
+        else:
+            store = _read_only_or_live(path) if live else RunStore(path, read_only=True)
     except duckdb.Error as exc:
         raise store_error(run_id, path, exc) from None
     try:
@@ -211,28 +214,34 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
     return store
 
 
-def open_store(run_id: str, home: Path | None = None) -> RunStore:
-    """Open a run's store read-only; a run another process is writing now is read from that
-    process's live mirror (``store.live``: its rows so far).
+def open_store(run_id: str, home: Path | None = None, *, live: bool = False) -> RunStore:
+    """Open a run's store read-only.
+
+    Args:
+        live: a run another process is writing now is read from that process's live mirror
+            (``store.live`` is True then: its rows so far) instead of refused. For readers that
+            show a run (``agent show``, ``agent ui``), not for those that act on a finished one
+            (export, apply, resume).
 
     Raises:
         RunNotFound: no such run.
-        UserError: the store is held by a program that keeps no mirror, cannot be opened, or is damaged.
+        UserError: the run is being written by another process (without ``live``, or a program
+            that keeps no mirror holds it), its store cannot be opened, or it is damaged.
     """
-    return _open_store(run_id, home, read_only=True)
+    return _open_store(run_id, home, read_only=True, live=live)
 
 
 @contextmanager
-def reading_store(run_id: str, home: Path | None = None) -> Iterator[RunStore]:
+def reading_store(run_id: str, home: Path | None = None, *, live: bool = False) -> Iterator[RunStore]:
     """``with reading_store(run_id) as store:`` the run's store, read-only, closed at the end; a
     DuckDB error while reading it inside the block (a garbled block) becomes the same one-line
-    ``UserError`` as ``open_store``'s.
+    ``UserError`` as ``open_store``'s; ``live`` as ``open_store``'s.
 
     Raises:
         RunNotFound: no such run.
         UserError: in use, cannot be opened, or damaged (``store_error``).
     """
-    with closing(open_store(run_id, home)) as store:
+    with closing(open_store(run_id, home, live=live)) as store:
         try:
             yield store
         except duckdb.Error as exc:

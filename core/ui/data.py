@@ -53,7 +53,7 @@ def run_page(run_id: str, home: Path | None = None) -> dict[str, Any]:
         RunNotFound: no such run (or not a run id).
         UserError: the store cannot be read (``core.runs.store_error``).
     """
-    with reading_store(run_id, home) as store:
+    with reading_store(run_id, home, live=True) as store:
         run, messages, rewards = store.run(), store.messages(), store.rewards()
         model_calls = {s["step"]: s for s in store.steps()}
         run["live"] = store.live

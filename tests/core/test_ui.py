@@ -130,6 +130,9 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
     from typer.testing import CliRunner
 
     from core.cli import app
+    from core.errors import UserError
+    from core.export.source import select_runs
+    from core.runs import open_store
 
     folder = home / "runs" / "20990101-000000-11fe"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder)], cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -144,6 +147,9 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
         assert shown.exit_code == 0 and "view_file(" in shown.output and "running: 3 messages so far" in shown.output, shown.output
         listed = CliRunner().invoke(app, ["runs"], env=env).output
         assert re.search(rf"{folder.name}\s+coding\s+running", listed), listed
+        with pytest.raises(UserError, match="in use by another process"):  # export, apply, resume: only a finished store
+            open_store(folder.name, home)
+        assert select_runs([], all_runs=True, home=home)[1] == [f"{folder.name} (running)"]  # export --all skips it
     finally:
         writer.kill()
         writer.wait()
