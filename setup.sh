@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Horizon needs on a fresh Debian or Ubuntu machine, idempotently:
 # system packages (bubblewrap for the sandbox, git, a JDK and JUnit 5 for Java repositories, Go and
-# Node.js and npm for Go and JavaScript repositories, ripgrep for code search),
+# Node.js and npm for Go and JavaScript repositories, ripgrep for code search, Chromium for the
+# web UI's browser tests),
 # a virtual environment in .venv, and Horizon itself with its Python dependencies
 # (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores).
 set -euo pipefail
@@ -16,6 +17,7 @@ command -v rg >/dev/null || need+=(ripgrep)  # search_code's fast path
 command -v go >/dev/null || need+=(golang-go)  # go test, for Go repositories
 command -v node >/dev/null || need+=(nodejs)  # node --test, for JavaScript repositories
 command -v npm >/dev/null || need+=(npm)  # npm ci from a JavaScript repository's lockfile
+command -v chromium >/dev/null || need+=(chromium)  # the agent ui browser tests (driven by Playwright)
 command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)

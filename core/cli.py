@@ -10,6 +10,7 @@
     agent export RUNS... --format F --out PATH   RL/SFT training data (--all, --plugin NAME)
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
+    agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
 """
 
 from __future__ import annotations
@@ -272,8 +273,8 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
     from core.runs import reading_store
 
     try:
-        with reading_store(run_id) as store:
-            row, messages, rewards = store.run(), store.messages(), store.rewards()
+        with reading_store(run_id, live=True) as store:
+            row, messages, rewards, live = store.run(), store.messages(), store.rewards(), store.live
     except HorizonError as exc:
         _fail(exc)
         return
@@ -291,6 +292,9 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
             console.print(f"[magenta]{_safe(m.role)}[/]{' ' + _safe(m.name) if m.name else ''}: {_safe(m.content)}")
     for name, r in rewards.items():
         console.print(f"[bold]reward[/] {_safe(name)} = {r['value']:.3f} (weight {r['weight']})")
+    if live:  # another process is writing it: what it wrote so far, read from its live mirror (core.store_mirror)
+        console.print(f"[magenta]running[/]: {len(messages)} messages so far (another process is writing this run)")
+        return
     console.print(f"outcome: {_safe(row['exit_status'])} ({_safe(row['exit_detail'])}), patch {_safe(row['patch_path'])}")
     if row.get("reward_version"):  # judged by the plugin's reward (core.reward)
         console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({_safe(row['reward_version'])}, "
@@ -538,6 +542,21 @@ def eval_cmd(
     print(json.dumps(brief, indent=1))
     if any(r["exit_status"] == "error" for r in summary["results"]):
         raise typer.Exit(1)
+
+
+@app.command("ui")
+def ui_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the UI has no login: keep it local)"),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port"),
+) -> None:
+    """Serve a web page over the runs and evaluations: live status, every step, diffs, rewards, images."""
+    from core.ui import serve
+
+    console.print(f"[bold]horizon ui[/] http://{_safe(host)}:{port}/  [dim](Ctrl-C stops it)[/]")
+    try:
+        serve(host, port)
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()

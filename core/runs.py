@@ -130,7 +130,8 @@ def store_error(run_id: str, path: Path, exc: duckdb.Error) -> UserError:
 def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """Return one row per run, newest first.
 
-    ``status`` is ``in use`` for a run another process is writing now, ``killed`` for one whose
+    ``status`` is ``running`` for a run another process is writing now (read from its live mirror,
+    ``core.store_mirror``), ``in use`` for a store some other program holds, ``killed`` for one whose
     process died without a word (it can be resumed), ``damaged`` for a store that is not a DuckDB
     database or fails its checksums, ``unreadable`` for one the operating system refuses
     (``store_problem``). ``agent show RUN_ID`` says what to do about it.
@@ -138,19 +139,40 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     rows = []
     for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb"), reverse=True):  # not half-made ones
         try:
-            with closing(RunStore(path, read_only=True)) as store:
+            with closing(_read_only_or_live(path)) as store:
                 row = store.run()
-                if row["status"] == "running":  # killed: its totals were never written; count its steps
+                if row["status"] == "running":  # killed, or live: its totals are not written yet; count its steps
                     row["steps"] = store.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
+                live = store.live
         except duckdb.Error as exc:
             rows.append({"run_id": path.parent.name, "status": store_problem(exc)})
             continue
         except RunNotFound:
             continue
-        if row["status"] == "running":  # we could open it, so no process holds it any more
+        if row["status"] == "running" and not live:  # we could open it, so no process holds it any more
             row["status"] = "killed"
         rows.append(row)
     return rows
+
+
+def _read_only_or_live(path: Path) -> RunStore:
+    """The store at ``path`` read-only, or, while its writer holds it, rebuilt from the writer's
+    live mirror (``RunStore.from_mirror``; ``store.live`` is True then).
+
+    Raises:
+        duckdb.Error: DuckDB refused the store and there is no readable mirror (``store_problem``).
+    """
+    for _ in range(3):  # the writer may close (and delete the mirror) between the two tries
+        try:
+            return RunStore(path, read_only=True)
+        except duckdb.Error as exc:
+            if store_problem(exc) != "in use":
+                raise
+            try:
+                return RunStore.from_mirror(path)
+            except (FileNotFoundError, ValueError):
+                refused = exc
+    raise refused
 
 
 def open_store_for_writing(run_id: str, home: Path | None = None) -> RunStore:
@@ -164,7 +186,7 @@ def open_store_for_writing(run_id: str, home: Path | None = None) -> RunStore:
     return _open_store(run_id, home, read_only=False)
 
 
-def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
+def _open_store(run_id: str, home: Path | None, *, read_only: bool, live: bool = False) -> RunStore:
     if not RUN_ID.fullmatch(run_id):  # a path ("../x") or a name with control characters is no run id
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     path = runs_dir(home) / run_id / "trajectory.duckdb"
@@ -175,7 +197,10 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
     if not found:
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     try:
-        store = RunStore(path, read_only=read_only)
+        if not read_only:
+            store = RunStore(path)
+        else:
+            store = _read_only_or_live(path) if live else RunStore(path, read_only=True)
     except duckdb.Error as exc:
         raise store_error(run_id, path, exc) from None
     try:
@@ -189,27 +214,34 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool) -> RunStore:
     return store
 
 
-def open_store(run_id: str, home: Path | None = None) -> RunStore:
+def open_store(run_id: str, home: Path | None = None, *, live: bool = False) -> RunStore:
     """Open a run's store read-only.
+
+    Args:
+        live: a run another process is writing now is read from that process's live mirror
+            (``store.live`` is True then: its rows so far) instead of refused. For readers that
+            show a run (``agent show``, ``agent ui``), not for those that act on a finished one
+            (export, apply, resume).
 
     Raises:
         RunNotFound: no such run.
-        UserError: the run is being written by another process right now, or its store is damaged.
+        UserError: the run is being written by another process (without ``live``, or a program
+            that keeps no mirror holds it), its store cannot be opened, or it is damaged.
     """
-    return _open_store(run_id, home, read_only=True)
+    return _open_store(run_id, home, read_only=True, live=live)
 
 
 @contextmanager
-def reading_store(run_id: str, home: Path | None = None) -> Iterator[RunStore]:
+def reading_store(run_id: str, home: Path | None = None, *, live: bool = False) -> Iterator[RunStore]:
     """``with reading_store(run_id) as store:`` the run's store, read-only, closed at the end; a
     DuckDB error while reading it inside the block (a garbled block) becomes the same one-line
-    ``UserError`` as ``open_store``'s.
+    ``UserError`` as ``open_store``'s; ``live`` as ``open_store``'s.
 
     Raises:
         RunNotFound: no such run.
         UserError: in use, cannot be opened, or damaged (``store_error``).
     """
-    with closing(open_store(run_id, home)) as store:
+    with closing(open_store(run_id, home, live=live)) as store:
         try:
             yield store
         except duckdb.Error as exc:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ import duckdb
 
 from core.errors import RunNotFound
 from core.state import Message, ToolCall, Usage
+from core.store_mirror import LiveMirror, mirror_path, open_mirror, replay
 from core.text import utf8_safe
 
 if TYPE_CHECKING:
@@ -73,6 +75,9 @@ CREATE TABLE IF NOT EXISTS rewards (
 );
 """
 
+#: Columns not copied to the live mirror (``core.store_mirror``): large, read only by exporters.
+UNMIRRORED = ("prompt_token_ids", "completion_token_ids", "completion_logprobs")
+
 RUN_FIELDS = ["run_id", "plugin", "task", "repo", "policy", "config", "status", "exit_status", "exit_detail", "reward", "steps", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost", "active_s", "patch_path", "created_at", "updated_at",
               "reward_status", "reward_version", "correct", "step_rewards", "reward_summary"]
 
@@ -83,32 +88,80 @@ class RunStore:
     Args:
         path: the DuckDB file (created with the schema when missing).
         read_only: open without taking the write lock (fails while the run is being written).
+        mirror: a writer also appends its writes to ``trajectory.live.jsonl``, so that other
+            processes can read the run meanwhile (``RunStore.from_mirror``).
+
+    Attributes:
+        live: True for a store rebuilt from a writer's mirror (the run is being written now).
 
     Raises:
         duckdb.IOException: another process holds the file (the run is in progress).
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False, mirror: bool = True) -> None:
         self.path = path
+        self.live = False
+        self._mirror: LiveMirror | None = None
         # One thread: a run's writes are single rows, where DuckDB's thread pool only adds latency.
         self.con = duckdb.connect(str(path), read_only=read_only, config={"threads": 1})
         if not read_only:
             self.con.execute(SCHEMA)
+            if mirror:
+                self._mirror = open_mirror(mirror_path(path), self._contents_as_entries)
+
+    @classmethod
+    def from_mirror(cls, path: Path) -> RunStore:
+        """The run store at ``path`` as its writing process has written it so far, rebuilt in
+        memory from its mirror (``core.store_mirror.replay``); read-only by convention.
+
+        Raises:
+            FileNotFoundError: no mirror (no process is writing the run now).
+            ValueError: the mirror file is damaged.
+        """
+        store = cls.__new__(cls)
+        store.path, store.live, store._mirror = path, True, None
+        store.con = replay(mirror_path(path), SCHEMA)
+        return store
+
+    def _contents_as_entries(self) -> list[dict[str, Any]]:
+        """Mirror entries that rebuild this store's rows (the mirror's seed)."""
+        tables = {}
+        for table in ("runs", "messages", "rewards"):
+            cursor = self.con.execute(f"SELECT * FROM {table} ORDER BY 1")
+            names = [d[0] for d in cursor.description]
+            tables[table] = [{n: v for n, v in zip(names, row, strict=True) if n not in UNMIRRORED} for row in cursor.fetchall()]
+        return ([{"table": "runs", "insert": row} for row in tables["runs"]] + [{"table": "messages", "insert": row} for row in tables["messages"]]
+                + [{"table": "rewards", "replace": tables["rewards"]}])
+
+    def _write(self, sql: str, params: list[Any], mirrored: dict[str, Any]) -> None:
+        """Execute a write, and append its rows (``mirrored``, a ``core.store_mirror`` entry) to the mirror."""
+        self.con.execute(sql, params)
+        if self._mirror is not None:
+            self._mirror.record(mirrored)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """All writes inside are kept together or not at all."""
         self.con.begin()
+        if self._mirror is not None:
+            self._mirror.begin()
         try:
             yield
         except BaseException:
             self.con.rollback()
+            if self._mirror is not None:
+                self._mirror.rollback()
             raise
         self.con.commit()
+        if self._mirror is not None:
+            self._mirror.commit()
 
     def close(self) -> None:
-        """Close the database (idempotent)."""
+        """Close the database and delete its live mirror (idempotent)."""
         self.con.close()
+        if self._mirror is not None:
+            self._mirror.close()
+            self._mirror = None
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -119,16 +172,16 @@ class RunStore:
             fields["config"] = json.dumps(fields["config"])
         cols = ", ".join(fields)
         values = ", ".join("?" * len(fields))
-        self.con.execute(
-            f"INSERT INTO runs ({cols}, created_at, updated_at) VALUES ({values}, current_timestamp, current_timestamp)",
-            list(fields.values()),
-        )
+        now = datetime.now(UTC)  # a parameter, not current_timestamp: the mirror replays the same time
+        self._write(f"INSERT INTO runs ({cols}, created_at, updated_at) VALUES ({values}, ?, ?)", [*fields.values(), now, now],
+                    {"table": "runs", "insert": {**fields, "created_at": now, "updated_at": now}})
 
     def update_run(self, **fields: Any) -> None:
         """Set columns of the run's row (there is one row per database)."""
         fields = utf8_safe(fields)
         sets = ", ".join(f"{k} = ?" for k in fields)
-        self.con.execute(f"UPDATE runs SET {sets}, updated_at = current_timestamp", list(fields.values()))
+        now = datetime.now(UTC)
+        self._write(f"UPDATE runs SET {sets}, updated_at = ?", [*fields.values(), now], {"table": "runs", "update": {**fields, "updated_at": now}})
 
     def run(self) -> dict[str, Any]:
         """Return the run's row as a dict (``config`` parsed).
@@ -153,9 +206,11 @@ class RunStore:
         cols = {
             "seq": seq, "step": step, "role": m.role, "content": m.content,
             "tool_calls": json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None,
-            "tool_call_id": m.tool_call_id, "name": m.name, **extra,
+            "tool_call_id": m.tool_call_id, "name": m.name, **extra, "created_at": datetime.now(UTC),
         }
-        self.con.execute(f"INSERT INTO messages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", list(cols.values()))
+        slim = {k: v for k, v in cols.items() if k not in UNMIRRORED}
+        self._write(f"INSERT INTO messages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", list(cols.values()),
+                    {"table": "messages", "insert": slim})
 
     def append_message(self, seq: int, step: int, message: Message) -> None:
         """Append a system or user message at position ``seq``."""
@@ -286,14 +341,17 @@ class RunStore:
 
     def _replace_components(self, components: dict[str, tuple[float, float, dict[str, Any]]]) -> None:
         """Replace the reward components: ``{name: (value, weight, detail)}``."""
+        now = datetime.now(UTC)
+        rows = [{"name": name, "value": value, "weight": weight, "detail": json.dumps(detail, default=str), "created_at": now}
+                for name, (value, weight, detail) in components.items()]
         self.con.execute("DELETE FROM rewards")
-        for name, (value, weight, detail) in components.items():
-            self.con.execute(
-                "INSERT INTO rewards (name, value, weight, detail) VALUES (?, ?, ?, ?)",
-                [name, value, weight, json.dumps(detail, default=str)],
-            )
+        for row in rows:
+            self.con.execute("INSERT INTO rewards (name, value, weight, detail, created_at) VALUES (?, ?, ?, ?, ?)", list(row.values()))
+        if self._mirror is not None:
+            self._mirror.record({"table": "rewards", "replace": rows})
 
     def rewards(self) -> dict[str, dict[str, Any]]:
         """Return ``{name: {"value", "weight", "detail"}}``."""
         rows = self.con.execute("SELECT name, value, weight, detail FROM rewards ORDER BY name").fetchall()
         return {n: {"value": v, "weight": w, "detail": json.loads(d) if d else {}} for n, v, w, d in rows}
+

@@ -209,7 +209,7 @@ def select_runs(
 
     Returns:
         ``(run ids to export, "RUN_ID (why)" for each listed run that cannot be read now)``:
-        with ``--all`` a run being written (``in use``) or damaged is skipped and named, not fatal.
+        with ``--all`` a run being written (``running``, ``in use``) or damaged is skipped and named, not fatal.
 
     Raises:
         UserError: nothing was chosen, or the choice matches no run.
@@ -222,7 +222,7 @@ def select_runs(
         for r in reversed(list_runs(home)):  # oldest first
             if r["run_id"] in chosen:
                 continue
-            if r["status"] in ("in use", "damaged", "unreadable"):
+            if r["status"] in ("running", "in use", "damaged", "unreadable"):  # running: another process writes it now
                 skipped.append(f"{r['run_id']} ({r['status']})")
             elif all_runs or r.get("plugin") == plugin:
                 chosen.append(r["run_id"])

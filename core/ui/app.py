@@ -1,0 +1,137 @@
+"""``agent ui``: the web app over the run store (Starlette, Jinja2 templates, server-sent events).
+
+Pages: ``/`` the runs, ``/runs/{id}`` one run, ``/evals`` and ``/evals/{id}`` evaluations;
+``/runs/{id}/files/{path}`` an image or report from inside the run's folder (nothing outside
+it); ``/events`` and ``/runs/{id}/events`` push the re-rendered runs table or run body whenever
+it changes (polled every ``poll_s`` seconds on the server side; a run being written by another
+process is read from its live mirror, ``core.store_mirror``).
+
+Every value from the store is escaped by Jinja2's autoescaping (model text is untrusted); files
+are served with a ``sandbox`` Content-Security-Policy, so an HTML report or SVG runs no script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from sse_starlette.sse import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from core.errors import HorizonError, RunNotFound
+from core.ui import data
+from core.ui.render import diff_lines, looks_like_diff
+
+__all__ = ["create_app"]
+
+#: Served files cannot run scripts or load anything, even when opened directly.
+#: (allow-same-origin without allow-scripts: the report's own images load, and nothing can run to use the origin)
+FILE_HEADERS = {"Content-Security-Policy": "sandbox allow-same-origin; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
+                "X-Content-Type-Options": "nosniff"}
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-src 'self'; style-src 'self'",
+                "X-Content-Type-Options": "nosniff"}
+
+
+def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
+    """The ASGI app.
+
+    Args:
+        home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
+        poll_s: seconds between two looks at the store for the live pages.
+    """
+    templates = Environment(loader=PackageLoader("core.ui", "templates"), autoescape=select_autoescape(default=True),
+                            trim_blocks=True, lstrip_blocks=True)
+    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff)
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(templates.get_template(name).render(**context), status_code=status, headers=PAGE_HEADERS)
+
+    def problem(exc: HorizonError) -> HTMLResponse:
+        return page("error.html", 404 if isinstance(exc, RunNotFound) else 503, message=str(exc))
+
+    def runs_rows() -> str:
+        return templates.get_template("runs_rows.html").render(runs=data.runs_table(home))
+
+    async def runs(request: Request) -> Response:
+        mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
+        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark))
+
+    async def run(request: Request) -> Response:
+        try:
+            run_id = request.path_params["run_id"]
+            mark = await asyncio.to_thread(data.signature, run_id, home)  # before reading: a change in between is sent again
+            info = await asyncio.to_thread(data.run_page, run_id, home)
+        except HorizonError as exc:
+            return problem(exc)
+        return page("run.html", since=_digest(mark), **info)
+
+    async def run_file(request: Request) -> Response:
+        try:
+            path = data.artifact_path(request.path_params["run_id"], request.path_params["path"], home)
+        except RunNotFound as exc:
+            return PlainTextResponse(str(exc), 404)
+        except PermissionError as exc:
+            return PlainTextResponse(str(exc), 403)
+        except FileNotFoundError as exc:
+            return PlainTextResponse(str(exc), 404)
+        return FileResponse(path, media_type=data.ARTIFACT_TYPES[path.suffix.lower()], headers=FILE_HEADERS)
+
+    async def evals(request: Request) -> Response:
+        return page("evals.html", evals=await asyncio.to_thread(data.list_evals, home))
+
+    async def one_eval(request: Request) -> Response:
+        try:
+            info = await asyncio.to_thread(data.eval_page, request.path_params["eval_id"], home)
+        except HorizonError as exc:
+            return problem(exc)
+        except ValueError as exc:
+            return page("error.html", 500, message=f"evaluation {request.path_params['eval_id']} cannot be read: {exc}")
+        return page("eval.html", **info)
+
+    async def runs_events(request: Request) -> Response:
+        return EventSourceResponse(_changes(request, lambda: data.runs_signature(home), runs_rows, poll_s))
+
+    async def run_events(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+
+        def render() -> str:
+            return templates.get_template("run_body.html").render(**data.run_page(run_id, home))
+
+        return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
+
+    static = Path(__file__).with_name("static")
+    routes = [
+        Route("/", runs), Route("/events", runs_events), Route("/runs/{run_id}", run), Route("/runs/{run_id}/events", run_events),
+        Route("/runs/{run_id}/files/{path:path}", run_file), Route("/evals", evals), Route("/evals/{eval_id}", one_eval),
+        Mount("/static", StaticFiles(directory=static), name="static"),
+    ]
+    return Starlette(routes=routes)
+
+
+async def _changes(request: Request, mark: Callable[[], str], render: Callable[[], str], poll_s: float) -> AsyncIterator[dict[str, str]]:
+    """Server-sent ``update`` events: ``render()``'s HTML each time ``mark()`` (a cheap stat of
+    the stores) changes; the first look is sent too unless it is the page's own (the ``since``
+    query parameter)."""
+    last = request.query_params.get("since")
+    while not await request.is_disconnected():
+        try:
+            now = _digest(await asyncio.to_thread(mark))
+            if now != last:
+                html = await asyncio.to_thread(render)  # the mark is taken first: a write in between shows next time
+                last = now
+                yield {"event": "update", "data": html}
+        except HorizonError:  # the run vanished, or cannot be read this moment: keep looking
+            pass
+        await asyncio.sleep(poll_s)
+
+
+def _digest(mark: str) -> str:
+    return hashlib.sha1(mark.encode()).hexdigest()[:16]
