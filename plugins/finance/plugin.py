@@ -129,7 +129,8 @@ class FinancePlugin:
 
         Returns:
             The verdict, version ``finance-qa/N``; not applicable when set-up failed (the task
-            file or its filings could not be read), since the agent had nothing to work on.
+            file could not be read) or no filing of the task could be read (each ingested with
+            status ``error``), since the agent had nothing to work on.
 
         Raises:
             ValueError: the trajectory has no live ``context`` (the episode's files are read through it).
@@ -145,6 +146,11 @@ class FinancePlugin:
         questions = load_questions(spec.questions_file, [q["qid"] for q in files.read_json(files.questions, [])]) if spec.questions_file else []
         con = connect(files.db, read_only=True)
         try:
+            errors = con.execute("SELECT doc_name, error FROM documents WHERE doc_name IN (SELECT unnest(?)) AND status = 'error' "
+                                 "ORDER BY doc_name", [[p.stem for p in spec.filings]]).fetchall()
+            if spec.filings and len(errors) == len(spec.filings):  # nothing the agent could have read
+                shown = "; ".join(f"{name}: {error}" for name, error in errors[:3])
+                return RewardResult.not_applicable(REWARD_VERSION, f"none of the task's filings could be read ({shown})")
             checks = run_checks(con, [p.stem for p in spec.filings])
             report = report_traceability(con, ctx.workspace) if spec.report else None
         finally:

@@ -15,8 +15,10 @@
     counts (weight 1) only for a task with neither questions nor a report. A run that answers
     nothing scores 0 on both answer parts. ``correct``: every counted component is 1.
 
-A task whose set-up failed (missing or unreadable filings) gets "not applicable"
-(``core.reward``): there was nothing the agent could have done. ``REWARD_VERSION`` changes
+A task whose set-up failed (missing or unreadable task file) or none of whose filings could be
+read (each ingested with status ``error``: not a PDF, truncated, encrypted) gets "not
+applicable" (``core.reward``): there was nothing the agent could have done (version 2; version
+1 scored the unreadable-filings case 0). ``REWARD_VERSION`` changes
 whenever this definition does.
 """
 
@@ -30,7 +32,7 @@ from plugins.finance.questions import Question, score_answer
 
 WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "report": 0.2}
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "finance-qa/1"
+REWARD_VERSION = "finance-qa/2"
 
 
 def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,

@@ -100,7 +100,7 @@ class AssemblySpec(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    parts: list[str] | None = Field(None, description="the objects that make up the assembly (default: all objects)")
+    parts: list[str] | None = Field(None, min_length=1, description="the objects that make up the assembly (default: all objects)")
     contact_tolerance: float = Field(0.002, gt=0, description="parts closer than this touch, in the task's unit")
     touch: list[tuple[str, str]] = Field(default_factory=list, description="pairs of parts that must touch")
     connected: bool = Field(True, description="every part is joined to the others through touching parts")
@@ -135,8 +135,12 @@ class TaskSpec(BaseModel):
         named = list(a.parts or []) + [n for pair in a.touch for n in pair] + list(a.on_floor) + ([a.cavity.part] if a.cavity else [])
         unknown = sorted({n for n in named if n not in known})
         if unknown:
-            raise ValueError(f"assembly names {', '.join(unknown)}, which are not in objects ({', '.join(sorted(known)) or 'none'}); "
+            which = f"{unknown[0]}, which is" if len(unknown) == 1 else f"{', '.join(unknown)}, which are"
+            raise ValueError(f"assembly names {which} not in objects ({', '.join(sorted(known)) or 'none'}); "
                              "list every part under objects first")
+        same = sorted({x for x, y in a.touch if x == y})
+        if same:
+            raise ValueError(f"assembly.touch pairs {', '.join(same)} with itself; a pair names two different parts")
         return self
 
     def assembly_parts(self) -> list[str]:
@@ -215,5 +219,7 @@ def load_spec(folder: Path) -> TaskSpec:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); fix the file") from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        # a check of the whole file has no field to name; pydantic prefixes its message with "Value error, "
+        problems = "; ".join((f"{'.'.join(map(str, e['loc']))}: " if e["loc"] else "") + e["msg"].removeprefix("Value error, ")
+                             for e in exc.errors())
         raise UserError(f"{path} does not describe a 3D task: {problems}") from None

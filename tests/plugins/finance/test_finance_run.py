@@ -159,3 +159,20 @@ def test_a_market_data_failure_is_an_observation_and_the_run_goes_on(filings_db,
     assert calls[0]["is_error"] and "market data unavailable" in calls[0]["output"] and "no snapshot of MMM prices" in calls[0]["output"]
     assert not calls[1]["is_error"] and result.exit_status == ExitStatus.SUBMITTED
     assert result.reward == 1.0  # value, page and checks all right; the failed call cost nothing
+
+
+def test_a_task_whose_filings_cannot_be_read_is_not_applicable_not_zero(use_cache, tmp_path):
+    """Every filing unreadable (a truncated PDF, a text file named .pdf): the agent had nothing to
+    work on, so the verdict is "not applicable", which the export's gates keep out of training data."""
+    task = tmp_path / "task"
+    task.mkdir()
+    good = (ROOT / ".." / "shared" / "data" / "filings" / "ULTABEAUTY_2023Q4_EARNINGS.pdf").read_bytes()
+    (task / "TRUNCATED_2023_10K.pdf").write_bytes(good[: len(good) // 3])
+    (task / "NOTES_2023_10K.pdf").write_text("not a PDF at all\n")
+    (task / "task.json").write_text(json.dumps({"filings": ["TRUNCATED_2023_10K.pdf", "NOTES_2023_10K.pdf"], "report": False}))
+    started, result = run_episode([{"tool": "finish", "arguments": {"summary": "nothing could be read"}}], repo=task)
+    with closing(open_store(started.run_id)) as store:
+        row = store.run()
+    assert row["reward_status"] == "not_applicable" and result.reward is None, row
+    assert row["reward_version"] == "finance-qa/2" and "none of the task's filings could be read" in row["reward_summary"]
+    assert "NOTES_2023_10K" in row["reward_summary"]

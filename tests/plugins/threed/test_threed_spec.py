@@ -48,5 +48,11 @@ def test_assembly_section_is_described_and_checks_its_names(tmp_path):
     assert "these pairs touch: Seat and Leg" in text and "Leg reach the floor" in text and "tipping needs a 10 degree tilt" in text
     assert "Seat holds at least 0.001 m³" in text and "mirror-symmetric across x" in text and "at least 10% of the frame" in text
     (tmp_path / "task.json").write_text(json.dumps({"objects": objects, "assembly": {"touch": [["Seat", "Backrest"]]}}))
-    with pytest.raises(UserError, match="assembly names Backrest, which are not in objects"):
+    with pytest.raises(UserError, match="assembly names Backrest, which is not in objects"):
+        load_spec(tmp_path)
+    (tmp_path / "task.json").write_text(json.dumps({"objects": objects, "assembly": {"touch": [["Seat", "Seat"]]}}))
+    with pytest.raises(UserError, match="assembly.touch pairs Seat with itself"):
+        load_spec(tmp_path)
+    (tmp_path / "task.json").write_text(json.dumps({"objects": objects, "assembly": {"parts": []}}))
+    with pytest.raises(UserError, match="assembly.parts"):
         load_spec(tmp_path)
