@@ -27,6 +27,18 @@ def ctx(tmp_path):
     close_worker(context)
 
 
+@pytest.fixture(scope="module")
+def shared_ctx(tmp_path_factory):
+    """One workspace and one Blender worker for a whole test module (starting Blender costs
+    seconds); a module's own ``ctx`` fixture gives it to each test on a fresh scene."""
+    root = tmp_path_factory.mktemp("threed-shared")
+    (root / "ws").mkdir()
+    (root / "scratch").mkdir()
+    context = ToolContext(workspace=root / "ws", sandbox=open_sandbox(root / "ws", root / "scratch"), scratch=root / "scratch")
+    yield context
+    close_worker(context)
+
+
 @pytest.fixture
 def meshes() -> Path:
     """The shared real meshes (skips when ../shared/data is not there)."""

@@ -6,24 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.sandbox import open_sandbox
-from core.tools import ToolContext
 from plugins.threed import assembly, tools
 from plugins.threed.reward import ASSEMBLY_CHECKS, grade, load_scene_meshes
 from plugins.threed.spec import TaskSpec
 
 TOL = 0.002
-
-
-@pytest.fixture(scope="module")
-def shared_ctx(tmp_path_factory):
-    """One workspace and one Blender worker for the module (starting Blender costs seconds)."""
-    root = tmp_path_factory.mktemp("threed-assembly")
-    (root / "ws").mkdir()
-    (root / "scratch").mkdir()
-    context = ToolContext(workspace=root / "ws", sandbox=open_sandbox(root / "ws", root / "scratch"), scratch=root / "scratch")
-    yield context
-    tools.close_worker(context)
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 import trimesh
 
-from core.sandbox import open_sandbox
-from core.tools import ToolContext
 from plugins.threed import checks, tools
 from plugins.threed.reward import load_scene_meshes
 
@@ -18,17 +16,6 @@ LEG = {
                  [-0.025, -0.025, 0.41], [0.025, -0.025, 0.41], [0.025, 0.025, 0.41], [-0.025, 0.025, 0.41]],
     "faces": [[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]],
 }
-
-
-@pytest.fixture(scope="module")
-def shared_ctx(tmp_path_factory):
-    """One workspace and one Blender worker for the module (starting Blender costs seconds)."""
-    root = tmp_path_factory.mktemp("threed-tools")
-    (root / "ws").mkdir()
-    (root / "scratch").mkdir()
-    context = ToolContext(workspace=root / "ws", sandbox=open_sandbox(root / "ws", root / "scratch"), scratch=root / "scratch")
-    yield context
-    tools.close_worker(context)
 
 
 @pytest.fixture
