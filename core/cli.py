@@ -34,6 +34,7 @@ from core.state import Usage
 from core.text import terminal_safe
 
 if TYPE_CHECKING:
+    from core.config import Settings
     from core.runner import Run, RunResult
 
 # The run machinery (LangGraph, DuckDB, llama.cpp) takes seconds to import: commands import it
@@ -167,6 +168,17 @@ def _run_and_report(run: Run, apply: bool) -> None:
         console.print("the patch is empty: nothing to apply")
 
 
+def _mcp_metadata(settings: Settings) -> dict[str, Any]:
+    """The task metadata that names the config's external MCP servers (none: empty), checked now
+    so that a bad ``[[mcp_servers]]`` table fails before anything is copied."""
+    if not settings.mcp_servers:
+        return {}
+    from core.mcp.client import parse_servers
+
+    parse_servers(settings.mcp_servers, "the config's mcp_servers (horizon.toml, HORIZON_MCP_SERVERS)")
+    return {"mcp_servers": settings.mcp_servers}
+
+
 def _fail(exc: HorizonError) -> None:
     console.print(f"[red]error:[/] {_safe(exc)}")
     raise typer.Exit(2 if isinstance(exc, UserError) else 1)
@@ -206,7 +218,7 @@ def run(
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         the_policy = make_policy(spec, settings)
         started = Run.start(
-            Task(plugin=plugin, instruction=task, repo=repo.resolve()), the_policy, policy_config=spec, limits=limits,
+            Task(plugin=plugin, instruction=task, repo=repo.resolve(), metadata=_mcp_metadata(settings)), the_policy, policy_config=spec, limits=limits,
             pricing=settings.pricing_for(spec["kind"]), isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
         )
         console.print(f"[bold]{_safe(plugin)}[/]: {_safe(task)}  [dim]({_safe(the_policy.name)}, repo {_safe(repo.resolve())})[/]")

@@ -101,6 +101,9 @@ class Settings(BaseSettings):
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
         retry_max_attempts, retry_max_total_s: a model server's faults are retried with
             backoff until either budget is spent; then the run stops, resumably.
+        mcp_servers: external MCP servers whose tools join every run's tools (``[[mcp_servers]]``
+            tables: ``name``, ``command`` or ``url``, ``env``, ``timeout_s``, ``start_timeout_s``, ``tools``; checked by
+            ``core.mcp.client.parse_servers`` when a run starts).
     """
 
     model_config = SettingsConfigDict(env_prefix="HORIZON_", extra="ignore")
@@ -121,6 +124,7 @@ class Settings(BaseSettings):
     keep_checkpoints: int = Field(20, ge=1)
     retry_max_attempts: int = Field(6, ge=1)
     retry_max_total_s: float = Field(120.0, gt=0)
+    mcp_servers: list[dict[str, Any]] = []
 
     @classmethod
     def settings_customise_sources(

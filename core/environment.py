@@ -38,7 +38,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import workspace as ws
 from core.errors import ToolError, UserError
@@ -52,6 +52,9 @@ from core.stuck import StuckDetector, action_key
 from core.text import utf8_safe
 from core.tools import ToolContext, ToolResult
 from core.workspace import CallJournal
+
+if TYPE_CHECKING:
+    from core.mcp.client import McpToolset
 
 __all__ = ["MAX_OBSERVATION_CHARS", "Environment", "Observation"]
 
@@ -107,6 +110,18 @@ class Environment:
         ctx.output_limit = max_observation_chars
         self.journal = journal
         tools = plugin.tools()
+        # External MCP servers named by the task (core.mcp.client): their tools join the list.
+        self.mcp: McpToolset | None = None
+        if task.metadata.get("mcp_servers"):
+            from core.mcp.client import McpToolset, parse_servers  # imported here: core.mcp imports the loop
+
+            servers = parse_servers(task.metadata["mcp_servers"], "the task's mcp_servers")
+            self.mcp = McpToolset(servers, ctx.sandbox)
+            clashes = {t.name for t in tools} & {t.name for t in self.mcp.tools}
+            if clashes:
+                self.mcp.close()
+                raise UserError(f"MCP tools {', '.join(sorted(clashes))} have the names of the plugin's own tools; rename their server")
+            tools = [*tools, *self.mcp.tools]
         self.tools = {t.name: t for t in tools}
         self.tool_schemas = [t.schema() for t in tools]
         self.stuck = StuckDetector()
@@ -239,6 +254,8 @@ class Environment:
     def close(self) -> None:
         """Release what the plugin started for the episode (its optional ``teardown``: the 3D
         plugin's Blender worker); safe to call twice."""
+        if self.mcp is not None:
+            self.mcp.close()
         teardown = getattr(self.plugin, "teardown", None)
         if teardown is not None:
             teardown(self.ctx)

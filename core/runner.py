@@ -243,6 +243,10 @@ class Run:
         Runs inside ``execute``, so Ctrl-C or a kill during set-up is resumable like any step.
         """
         ep = self.episode
+        if ep.env.mcp is not None:  # the store keeps what the external servers offered, for the export's tool list
+            config = self.store.run()["config"]
+            self.store.update_run(config={**config, "external_tools": [t.schema() for t in ep.env.mcp.tools],
+                                          "external_read_only": [t.name for t in ep.env.mcp.tools if t.read_only]})  # fmt: skip
         opening = ep.env.reset()
         ep.on_event("setup", {"text": ep.env.setup_text})  # what the plugin found (failing tests, unreadable files)
         self.store.append_opening(opening)

@@ -89,6 +89,8 @@ class TaskSpec(BaseModel):
         dependencies_as_of: an ISO date; the project's test environment is built from
             distributions uploaded before it (the fixed release's upload time), so an old
             release is tested with the dependencies of its time. Empty: the newest.
+        mcp_servers: external MCP servers whose tools the episode adds to the plugin's
+            (``core.mcp.client.McpServerSpec``'s fields: name, command or url, env, timeout_s, start_timeout_s, tools).
     """
 
     instruction: str = Field(min_length=1)
@@ -102,6 +104,7 @@ class TaskSpec(BaseModel):
     start: StartRecipe | None = None
     hidden_tests: StartRecipe | None = None
     dependencies_as_of: str = ""
+    mcp_servers: list[dict[str, Any]] = []
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,8 @@ def load_task(folder: Path) -> EvalTask:
         raise UserError(f"task {folder.name}{made_from}: {exc}") from None
     if spec.dependencies_as_of:
         metadata["dependencies_as_of"] = spec.dependencies_as_of
+    if spec.mcp_servers:
+        metadata["mcp_servers"] = spec.mcp_servers
     return EvalTask(name=folder.name, folder=folder, spec=spec, start=start, metadata=metadata)
 
 

@@ -190,9 +190,12 @@ def load_run(run_id: str, home: Path | None = None) -> RunRecord:
         call["data"] = json.loads(call["data"]) if call["data"] else {}
     folder = runs_dir(home) / run_id
     schemas, read_only = plugin_tools(row["plugin"])
+    # External MCP servers' tools (core.mcp.client) are the run's own: recorded when it started.
+    external = row["config"].get("external_tools", [])
+    read_only = read_only | frozenset(row["config"].get("external_read_only", []))
     return RunRecord(
         run_id=run_id, folder=folder, row=row, messages=messages, tool_calls=calls, rewards=rewards,
-        tools=[json.loads(s) for s in schemas], start_tree=start_tree(folder),
+        tools=[*(json.loads(s) for s in schemas), *external], start_tree=start_tree(folder),
         patched_files=patched_files(folder / "patch.diff"), read_only_tools=read_only, engine_tokens=engine_tokens,
     )
 

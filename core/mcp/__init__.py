@@ -23,6 +23,9 @@ the crash journal, checkpoints, limits and the reward's trigger, and would drift
 - ``session``: ``McpSession`` (runs started on demand, calls handed to the loop one at a time)
   and ``McpPolicy`` (the loop's side of the hand-off).
 - ``server``: the SDK's low-level ``Server`` built from a plugin and a session; stdio and HTTP.
+- ``client``: the other direction, external MCP servers whose tools join an episode's tools
+  (``McpToolset``, made by ``core.environment.Environment``); not imported here, because the
+  environment imports it and this package imports the loop.
 """
 
 from core.mcp.session import CallOutcome, McpPolicy, McpSession

@@ -95,3 +95,13 @@ class Sandbox(Protocol):
             SandboxUnavailable: the sandbox itself failed to start.
         """
         ...
+
+    def command_line(self, argv: list[str], *, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """How to start ``argv`` as a long-lived process in this sandbox whose pipes the caller
+        holds (an MCP server over stdio): ``(argv to spawn, its environment)``. Isolation as
+        ``run``'s; no limits or deadline (the process lives as long as the episode).
+
+        Raises:
+            ValueError: empty ``argv`` or an invalid environment variable.
+        """
+        ...

@@ -58,6 +58,7 @@ from core.sandbox.process import (
     decode_head,
     kill_group,
     run_captured,
+    sandbox_path,
     shell_status_to_exit_code,
     wait_readable,
 )
@@ -516,6 +517,32 @@ class BwrapSandbox:
                 status.close()
             oom = confinement.oom_killed()
         return self._result(argv, finished, status, oom, limits, full_env)
+
+    def command_line(self, argv: list[str], *, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The command line that starts ``argv`` in this sandbox as a long-lived process whose
+        pipes the caller holds (an MCP server over stdio), instead of ``run``'s run-to-completion.
+
+        Isolation is ``run``'s (the same mounts, namespaces, environment and network rule); the
+        limits are not: the process lives as long as the episode and has no cgroup or deadline.
+        It dies with Horizon (``--die-with-parent`` and a parent-death signal).
+
+        Returns:
+            ``(bwrap's argv, bwrap's own environment)``; the command's environment (the fixed
+            one plus ``env``, nothing from the host) is set inside by bwrap.
+
+        Raises:
+            ValueError: empty ``argv`` or an invalid environment variable.
+        """
+        if not argv:
+            raise ValueError("empty command")
+        full_env = {**command_env(dict(env or {}), home="/tmp", tmpdir="/tmp"), OWNER_VAR: str(os.getpid())}
+        git = self.workspace / ".git"
+        readonly = [git] if git.exists() and not git.is_symlink() else []
+        readonly += [p for p in self.readonly if p.exists() and not any(d.is_relative_to(p) for d in self._rebuilt)]
+        return [*self._die_with_us, *build_bwrap_argv(
+            argv, bwrap=self.bwrap, workspace=self.workspace, scratch=self.scratch, cwd=self.workspace, env=full_env,
+            alias=self.alias, root=self._root, binds=self.binds, allow_network=self.allow_network, readonly=readonly,
+            mounts=self._mount_points(), hidden=self._hidden, masked=self._masked, python=self._python)], {"PATH": sandbox_path()}  # fmt: skip
 
     def _result(
         self,

@@ -52,6 +52,23 @@ class UnconfinedSandbox:
         self._home = self.scratch / "home"
         self._tmp = self.scratch / "tmp"
 
+    def command_line(self, argv: list[str], *, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """``argv`` itself, for a long-lived process whose pipes the caller holds (see
+        ``BwrapSandbox.command_line``): unconfined, with the fixed environment (no host
+        variables) and a private HOME and TMPDIR under scratch, plus ``env``.
+
+        Returns:
+            ``(argv, environment)`` to start the process with.
+
+        Raises:
+            ValueError: empty ``argv`` or an invalid environment variable.
+        """
+        if not argv:
+            raise ValueError("empty command")
+        self._home.mkdir(exist_ok=True)
+        self._tmp.mkdir(exist_ok=True)
+        return list(argv), command_env(dict(env or {}), home=str(self._home), tmpdir=str(self._tmp))
+
     def run(
         self,
         argv: list[str],
