@@ -330,8 +330,6 @@ class Environment:
         return cut_lines(text, limit, note)
 
 
-
-
 #: The largest image file a tool result may attach, in bytes (a data URL grows it by a third).
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
 #: Image kinds a tool result may attach: suffix -> the file's first bytes (PNG and JPEG signatures).

@@ -22,8 +22,9 @@ messages stay text, so every server's template takes them.
 How many. Only the images of the latest ``IMAGES_SENT`` (2) images of the request go as pixels:
 the latest render and the one before it, enough to compare a change. An older one is sent as its
 observation's text alone (which holds its description), so a request carries at most two images
-(vLLM's ``--limit-mm-per-prompt`` must allow 2; older vLLM versions default to 1 and then need
-``--limit-mm-per-prompt '{"image": 2}'``). Cost for the prefix cache: the request grows only at its end
+(vLLM's ``--limit-mm-per-prompt`` must allow 2: its default is 999 per modality on the V1 engine
+but 1 on the old V0 engine, per ``vllm.config.multimodal.MultiModalConfig.limit_per_prompt``; a V0
+server needs ``--limit-mm-per-prompt '{"image": 2}'``). Cost for the prefix cache: the request grows only at its end
 between renders, so it stays cacheable; each new render beyond the second drops the pixels of the
 third-latest, which changes the request from that older render on, and the server recomputes the
 turns since it (a few steps, once per render), never the opening.

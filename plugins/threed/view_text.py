@@ -85,7 +85,7 @@ def summarize(names: list[str], depth: np.ndarray, extents: list[dict[str, Any] 
                             round(100 * (rows.max() + 1) / h)]
             if pixels is not None:
                 rgb = pixels[shown].mean(axis=0)
-                entry["colour"] = {"rgb": [int(round(255 * c)) for c in rgb], "name": colour_name(rgb)}
+                entry["colour"] = {"rgb": [round(255 * float(c)) for c in rgb], "name": colour_name(rgb)}
         entry["cut"], entry["status"] = _frame_status(extents[k] if k < len(extents) else None, bool(outline.any()), bool(shown.any()))
         objects.append(entry)
     return {"size": [w, h], "background": float((~any_hit).sum()) / total, "objects": objects}

@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import json
 from contextlib import closing
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from core.config import load_settings
 from core.export import export_runs
 from core.plugin import Task
 from core.policy import OpenAIServerPolicy
@@ -108,6 +108,13 @@ def test_a_render_reaches_a_vision_server_as_an_image_part_and_the_critic_judges
     export_runs([run["run_id"]], "sft-jsonl", out, keep_flagged=True)
     text = out.read_text()
     assert "What the render shows" in text and "data:image" not in text and '"images"' not in text.split('"tools"')[0]
+    # a reopened run (resume) rebuilds the request with the image from the store's path
+    reopened = Run.open(run["run_id"], settings=load_settings(), policy=OpenAIServerPolicy("http://127.0.0.1:9/v1", "m", vision=True))
+    try:
+        marked = [m for m in reopened.episode._wire if "images" in m]
+    finally:
+        reopened.close()
+    assert [(m["role"], m["images"]) for m in marked] == [("tool", [str(copy)])]
 
 
 def test_a_text_only_server_reads_the_description_instead():
