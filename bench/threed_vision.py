@@ -81,7 +81,7 @@ def main() -> int:
     for r in rows:
         table.add_row(r["scene"], str(r["meshes"]), f"{r['render_s']:.2f}", f"{r['describe_s']:.2f}", str(r["chars"]),
                       str(r["chars"] // CHARS_PER_TOKEN), f"{r['png']:,}", f"{r['url']:,}", "yes" if r["named"] else "NO")
-    console = Console()
+    console = Console(width=200)
     console.print(table)
     console.print(f"\nThe description of {rows[0]['scene']}:\n{rows[0]['text']}", highlight=False, markup=False)
     return 0 if all(r["named"] for r in rows) else 1

@@ -105,7 +105,7 @@ class Settings(BaseSettings):
             the model reads the observation's text, which describes the image.
         critic: after each tool call that returns an image, one more model call compares it
             (or its description) with the task and its verdict is appended to the observation
-            (``core.critic``); off by default.
+            (``core.critic``); off by default, and only for a model server (``base_url``).
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
         retry_max_attempts, retry_max_total_s: a model server's faults are retried with
             backoff until either budget is spent; then the run stops, resumably.

@@ -127,9 +127,15 @@ def colour_name(rgb: Any) -> str:
     return "red"
 
 
+#: Objects named as hiding one object; the rest are counted ("and 3 others").
+MAX_HIDERS = 3
+
+
 def _percent(fraction: float) -> str:
     value = 100 * fraction
-    return f"{value:.0f}%" if value >= 1 or value == 0 else "<1%"
+    if value >= 1 or value == 0:
+        return f"{value:.0f}%"
+    return f"{value:.1f}%" if value >= 0.1 else "<0.1%"
 
 
 def describe(summary: dict[str, Any]) -> str:
@@ -161,14 +167,16 @@ def _object_text(obj: dict[str, Any]) -> str:
         return f"not in the picture ({status})"
     if status == "too small":
         return "in the frame but too small to show (thinner than one ray)"
-    by = sorted(obj["hidden_by"].items(), key=lambda kv: -kv[1])
+    by = sorted(obj["hidden_by"].items(), key=lambda kv: (-kv[1], kv[0]))
     if status == "hidden":
         return (f"hidden: entirely behind {', '.join(name for name, _ in by)} "
                 f"(its outline would cover {_percent(obj['outline'])} of the frame)")
     x0, y0, x1, y1 = obj["box"]
     parts = [f"{_percent(obj['share'])} of the frame, {obj['where']} (x {x0}-{x1}%, y {y0}-{y1}% from the top-left)"]
     if by:
-        parts.append("partly hidden: " + ", ".join(f"{name} covers {_percent(share)} of it" for name, share in by))
+        named = ", ".join(f"{name} covers {_percent(share)} of it" for name, share in by[:MAX_HIDERS])
+        rest = f", and {len(by) - MAX_HIDERS} other(s) {_percent(sum(v for _, v in by[MAX_HIDERS:]))}" if len(by) > MAX_HIDERS else ""
+        parts.append(f"partly hidden: {named}{rest}")
     if obj["cut"]:
         parts.append(f"cut off by the frame's {' and '.join(obj['cut'])} edge{'s' * (len(obj['cut']) > 1)}")
     if obj["colour"]:

@@ -107,3 +107,15 @@ def test_data_url_refuses_other_kinds(tmp_path):
     with pytest.raises(ValueError, match="only PNG and JPEG"):
         data_url(tmp_path / "a.gif")
     assert json.dumps(attach_images(OPENING, vision=True)) == json.dumps(OPENING)
+
+
+def test_the_vision_and_critic_settings_reach_the_policy_and_the_run_config():
+    from core.config import Settings
+    from core.runner import make_policy, policy_spec
+
+    settings = Settings(base_url="http://127.0.0.1:9/v1", model="vl", vision=True, critic=True)
+    spec = policy_spec("openai", settings)
+    assert (spec["vision"], spec["critic"]) == (True, True)  # recorded: a resumed run keeps them
+    assert make_policy(spec, settings).vision is True
+    assert make_policy({**spec, "vision": False}, settings).vision is False
+    assert Settings().vision is False and Settings().critic is False  # off unless asked for
