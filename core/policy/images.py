@@ -12,20 +12,21 @@ policy that talks to a server passes its messages through ``attach_images`` firs
 
 Where the image goes. OpenAI's Chat Completions accepts image parts in ``user`` messages only: a
 ``tool`` message's content may be text parts alone, and vLLM refuses an ``image_url`` part in a
-``tool`` message (vllm-project/vllm issue #43203); agents that show tool screenshots (OpenHands'
-workaround PR #10200) put the image in a ``user`` message right after the tool results. So
+``tool`` message (vllm-project/vllm issue #43203); the usual workaround for tool screenshots (an
+OpenHands pull request, #10200, and OpenAI's community forum) is a ``user`` message right after the
+tool results. So
 the images of a run of ``tool`` messages go into ONE ``user`` message after the last of them:
 a text part naming the call each image belongs to, then the image. A ``user`` message that carries
 ``images`` itself (the critic's question, ``core.critic``) gets its parts in place. The tool
 messages stay text, so every server's template takes them.
 
-How many. Only the images of the latest ``IMAGES_SENT`` (2) images of the request go as pixels:
+How many. Only the latest ``IMAGES_SENT`` (2) images of the request go as pixels:
 the latest render and the one before it, enough to compare a change. An older one is sent as its
 observation's text alone (which holds its description), so a request carries at most two images
 (vLLM's ``--limit-mm-per-prompt`` must allow 2: its default is 999 per modality on the V1 engine
-but 1 on the old V0 engine, per ``vllm.config.multimodal.MultiModalConfig.limit_per_prompt``; a V0
-server needs ``--limit-mm-per-prompt '{"image": 2}'``). Cost for the prefix cache: the request grows only at its end
-between renders, so it stays cacheable; each new render beyond the second drops the pixels of the
+but 1 on the old V0 engine, per ``vllm.config.multimodal.MultiModalConfig.limit_per_prompt``; a
+V0 server needs ``--limit-mm-per-prompt '{"image": 2}'``). Cost for the prefix cache: the request
+grows only at its end between renders, so it stays cacheable; each new render beyond the second drops the pixels of the
 third-latest, which changes the request from that older render on, and the server recomputes the
 turns since it (a few steps, once per render), never the opening.
 """
