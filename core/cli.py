@@ -195,6 +195,8 @@ def run(
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="model name on the server"),
     tool_format: str | None = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
+    vision: bool | None = typer.Option(None, "--vision/--no-vision", help="the server's model sees images: renders go to it as image parts (default: config's vision, false)"),
+    critic: bool | None = typer.Option(None, "--critic/--no-critic", help="after each render, a model call judges it against the task; its verdict is added to the observation"),
     max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls before the run stops"),
     max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
     max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
@@ -211,7 +213,7 @@ def run(
     try:
         if not task.strip():
             raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
-        settings = load_settings(base_url=base_url, model=model, tool_format=tool_format)
+        settings = load_settings(base_url=base_url, model=model, tool_format=tool_format, vision=vision, critic=critic)
         if base_url and policy == "auto":
             policy = "openai"
         spec = policy_spec(policy, settings, script, exchange)

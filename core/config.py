@@ -11,6 +11,7 @@ Example ``horizon.toml``::
     input_per_mtok = 13.0
     fallback_base_url = "http://gpu-2:8000/v1"     # used when the primary fails past its retries or is over quota
     fallback_model = "Qwen/Qwen3-8B"
+    vision = true                                  # the served model sees images (a vision-language model)
 
 Prices: the default table is a current large model's (per million tokens: cached input 1.3,
 uncached input 13.0, output 68.0), so a run's cost shows what prefix caching saves; set your
@@ -98,6 +99,13 @@ class Settings(BaseSettings):
             answers that its account is over quota; the model defaults to ``model``.
         tool_format: ``native`` (the server's tool calling) or ``text`` (``<tool_call>`` blocks
             in the reply, for servers without tool calling; ``core.policy.text_actions``).
+        vision: the served model sees images: a tool's images (the 3D plugin's renders) go to
+            the server as ``image_url`` parts, the latest two per request
+            (``core.policy.images``); False (the default, and always for the embedded model):
+            the model reads the observation's text, which describes the image.
+        critic: after each tool call that returns an image, one more model call compares it
+            (or its description) with the task and its verdict is appended to the observation
+            (``core.critic``); off by default, and only for a model server (``base_url``).
         keep_checkpoints: LangGraph checkpoints kept per run (older ones are pruned).
         retry_max_attempts, retry_max_total_s: a model server's faults are retried with
             backoff until either budget is spent; then the run stops, resumably.
@@ -121,6 +129,8 @@ class Settings(BaseSettings):
     fallback_model: str | None = None
     fallback_api_key: str | None = None
     tool_format: Literal["native", "text"] = "native"
+    vision: bool = False
+    critic: bool = False
     keep_checkpoints: int = Field(20, ge=1)
     retry_max_attempts: int = Field(6, ge=1)
     retry_max_total_s: float = Field(120.0, gt=0)

@@ -74,6 +74,8 @@ class Observation:
         digest: SHA-256 (hex) of the capped output before any note: what the stuck detector saw.
         stop: why the stuck detector ended the episode; "" when it did not.
         duration_s: seconds the call took, capping included.
+        images: the environment's copies of the call's images (``ToolResult.images``), in
+            ``scratch/images/`` (absolute paths); what a vision model is shown of this call.
     """
 
     content: str
@@ -82,6 +84,7 @@ class Observation:
     digest: str
     stop: str = ""
     duration_s: float = 0.0
+    images: tuple[Path, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -222,13 +225,15 @@ class Environment:
         self.calls += 1
         result, malformed = self._execute(call)
         result = utf8_safe(result)  # outputs may echo undecodable bytes or the model's own lone surrogates
-        content = self.observation(call, result)
+        images, refused = self.keep_images(result)
+        content = self.observation(call, result) + "".join(f"\n[{why}]" for why in refused)
         digest = hashlib.sha256(content.encode()).hexdigest()
         verdict = self.stuck.observe(action_key(call.name, call.arguments), digest, result.is_error)
         if verdict.level != "ok":
             content += f"\n\n[{verdict.reason}]"
         return Observation(content=content, result=result, malformed=malformed, digest=digest,
-                           stop=verdict.reason if verdict.level == "stop" else "", duration_s=time.perf_counter() - started)  # fmt: skip
+                           stop=verdict.reason if verdict.level == "stop" else "", duration_s=time.perf_counter() - started,
+                           images=images)  # fmt: skip
 
     def reward(self, trajectory: Trajectory) -> RewardResult:
         """The plugin's verdict on the episode (``core.reward.evaluate``)."""
@@ -282,6 +287,35 @@ class Environment:
                               data={"exception": traceback.format_exc()}), False  # fmt: skip
         return (result if isinstance(result, ToolResult) else ToolResult(output=str(result))), False
 
+    def keep_images(self, result: ToolResult) -> tuple[tuple[Path, ...], list[str]]:
+        """Copy the call's images (``ToolResult.images``) to ``scratch/images/call-<n>-<i>.<ext>``.
+
+        A copy, because the file the tool wrote may be overwritten by a later call (every
+        ``render_preview`` writes ``renders/preview.png`` by default) or by the agent's commands,
+        and the observation must keep showing what this call produced. Scratch is outside the
+        agent's reach. Only PNG and JPEG files (by suffix and signature) of at most
+        ``MAX_IMAGE_BYTES`` inside the workspace or scratch are kept.
+
+        Returns:
+            The copies, and for each image refused a note saying why (appended to the observation).
+        """
+        kept: list[Path] = []
+        refused: list[str] = []
+        if not result.images:
+            return (), refused
+        folder = self.ctx.scratch / "images"
+        folder.mkdir(parents=True, exist_ok=True)
+        roots = [self.ctx.workspace.resolve(), self.ctx.scratch.resolve()]
+        for i, image in enumerate(result.images):
+            why = _unusable_image(Path(image), roots)
+            if why:
+                refused.append(f"image {Path(image).name} not attached: {why}")
+                continue
+            copy = folder / f"call-{self.calls}-{i}{Path(image).suffix.lower()}"
+            copy.write_bytes(Path(image).read_bytes())
+            kept.append(copy)
+        return tuple(kept), refused
+
     def observation(self, call: ToolCall, result: ToolResult) -> str:
         """Cap one call's output at ``max_observation_chars`` (its own budget, whatever else the reply called).
 
@@ -313,3 +347,26 @@ class Environment:
         return cut_lines(text, limit, note)
 
 
+#: The largest image file a tool result may attach, in bytes (a data URL grows it by a third).
+MAX_IMAGE_BYTES = 8 * 1024 * 1024
+#: Image kinds a tool result may attach: suffix -> the file's first bytes (PNG and JPEG signatures).
+IMAGE_SIGNATURES = {".png": b"\x89PNG\r\n\x1a\n", ".jpg": b"\xff\xd8\xff", ".jpeg": b"\xff\xd8\xff"}
+
+
+def _unusable_image(path: Path, roots: list[Path]) -> str:
+    """Why ``path`` cannot be attached to an observation ("" when it can)."""
+    signature = IMAGE_SIGNATURES.get(path.suffix.lower())
+    if signature is None:
+        return "only .png, .jpg and .jpeg files are shown to the model"
+    try:
+        real = path.resolve()
+        if not any(real == root or root in real.parents for root in roots):
+            return "it is outside the workspace and scratch"
+        if not real.is_file() or real.stat().st_size > MAX_IMAGE_BYTES:
+            return f"not a file of at most {MAX_IMAGE_BYTES:,} bytes"
+        with real.open("rb") as f:
+            if f.read(len(signature)) != signature:
+                return f"its contents are not {path.suffix.lower()[1:].upper()}"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return ""

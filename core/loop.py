@@ -29,6 +29,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from core import compaction
+from core.critic import critique
 from core.environment import Environment
 from core.plugin import Plugin, Task
 from core.policy.base import Policy
@@ -66,6 +67,8 @@ class Episode:
         on_event: called with ``("model", {...})``, ``("tool", {...})``, ``("end", {...})`` as
             the run progresses (the CLI's live display).
         keep_steps: steps kept verbatim when the history is compacted (``core.compaction``).
+        critic: after a tool call that returns images, ask the policy to judge them against the
+            task and append its verdict to the observation (``core.critic``).
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class Episode:
         pricing: Pricing,
         on_event: EventSink | None = None,
         keep_steps: int = 4,
+        critic: bool = False,
     ) -> None:
         self.run_id = run_id
         self.task = task
@@ -90,14 +94,20 @@ class Episode:
         self.pricing = pricing
         self.on_event = on_event or (lambda kind, data: None)
         self.keep_steps = keep_steps
+        self.critic = critic
         self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
         self.tool_schemas = env.tool_schemas
         self.history: list[Message] = store.messages()
+        records = store.tool_call_records()
+        # A tool observation's images (paths relative to the run folder, kept in its data): sent
+        # as a "images" key of its wire message to a policy that can look at them (``_wire_message``).
+        self.sees_images = bool(getattr(policy, "vision", False))
+        self._images: dict[str, list[str]] = {r["tool_call_id"]: r["data"]["images"] for r in records if r["data"].get("images")}
         self._wire: list[dict[str, Any]] = self._build_wire()
         self._answered_ids = {m.tool_call_id for m in self.history if m.role == "tool"}  # ids already used
         # The detector sees each call's observation before notes are added, by digest; a resumed
         # run replays the stored digests, so it warns and stops exactly where the first run did.
-        self._stuck_stops: dict[str, str] = env.replay(store.tool_call_records())
+        self._stuck_stops: dict[str, str] = env.replay(records)
 
     @property
     def plugin(self) -> Plugin:
@@ -112,26 +122,38 @@ class Episode:
     def append(self, message: Message) -> int:
         """Add an already-stored message to the in-memory history; return its position."""
         self.history.append(message)
-        self._wire.append(message.to_openai())
+        self._wire.append(self._wire_message(message))
         if message.role == "tool":
             self._answered_ids.add(message.tool_call_id)
         return len(self.history) - 1
+
+    def _wire_message(self, message: Message) -> dict[str, Any]:
+        """``message.to_openai()``, plus, for a policy that can look at images (its ``vision``
+        attribute is true) and a tool observation that has some, ``"images"``: their absolute
+        paths. That key is Horizon's, not the chat format's: the policy turns it into image parts
+        or drops it (``core.policy.images.attach_images``). Other policies get plain text."""
+        out = message.to_openai()
+        images = self._images.get(message.tool_call_id or "") if message.role == "tool" and self.sees_images else None
+        if images:
+            folder = self.ctx.scratch.parent
+            out["images"] = [str(folder / p) for p in images]
+        return out
 
     def _build_wire(self) -> list[dict[str, Any]]:
         """What the model is sent: the history, with each compaction replacing the turns it summarises.
 
         A summary covering steps 1..n keeps the turns from step n+1's assistant message on.
         """
-        wire = [m.to_openai() for m in self.history[:2]]
+        wire = [self._wire_message(m) for m in self.history[:2]]
         body: list[dict[str, Any]] = []
         turns = [i for i, m in enumerate(self.history) if m.role == "assistant"]
         for i, message in enumerate(self.history[2:], start=2):
             if compaction.is_compaction(message):
                 covered = compaction.compacted_steps(message.content or "")
                 kept = turns[covered] if covered < len(turns) else i
-                body = [message.to_openai()] + [m.to_openai() for m in self.history[kept:i] if not compaction.is_compaction(m)]
+                body = [message.to_openai()] + [self._wire_message(m) for m in self.history[kept:i] if not compaction.is_compaction(m)]
             else:
-                body.append(message.to_openai())
+                body.append(self._wire_message(message))
         return wire + body
 
     def _compact_if_needed(self, index: int, step: int) -> int:
@@ -265,6 +287,13 @@ class Episode:
             malformed += int(seen.malformed)
             finished |= result.done
             content = seen.content
+            images = [p.relative_to(self.ctx.scratch.parent).as_posix() for p in seen.images]
+            extra: dict[str, Any] = {"images": images} if images else {}  # the store keeps the paths, never the pixels
+            if images:
+                self._images[call.id] = images
+                if self.critic:
+                    note, extra["critic"] = critique(self.policy, self.task.instruction, call, content, [str(p) for p in seen.images])
+                    content += note
             if seen.stop:
                 stuck = self._stuck_stops[call.id] = seen.stop
             elif call is state.pending[-1] and not result.done:  # the step's last observation says what is left
@@ -272,7 +301,7 @@ class Episode:
             message = Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
             self.store.append_observation(
                 index, state.step, message, call, is_error=result.is_error,
-                data={**result.data, "done": result.done, "malformed": seen.malformed, "observation_sha256": seen.digest},
+                data={**result.data, "done": result.done, "malformed": seen.malformed, "observation_sha256": seen.digest, **extra},
                 duration_s=seen.duration_s,
             )  # fmt: skip
             self.append(message)

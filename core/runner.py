@@ -95,8 +95,8 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None, excha
         if not settings.base_url or not settings.model:
             raise ConfigError("a model server needs both --base-url and --model (or HORIZON_BASE_URL and HORIZON_MODEL)")
         # The cache salt is recorded so that a resumed run keeps hitting its own prefix cache.
-        return {"kind": "openai", "base_url": settings.base_url, "model": settings.model,
-                "tool_format": settings.tool_format, "cache_salt": secrets.token_urlsafe(32)}
+        return {"kind": "openai", "base_url": settings.base_url, "model": settings.model, "tool_format": settings.tool_format,
+                "vision": settings.vision, "critic": settings.critic, "cache_salt": secrets.token_urlsafe(32)}
     if kind == "scripted":
         if script is None:
             raise ConfigError("--policy scripted needs --script FILE (JSON Lines of tool calls)")
@@ -114,7 +114,7 @@ def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
             spec["base_url"], spec["model"], api_key=settings.api_key,
             retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
-            cache_salt=spec.get("cache_salt"), tool_format=spec.get("tool_format", "native"),
+            cache_salt=spec.get("cache_salt"), tool_format=spec.get("tool_format", "native"), vision=spec.get("vision", False),
         )
         return with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
@@ -168,7 +168,7 @@ class Run:
                     store: RunStore, plugin: Plugin | None = None) -> Run:
         env = Environment.open(task, folder, isolated=config["isolated"], journal=True, plugin=plugin)
         episode = Episode(run_id, task, env, policy, store, limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]),
-                          on_event=on_event)  # fmt: skip
+                          on_event=on_event, critic=bool(config["policy"].get("critic")))  # fmt: skip
         checkpointer = _open_checkpoints(folder, run_id, config.get("keep_checkpoints", 20))
         return Run(run_id, folder, store, episode, checkpointer, checkpointer.conn)
 

@@ -40,12 +40,19 @@ class ToolResult(BaseModel):
         is_error: True when the call failed; the output says why and what to try.
         data: structured details kept in the trajectory (e.g. per-test outcomes), not shown.
         done: True when this call ends the episode (the ``finish`` tool).
+        images: image files (PNG or JPEG, absolute paths inside the workspace or scratch) the
+            call produced for the model to look at, e.g. a render. ``output`` must still say in
+            words what they show: a text-only model sees only that, and a vision model sees the
+            pixels of the latest few only (``core.policy.images``). The environment keeps a copy
+            of each (``Environment.step``), so a later call that overwrites the file does not
+            change what this observation showed.
     """
 
     output: str
     is_error: bool = False
     data: dict[str, Any] = {}
     done: bool = False
+    images: list[Path] = []
 
 
 @dataclass

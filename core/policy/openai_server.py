@@ -29,6 +29,11 @@ spent, ``EndpointFailed`` says what failed, how many attempts were made over how
 a ``FallbackPolicy`` (``core.policy.router``) then turns to its fallback endpoint, and without
 one the runner stops the run resumably (``model_error``) and adds the ``agent resume`` command.
 
+Images (``core.policy.images``): a wire message may carry Horizon's ``images`` key (a tool's
+render). With ``vision=True`` the latest two go to the server as ``image_url`` parts (base64 data
+URLs) in a ``user`` message after the tool results; with ``vision=False`` (the default) the key is
+dropped and the model reads the observation's text, which describes the image.
+
 A reply cut off by the token limit (``finish_reason="length"``) is not a fault: it is returned
 as it is, truncated tool-call arguments included, and the loop tells the model they are not
 valid JSON.
@@ -49,6 +54,7 @@ import openai
 
 from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
+from core.policy.images import attach_images
 from core.policy.prefix import cache_fields, engine_from_models, estimate_cached_tokens, serialise_prompt
 from core.policy.retry import RetryConfig, backoff_delay, retry_after_s
 from core.policy.text_actions import parse_tool_calls, to_text_wire
@@ -100,6 +106,8 @@ class OpenAIServerPolicy:
         tool_format: ``native`` (the server's tool calling: ``tools`` and ``tool_calls``) or
             ``text`` (tools described in the system message, calls written as ``<tool_call>``
             blocks; for servers without tool calling, see ``core.policy.text_actions``).
+        vision: the served model sees images: a tool's images go as ``image_url`` parts
+            (``core.policy.images``); False: as the observation's text alone.
 
     Raises:
         ValueError: an unknown ``tool_format``.
@@ -120,10 +128,12 @@ class OpenAIServerPolicy:
         engine: str | None = None,
         cache_salt: str | None = None,
         tool_format: str = "native",
+        vision: bool = False,
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', not {tool_format!r}")
         self.tool_format = tool_format
+        self.vision = vision
         self.base_url = base_url
         self.model = model
         self.name = f"openai:{model}@{base_url}"
@@ -224,6 +234,9 @@ class OpenAIServerPolicy:
         engine = self._engine()
         if engine == "llama-cpp-python":  # its request schema refuses "content": null, its templates need a content
             messages = [{**m, "content": ""} if m.get("content", "") is None else m for m in messages]
+        # Here, not in ``complete``: the prefix estimate (``_account``) compares the requests with
+        # each image as its path, not as the hundred kilobytes of base64 that stand for it.
+        messages = attach_images(messages, vision=self.vision)
         t0 = time.perf_counter()
         try:
             raw = self._client.chat.completions.with_raw_response.create(

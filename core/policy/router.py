@@ -41,6 +41,7 @@ class FallbackPolicy:
         self.fallback = fallback
         self.name = f"{primary.name} (fallback {fallback.name})"
         self.switched = ""
+        self.vision = primary.vision  # the loop sends images when the primary sees them; a text-only fallback drops them
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
         """Ask the primary, or the fallback once the primary has failed; see ``Policy.complete``.
@@ -70,14 +71,14 @@ def with_fallback(primary: OpenAIServerPolicy, settings: Settings) -> OpenAIServ
     """Wrap ``primary`` in a ``FallbackPolicy`` when ``settings.fallback_base_url`` is set.
 
     The fallback takes ``fallback_model`` (default: the primary's model), ``fallback_api_key``
-    (default: ``api_key``), and the primary's sampling, timeout and retry budget.
+    (default: ``api_key``), and the primary's sampling, timeout, retry budget and ``vision``.
     """
     if not settings.fallback_base_url:
         return primary
     fallback = OpenAIServerPolicy(
         settings.fallback_base_url, settings.fallback_model or primary.model,
         api_key=settings.fallback_api_key or settings.api_key,
-        temperature=primary.temperature, max_tokens=primary.max_tokens, timeout_s=primary.timeout_s,
+        temperature=primary.temperature, max_tokens=primary.max_tokens, timeout_s=primary.timeout_s, vision=primary.vision,
         retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
     )
     return FallbackPolicy(primary, fallback)

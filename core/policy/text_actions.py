@@ -78,8 +78,12 @@ def to_text_wire(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
                 out[-1]["content"] += "\n" + block
             else:
                 out.append({"role": "user", "content": block, "_tool_results": True})
+            if message.get("images"):  # a render: the folded message carries it on (core.policy.images)
+                out[-1].setdefault("images", []).extend(message["images"])
         else:
             out.append({"role": role, "content": message.get("content") or ""})
+            if message.get("images"):
+                out[-1]["images"] = list(message["images"])
     for message in out:
         message.pop("_tool_results", None)
     return out

@@ -653,8 +653,13 @@ def render_preview(args: dict[str, Any]) -> dict[str, Any]:
     finally:
         bpy.data.images.remove(image)
     rgb = [sum(pixels[i:i + 3]) / 3 for i in range(0, len(pixels), 4)]
+    from plugins.threed import probe
+
+    start = time.perf_counter()
+    view = probe.render_view(scene, args["path"])  # what it shows of each object, in numbers (plugins.threed.view_text)
     return {"path": args["path"], "seconds": round(seconds, 2), "mean_brightness": round(sum(rgb) / max(1, len(rgb)), 4),
-            "engine": engine, "size": [scene.render.resolution_x, scene.render.resolution_y]}
+            "engine": engine, "size": [scene.render.resolution_x, scene.render.resolution_y], "view": view,
+            "view_seconds": round(time.perf_counter() - start, 2)}
 
 
 def export_scene(args: dict[str, Any]) -> dict[str, Any]:

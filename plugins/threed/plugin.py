@@ -23,7 +23,8 @@ How to work:
    Keep every object a closed solid (booleans need closed operands).
 3. set_material on each object (presets: oak, walnut, pine, steel, brass, glass, ceramic,
    plastic_black, fabric_grey; or a base_color).
-4. add_light and set_camera for the shot; render_preview to look at it (small, fast).
+4. add_light and set_camera for the shot; render_preview to look at it (small, fast): it says
+   what the camera shows of each object (its share of the frame, hidden, cut off, off camera).
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed

@@ -10,6 +10,9 @@ numbers in the agent process. Two measurements, both on Blender's own BVH trees
   (``BVHTree.find_nearest``), both ways. Vertex-to-surface distances are exact for the face- and
   corner-contacts of modelled parts; two edges crossing without a vertex near may read a little
   farther apart than they are (an upper bound, never less).
+- **render_view**: the same object-index map for the render just made, reduced to what each
+  object shows of itself (``plugins.threed.view_text``): the text a model reads instead of the
+  picture when it cannot see images.
 - **view**: an object-index map of the camera's frame by ray casting, ``VIEW_WIDTH`` rays across
   (the height follows the render resolution's aspect): the depth (m along the ray) at which each
   ray first meets each object, ``inf`` where it misses. The nearest object per pixel is what a
@@ -127,3 +130,83 @@ def relations(scene: Any, names: list[str], geometry: list[tuple[np.ndarray, np.
         np.savez(path, depth=view["depth"])  # rows in the order of ``names``
         view_out = {"file": path, "size": view["size"], "camera": scene.camera.name}
     return {"contacts": contacts(names, geometry, trees), "view": view_out}
+
+
+#: Vertices projected per object for its frame extent (a longer mesh is strided; the extent then
+#: may miss a thin spike, never the bulk).
+MAX_PROJECTED = 4000
+
+
+def _frame_extent(scene: Any, vertices: np.ndarray) -> dict[str, Any] | None:
+    """The projection of ``vertices`` (world, m) into the camera frame (``view_text.summarize``'s ``extents``)."""
+    from bpy_extras.object_utils import world_to_camera_view
+
+    if len(vertices) == 0:
+        return None
+    step = max(1, len(vertices) // MAX_PROJECTED)
+    points = np.array([tuple(world_to_camera_view(scene, scene.camera, Vector(v))) for v in vertices[::step]])
+    front = points[points[:, 2] > 0]
+    if len(front) == 0:
+        return {"behind": True}
+    return {"x": [float(front[:, 0].min()), float(front[:, 0].max())], "y": [float(front[:, 1].min()), float(front[:, 1].max())]}
+
+
+def _ray_pixels(path: str, size: list[int]) -> np.ndarray | None:
+    """The PNG at ``path`` sampled at the centres of a ``size`` = [w, h] ray grid: (h, w, 3), row 0 at the top."""
+    import bpy
+
+    try:
+        image = bpy.data.images.load(path, check_existing=False)
+    except RuntimeError:
+        return None
+    try:
+        width, height = image.size
+        flat = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(flat)  # bottom row first, RGBA 0-1 as stored (sRGB for a PNG)
+    finally:
+        bpy.data.images.remove(image)
+    rgb = flat.reshape(height, width, 4)[::-1, :, :3]
+    w, h = size
+    rows = ((np.arange(h) + 0.5) / h * height).astype(int)
+    cols = ((np.arange(w) + 0.5) / w * width).astype(int)
+    return rgb[np.ix_(rows, cols)]
+
+
+def render_view(scene: Any, image_path: str) -> dict[str, Any] | None:
+    """What the render at ``image_path`` shows of each renderable mesh (``view_text.summarize``).
+
+    Args:
+        scene: the ``bpy`` scene just rendered (its camera and resolution).
+        image_path: the PNG the render wrote, for each object's mean colour.
+
+    Returns:
+        ``view_text.summarize``'s dict, or None when the scene has no camera.
+    """
+    import bpy
+
+    from plugins.threed import view_text
+
+    if scene.camera is None:
+        return None
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    names, geometry = [], []
+    for obj in sorted((o for o in scene.objects if o.type == "MESH" and not o.hide_render), key=lambda o: o.name):
+        evaluated = obj.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
+        try:
+            mesh.calc_loop_triangles()
+            verts = np.empty(len(mesh.vertices) * 3)
+            mesh.vertices.foreach_get("co", verts)
+            tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+            mesh.loop_triangles.foreach_get("vertices", tris)
+            matrix = np.array(obj.matrix_world)
+            world = verts.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+        finally:
+            evaluated.to_mesh_clear()
+        names.append(obj.name)
+        geometry.append((world, tris.reshape(-1, 3)))
+    view = view_depths(scene, [_tree(v, t) for v, t in geometry])
+    if view is None:
+        return None
+    extents = [_frame_extent(scene, v) for v, _ in geometry]
+    return view_text.summarize(names, view["depth"], extents, _ray_pixels(image_path, view["size"]))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.errors import ToolError
 from core.safe_io import make_dirs, write_new
 from core.tools import Tool, ToolContext, ToolResult, tool
+from plugins.threed import view_text
 from plugins.threed.client import BlenderWorker
 from plugins.threed.spec import SPEC_FILE, TaskSpec, load_spec
 
@@ -409,9 +410,14 @@ class RenderPreviewArgs(Args):
 
 @tool
 def render_preview(args: RenderPreviewArgs, ctx: ToolContext) -> ToolResult:
-    """Render the camera's view to a small PNG (Cycles on the CPU by default) within a time limit. Returns the path, seconds taken and mean brightness (0 = black, 1 = white).
+    """Render the camera's view to a small PNG (Cycles on the CPU by default) within a time limit. Returns the path, seconds taken, mean brightness (0 = black, 1 = white) and what the render shows: per object its share of the frame and where, what hides it, what the frame cuts off, its colour; a model that sees images also gets the picture.
 
-    Args: ``RenderPreviewArgs``. Returns ``data`` with ``path``, ``seconds``, ``mean_brightness``.
+    The description comes from a ray-cast object map of the camera's frame taken right after the
+    render (``plugins.threed.probe.render_view``, ``plugins.threed.view_text``); the PNG is the
+    result's image (``ToolResult.images``), shown to a vision model (``core.policy.images``).
+
+    Args: ``RenderPreviewArgs``. Returns ``data`` with ``path``, ``seconds``, ``mean_brightness``
+    and ``view`` (``view_text.summarize``'s numbers, None without a camera).
     """
     target = ctx.resolve(args.path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -424,7 +430,10 @@ def render_preview(args: RenderPreviewArgs, ctx: ToolContext) -> ToolResult:
         raise
     data["path"] = args.path
     dark = " (very dark: add or strengthen lights)" if data["mean_brightness"] < 0.03 else ""
-    return _result(f"rendered {args.path} in {data['seconds']} s, mean brightness {data['mean_brightness']}{dark}", data)
+    view = data.pop("view", None)
+    result = _result(f"rendered {args.path} in {data['seconds']} s, mean brightness {data['mean_brightness']}{dark}", data)
+    seen = f"\n{view_text.describe(view)}" if view else ""  # after the numbers: what a text-only model sees instead of the picture
+    return result.model_copy(update={"output": result.output + seen, "data": {**result.data, "view": view}, "images": [target]})
 
 
 class ExportSceneArgs(Args):
