@@ -141,7 +141,7 @@ def _wood(nodes: Any, links: Any, bsdf: Any, kind: str, axis: str, scale: float)
     links.new(pores.outputs["Fac"], bump.inputs["Height"])
     links.new(bump.outputs["Normal"], bsdf.inputs["Normal"])
     bsdf.inputs["Roughness"].default_value = w["roughness"]
-    bsdf.inputs["Coat Weight"].default_value = 0.15  # a satin oil finish
+    bsdf.inputs["Coat Weight"].default_value = 0.1  # a satin oil finish
     bsdf.inputs["Coat Roughness"].default_value = 0.3
     return {"grain_axis": axis, "rings_per_m": w["rings"] / scale, "roughness": w["roughness"]}
 
@@ -335,11 +335,12 @@ def light_preset(args: dict[str, Any]) -> dict[str, Any]:
     bpy.context.scene.world = world
     made: list[bpy.types.Object] = []
     preset = args["preset"]
+    bpy.context.scene.view_settings.look = "AgX - Medium High Contrast"  # AgX's default look washes product shots out
     if preset == "three_point":
         d = 4 * radius
-        made += [_light("Key", "AREA", _around(centre, d, -40, 40), centre, 14 * k * d * d, 2 * radius),
-                 _light("Fill", "AREA", _around(centre, d, 55, 20), centre, 4 * k * d * d, 3 * radius),
-                 _light("Rim", "AREA", _around(centre, d, 160, 50), centre, 12 * k * d * d, 1.5 * radius)]
+        made += [_light("Key", "AREA", _around(centre, d, -40, 40), centre, 6 * k * d * d, 2 * radius),
+                 _light("Fill", "AREA", _around(centre, d, 55, 20), centre, 2 * k * d * d, 3 * radius),
+                 _light("Rim", "AREA", _around(centre, d, 160, 50), centre, 6 * k * d * d, 1.5 * radius)]
         _set_world_color(world, (0.05, 0.05, 0.055), 1.0)
     elif preset == "studio":
         made.append(_cyclorama("Backdrop", lo, hi, max(1.2 * radius, 0.1)))
@@ -349,7 +350,6 @@ def light_preset(args: dict[str, Any]) -> dict[str, Any]:
                  _light("Key", "AREA", _around(centre, d, -45, 35), centre, 9 * k * d * d, 1.2 * radius),
                  _light("Fill", "AREA", _around(centre, d, 60, 15), centre, 2.5 * k * d * d, 4 * radius)]
         _set_world_color(world, (0.8, 0.8, 0.82), 0.05)
-        bpy.context.scene.view_settings.look = "AgX - Medium High Contrast"  # AgX's default washes product shots out
     elif preset == "sun_sky":
         elevation, azimuth = args.get("sun_elevation_deg", 35.0), args.get("sun_azimuth_deg", -30.0)
         sun = _light("Sun", "SUN", _around(centre, 4 * radius, azimuth, elevation), centre, 3.5 * k, 0.0)

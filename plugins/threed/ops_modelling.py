@@ -47,9 +47,9 @@ def duplicate(args: dict[str, Any]) -> dict[str, Any]:
         raise OpError(f"names has {len(names)} entries but {len(offsets)} copies are made; give one name per copy or none")
     made = []
     for i, off in enumerate(offsets):
-        name = names[i] if names else _free_name(source.name)
+        name = _new_name(names[i]) if names else _free_name(source.name)  # before copy(), which takes a name itself
         copy = source.copy()
-        copy.name = _new_name(name)
+        copy.name = name
         if source.data is not None and not args.get("linked", False):
             copy.data = source.data.copy()
         copy.location = Vector(source.location) + Vector(off)
@@ -144,8 +144,8 @@ def shade(args: dict[str, Any]) -> dict[str, Any]:
     for obj in objs:
         if args.get("smooth", True):
             obj.data.shade_smooth()
-            if angle is not None:
-                obj.data.set_sharp_from_angle(angle=math.radians(angle))
+            # 180 degrees marks no edge sharp: clears what an earlier auto-smooth marked
+            obj.data.set_sharp_from_angle(angle=math.radians(angle if angle is not None else 180.0))
         else:
             obj.data.shade_flat()
         obj.data.update()

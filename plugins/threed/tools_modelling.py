@@ -13,9 +13,9 @@ from pydantic import Field, model_validator
 
 from core.errors import ToolError
 from core.tools import Tool, ToolContext, ToolResult, tool
-from plugins.threed.tools import Args, Color, Name, Vec3, _result, worker
+from plugins.threed.tools import Args, Color, Name, Vec3, _at_most, _result, worker
 
-Names = Annotated[list[Name], Field(min_length=1, max_length=200)]
+Names = Annotated[list[Name], Field(min_length=1)]  # sizes checked in validators: maxItems bloats llama.cpp grammars
 ProfilePoint = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
@@ -26,13 +26,14 @@ class DuplicateArgs(Args):
     name: Name = Field(description="the object to copy")
     count: int = Field(1, ge=1, le=100, description="copies, each `offset` further than the last")
     offset: Vec3 = Field([1.0, 0.0, 0.0], description="metres between consecutive copies")
-    offsets: list[Vec3] | None = Field(None, min_length=1, max_length=100,
+    offsets: list[Vec3] | None = Field(None, min_length=1,
                                        description="instead of count/offset: one copy per entry, at this offset (m) from the original")
     names: list[Name] | None = Field(None, description="names of the copies, one each (default <name>.001, ...)")
     linked: bool = Field(False, description="share the mesh (edits to one change all)")
 
     @model_validator(mode="after")
     def _names(self) -> DuplicateArgs:
+        _at_most(self.offsets, 100, "offsets")
         copies = len(self.offsets) if self.offsets else self.count
         if self.names is not None and len(self.names) != copies:
             raise ValueError(f"names has {len(self.names)} entries for {copies} copies; give one name per copy or none")
@@ -120,7 +121,7 @@ def shade_smooth(args: ShadeArgs, ctx: ToolContext) -> ToolResult:
 
 class LatheArgs(Args):
     name: Name
-    profile: list[ProfilePoint] = Field(min_length=2, max_length=2000,
+    profile: list[ProfilePoint] = Field(min_length=2,
                                         description="[r, z] points in metres, r >= 0 the distance from the Z axis; r = 0 is on the axis")
     segments: int = Field(48, ge=3, le=512, description="steps around the axis")
     closed: bool = Field(False, description="join the last point back to the first (a ring or wall cross-section)")
@@ -128,6 +129,7 @@ class LatheArgs(Args):
 
     @model_validator(mode="after")
     def _profile(self) -> LatheArgs:
+        _at_most(self.profile, 2000, "profile points")
         for i, (r, z) in enumerate(self.profile):
             if r < 0 or abs(r) > 1000 or abs(z) > 1000:
                 raise ValueError(f"profile point {i} is [{r}, {z}]: r must be >= 0 (the distance from the axis) and both within 1000 m")
@@ -154,7 +156,7 @@ def lathe(args: LatheArgs, ctx: ToolContext) -> ToolResult:
 
 class PipeArgs(Args):
     name: Name
-    points: list[Vec3] = Field(min_length=2, max_length=1000, description="points the tube's centre passes through, metres, world")
+    points: list[Vec3] = Field(min_length=2, description="points the tube's centre passes through, metres, world")
     radius: float = Field(gt=0, le=100, description="tube radius in metres")
     smooth: bool = Field(True, description="a smooth curve through the points; false: straight segments")
     resolution: int = Field(12, ge=1, le=64, description="steps between points along a smooth curve")
@@ -162,6 +164,7 @@ class PipeArgs(Args):
 
     @model_validator(mode="after")
     def _distinct(self) -> PipeArgs:
+        _at_most(self.points, 1000, "points")
         for i in range(len(self.points) - 1):
             if self.points[i] == self.points[i + 1]:
                 raise ValueError(f"points {i} and {i + 1} are the same; remove the repeat")
