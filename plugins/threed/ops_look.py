@@ -171,10 +171,10 @@ def _brushed_metal(nodes: Any, links: Any, bsdf: Any, color: tuple[float, float,
     streaks.inputs["Detail"].default_value = 6.0
     links.new(stretch.outputs["Vector"], streaks.inputs["Vector"])
     rough = nodes.new("ShaderNodeMapRange")
-    rough.inputs["To Min"].default_value, rough.inputs["To Max"].default_value = 0.18, 0.35
+    rough.inputs["To Min"].default_value, rough.inputs["To Max"].default_value = 0.3, 0.5
     links.new(streaks.outputs["Fac"], rough.inputs["Value"])
     links.new(rough.outputs["Result"], bsdf.inputs["Roughness"])
-    return {"color": list(color), "brushed_along": axis, "roughness": [0.18, 0.35]}
+    return {"color": list(color), "brushed_along": axis, "roughness": [0.3, 0.5]}
 
 
 def _image(nodes: Any, links: Any, bsdf: Any, path: str, objs: list[bpy.types.Object], root: str) -> dict[str, Any]:
@@ -351,7 +351,7 @@ def light_preset(args: dict[str, Any]) -> dict[str, Any]:
                  _light("Fill", "AREA", _around(centre, d, 60, 15), centre, 2.5 * k * d * d, 4 * radius)]
         _set_world_color(world, (0.8, 0.8, 0.82), 0.05)
     elif preset == "sun_sky":
-        elevation, azimuth = args.get("sun_elevation_deg", 35.0), args.get("sun_azimuth_deg", -30.0)
+        elevation, azimuth = args.get("sun_elevation_deg", 35.0), args.get("sun_azimuth_deg", 60.0)
         sun = _light("Sun", "SUN", _around(centre, 4 * radius, azimuth, elevation), centre, 3.5 * k, 0.0)
         sun.data.angle = math.radians(1.5)  # slightly soft shadows, as on a clear day
         made.append(sun)

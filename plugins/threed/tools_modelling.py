@@ -240,7 +240,8 @@ class LightPresetArgs(Args):
     objects: list[Name] | None = Field(None, description="the subject the lights are sized and aimed for (default: every visible mesh)")
     strength: float = Field(1.0, gt=0, le=100, description="multiplies every light's power")
     sun_elevation_deg: float = Field(35.0, ge=1, le=90, description="sun_sky: the sun's height above the horizon")
-    sun_azimuth_deg: float = Field(-30.0, ge=-360, le=360, description="sun_sky: 0 = behind the camera's front view (-Y), 90 = +X")
+    sun_azimuth_deg: float = Field(60.0, ge=-360, le=360, description="sun_sky: where the sun is, 0 = front (-Y), 90 = right (+X); "
+                                   "away from the camera's side, shadows fall where it sees them")
 
 
 @tool
