@@ -335,6 +335,9 @@ def light_preset(args: dict[str, Any]) -> dict[str, Any]:
     bpy.context.scene.world = world
     made: list[bpy.types.Object] = []
     preset = args["preset"]
+    if world.use_nodes and preset != "sun_sky":  # an earlier sun_sky's sky would still light the scene
+        for node in [n for n in world.node_tree.nodes if n.type == "TEX_SKY"]:
+            world.node_tree.nodes.remove(node)
     bpy.context.scene.view_settings.look = "AgX - Medium High Contrast"  # AgX's default look washes product shots out
     if preset == "three_point":
         d = 4 * radius
@@ -439,7 +442,7 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     a = b = 0.0
     d = nearest
     for _ in range(5):  # distance for the fill, then re-centre; converges in a few rounds
-        lo_d, hi_d = nearest, nearest + 1e4 * max(radius_of(rel), 1e-3)
+        lo_d, hi_d = nearest, nearest + 1e4 * max(max(p.length for p in rel), 1e-3)
         for _ in range(80):
             d = (lo_d + hi_d) / 2
             u0, u1, v0, v1 = spans(d, a, b)
@@ -467,11 +470,6 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     return {"created": created, "camera": describe(cam), "distance_m": round(d, 4),
             "frame_filled": {"horizontal": round((u1 - u0) / (2 * tan_x), 3), "vertical": round((v1 - v0) / (2 * tan_y), 3)},
             "subject": {"min": [round(v, 4) for v in lo], "max": [round(v, 4) for v in hi]}}
-
-
-def radius_of(points: list[Vector]) -> float:
-    """The largest distance of ``points`` from the origin."""
-    return max(p.length for p in points)
 
 
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

@@ -201,6 +201,9 @@ def test_light_presets_replace_each_other_and_the_backdrop_is_seamless(ctx):
     assert set(again.data["removed"]) == {"Backdrop", "Softbox", "Key", "Fill"}
     lights = [o for o in objects(ctx).values() if o["type"] == "light"]
     assert [o["name"] for o in lights] == ["Sun"] and "Ground" in objects(ctx)
+    back = call(tm.light_preset, ctx, preset="three_point")
+    assert set(back.data["removed"]) == {"Sun", "Ground"}
+    assert sorted(o["name"] for o in objects(ctx).values() if o["type"] == "light") == ["Fill", "Key", "Rim"]
 
 
 def test_frame_camera_fits_the_box_with_the_margin_centred(ctx):
