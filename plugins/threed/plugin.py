@@ -20,11 +20,15 @@ How to work:
 1. Read the requirements in the task message; inspect_scene shows what exists.
 2. Build each required object under its exact name: add_primitive (cube size is the full extent)
    or add_mesh (vertices and faces), then transform / apply_scale and add_modifier.
+   Round things: lathe (an [r, z] profile revolved around Z) and pipe (a tube through points);
+   duplicate, join, parent, apply_modifier, shade_smooth for the rest.
    Keep every object a closed solid (booleans need closed operands).
 3. set_material on each object (presets: oak, walnut, pine, steel, brass, glass, ceramic,
-   plastic_black, fabric_grey; or a base_color).
-4. add_light and set_camera for the shot; render_preview to look at it (small, fast): it says
-   what the camera shows of each object (its share of the frame, hidden, cut off, off camera).
+   plastic_black, fabric_grey; or a base_color), or set_surface for textured wood, glazed
+   ceramic, brushed metal or an image, on several objects at once.
+4. light_preset (three_point, studio, sun_sky) or add_light, and frame_camera or set_camera for
+   the shot; render_preview to look at it (small, fast): it says what the camera shows of each
+   object (its share of the frame, hidden, cut off, off camera).
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed
@@ -48,7 +52,9 @@ class ThreeDPlugin:
     def tools(self) -> list[Tool]:
         """inspect_scene, add_primitive, add_mesh, delete_object, transform, apply_scale,
         add_modifier, set_material, add_light, set_camera, set_world, render_preview,
-        export_scene, [run_blender_python,] finish."""
+        export_scene, the artist's toolset (``tools_modelling.MODELLING_TOOLS``: duplicate, join,
+        parent, apply_modifier, shade_smooth, lathe, pipe, uv_unwrap, set_surface, light_preset,
+        frame_camera), [run_blender_python,] finish."""
         return threed_tools()
 
     def setup(self, task: Task, ctx: ToolContext) -> str:

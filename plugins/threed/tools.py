@@ -531,7 +531,11 @@ THREED_TOOLS: list[Tool] = [
 
 
 def threed_tools() -> list[Tool]:
-    """The tools; ``run_blender_python`` is added only when ``HORIZON_THREED_PYTHON=1``."""
-    return [*THREED_TOOLS[:-1], run_blender_python, THREED_TOOLS[-1]] if os.environ.get(PYTHON_ENV) == "1" else list(THREED_TOOLS)
+    """The tools, with the artist's toolset (``tools_modelling``) before ``finish``;
+    ``run_blender_python`` is added only when ``HORIZON_THREED_PYTHON=1``."""
+    from plugins.threed.tools_modelling import MODELLING_TOOLS  # it imports this module
+
+    extra = [run_blender_python] if os.environ.get(PYTHON_ENV) == "1" else []
+    return [*THREED_TOOLS[:-1], *MODELLING_TOOLS, *extra, THREED_TOOLS[-1]]
 
 

@@ -49,8 +49,11 @@ def main() -> int:
     proto = _protocol_stream()
     import bpy  # imported after fd 1 is redirected: it prints on import
 
-    from plugins.threed import ops  # needs bpy
+    from plugins.threed import ops, ops_look, ops_modelling  # need bpy
 
+    for extra in (ops_modelling, ops_look):  # the artist's toolset, kept in its own modules
+        ops.OPS.update(extra.OPS)
+        ops.MUTATING.update(extra.MUTATING)
     ops._prepare_session()
     proto.write(json.dumps({"ready": True, "blender": bpy.app.version_string, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
