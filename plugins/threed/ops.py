@@ -624,6 +624,20 @@ def set_world(args: dict[str, Any]) -> dict[str, Any]:
 # -- render and export -----------------------------------------------------------------------
 
 
+def preview_size(scene: Any, width: int | None, height: int | None, longest: int = 320) -> tuple[int, int]:
+    """A preview's size in pixels: the given width and height; a missing one follows the scene's
+    aspect ratio (what ``frame_camera`` framed for), the longer side ``longest`` when neither is given."""
+    sx, sy = max(1, scene.render.resolution_x), max(1, scene.render.resolution_y)
+    if width and height:
+        return width, height
+    if width:
+        return width, max(16, round(width * sy / sx))
+    if height:
+        return max(16, round(height * sx / sy)), height
+    scale = longest / max(sx, sy)
+    return max(16, round(sx * scale)), max(16, round(sy * scale))
+
+
 def render_preview(args: dict[str, Any]) -> dict[str, Any]:
     """Render the camera's view to a PNG; returns its path, seconds and the mean brightness (0-1)."""
     scene = bpy.context.scene
@@ -637,7 +651,7 @@ def render_preview(args: dict[str, Any]) -> dict[str, Any]:
         scene.cycles.use_denoising = True
     else:
         scene.eevee.taa_render_samples = args.get("samples", 16)
-    scene.render.resolution_x, scene.render.resolution_y = args.get("width", 320), args.get("height", 240)
+    scene.render.resolution_x, scene.render.resolution_y = preview_size(scene, args.get("width"), args.get("height"))
     scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = "PNG"
     if engine == "cycles":

@@ -395,8 +395,8 @@ def set_world(args: SetWorldArgs, ctx: ToolContext) -> ToolResult:
 class RenderPreviewArgs(Args):
     path: str = Field("renders/preview.png", description="PNG path relative to the workspace, ending in .png")
     engine: Literal["cycles", "eevee"] = Field("cycles", description="cycles (CPU) or eevee")
-    width: int = Field(320, ge=16, le=1280)
-    height: int = Field(240, ge=16, le=1280)
+    width: int | None = Field(None, ge=16, le=1280, description="pixels; default: the scene's aspect ratio (frame_camera's), the longer side 320")
+    height: int | None = Field(None, ge=16, le=1280, description="pixels; default: as width")
     samples: int = Field(16, ge=1, le=1024)
     time_limit_s: float = Field(60.0, gt=0, le=600, description="seconds before the render is stopped")
 
