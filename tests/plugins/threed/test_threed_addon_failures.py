@@ -1,0 +1,139 @@
+"""The Blender add-on's failures and undo steps, with real processes: the built add-on registered
+in one headless Blender (bpy) per module (``addon_failures_driver.py``), driven through a Python
+without Horizon, an agent killed mid-run, a model server that does not answer, a raw-Python step
+that must reach the open scene as its own undo step, and undo switched off in the preferences."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BARE_PYTHON = getattr(sys, "_base_executable", "") or "/usr/bin/python3"  # the interpreter under the venv: no Horizon
+
+RAW_CODE = """
+import bmesh
+import bpy
+bpy.data.objects["Box"].location = (0.0, 0.0, 2.0)
+mesh = bpy.data.meshes.new("RawSphereMesh")
+bm = bmesh.new()
+bmesh.ops.create_uvsphere(bm, u_segments=16, v_segments=8, radius=0.5)
+bm.to_mesh(mesh)
+bm.free()
+mesh.materials.append(bpy.data.materials.new("RawGlaze"))
+sphere = bpy.data.objects.new("RawSphere", mesh)
+sphere.location = (2.0, 0.0, 0.5)
+bpy.context.scene.collection.objects.link(sphere)
+"""
+
+
+def _script(path: Path, turns: list[dict]) -> str:
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    return str(path)
+
+
+def _closed_url() -> str:
+    with socket.socket() as s:  # a port the system just handed out and nobody listens on any more
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory):
+    """Every scenario's panel state, from one Blender process (starting Blender costs seconds)."""
+    from plugins.threed.build_addon import build_addon
+
+    root = tmp_path_factory.mktemp("addon-failures")
+    finish = {"tool": "finish", "arguments": {"summary": "done"}}
+    inputs = {
+        "bare_python": BARE_PYTHON,
+        "source": str(HERE.parents[2]),  # this tree's Horizon, not the one the venv installed
+        "closed_url": _closed_url(),
+        "short": _script(root / "short.jsonl", [
+            {"tool": "add_primitive", "arguments": {"name": "Plank", "kind": "cube", "size": [1.0, 0.2, 0.05]}}, finish]),
+        "raw": _script(root / "raw.jsonl", [
+            {"tool": "add_primitive", "arguments": {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0, 0, 0.25]}},
+            {"tool": "run_blender_python", "arguments": {"code": RAW_CODE}},
+            finish]),
+    }
+    (root / "inputs.json").write_text(json.dumps(inputs))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HORIZON_THREED_PYTHON")}
+    env.update(HORIZON_HOME=str(root / "home"), HORIZON_RETRY_MAX_ATTEMPTS="1")  # a dead server: one attempt, no backoff
+    out = root / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "addon_failures_driver.py"), str(build_addon(root / "addon.zip")), str(root / "inputs.json"), str(out)],
+        check=False, env=env, capture_output=True, text=True, timeout=600, cwd=root,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_a_python_without_horizon_is_named_with_the_command_that_fixes_it(panel):
+    shown = panel["missing"]
+    assert panel["missing_run"] == ["FINISHED"] and not shown["running"]
+    assert shown["status"] == "Horizon not found"  # not "starting" forever
+    assert shown["error"].startswith(f"Horizon is not installed in {BARE_PYTHON} (No module named 'plugins')")
+    assert f"{BARE_PYTHON} -m pip install -e '/path/to/horizon[threed]'" in shown["error"]
+    assert shown["log_exists"] and shown["log_path"].endswith("agent-stderr.txt")  # kept, not deleted
+    assert any(label.startswith("agent log: ") for label in shown["labels"])
+    drawn = " ".join(shown["labels"])
+    assert "Horizon is not installed in" in drawn and "-m pip install -e" in drawn  # the panel draws the whole message
+    assert all(len(label) <= 200 for label in shown["labels"])
+
+
+def test_a_python_with_horizons_source_but_not_its_packages_is_told_to_install_the_extra(panel):
+    shown = panel["partial"]
+    assert shown["status"] == "Horizon not found" and not shown["running"]
+    source = str(HERE.parents[2])
+    assert shown["error"].startswith(f"Horizon in {BARE_PYTHON} lacks the package that provides '")
+    assert shown["error"].endswith(f"run: {BARE_PYTHON} -m pip install -e '{source}[threed]'")
+
+
+def test_a_killed_agent_is_shown_as_dead_with_its_log_and_the_resume_command(panel):
+    shown = panel["dead"]
+    assert panel["dead_run"] == ["FINISHED"] and not shown["running"]
+    assert shown["status"] == "agent died"
+    assert "the agent process was killed by SIGKILL before its final report" in shown["error"]
+    assert "the run is kept: agent resume 20" in shown["error"]  # run ids start with the date
+    assert f"Its log: {shown['log_path']}" in shown["error"] and shown["log_exists"]
+
+
+def test_a_model_server_that_does_not_answer_says_where_and_what_to_do(panel):
+    shown = panel["server"]
+    assert panel["server_run"] == ["FINISHED"] and not shown["running"]
+    assert shown["status"].startswith("model_error, reward -")
+    error = shown["error"]
+    assert error.startswith("the model server did not answer: cannot reach the model server at http://127.0.0.1:")
+    assert "agent resume" in error and "correct Base URL and Model name in this panel" in error
+    assert shown["log_exists"]
+
+
+def test_a_raw_python_step_reaches_the_open_scene_as_its_own_undo_step(panel):
+    shown = panel["raw"]
+    assert panel["raw_run"] == ["FINISHED"] and shown["status"].startswith("submitted")
+    assert shown["error"] == "" and shown["applied"] == 2 and shown["log_path"] == ""  # a clean run leaves nothing behind
+    texts = [text for text, _ in shown["log"]]
+    assert any("run_blender_python: ok" in t for t in texts)
+    assert "    scene copied from the agent: 1 replaced, 1 added, 0 removed" in texts
+    assert shown["objects"] == ["Box", "RawSphere"]  # no "Box.001": the copy took the name back
+    assert shown["box_location"] == pytest.approx([0, 0, 2]) and shown["box_dimensions"] == pytest.approx([0.5, 0.5, 0.5])
+    assert shown["raw_material"] == ["RawGlaze"]
+    # one undo takes back the raw step only: the sphere goes, the box returns to where the typed step put it
+    assert shown["undo"] == ["FINISHED"] and shown["after_undo"] == ["Box"]
+    assert shown["box_location_after_undo"] == pytest.approx([0, 0, 0.25])
+
+
+def test_undo_switched_off_is_shown_with_the_step_it_belongs_to(panel):
+    shown = panel["undo_off"]
+    assert shown["status"].startswith("submitted") and shown["applied"] == 1 and "Plank" in shown["objects"]
+    assert shown["error"] == ("step 1 (add_primitive) was applied, but undo is off (Preferences > System > Undo Steps "
+                              "is 0): this step cannot be undone")
+    assert ("    undo: undo is off (Preferences > System > Undo Steps is 0): this step cannot be undone", False) in [
+        tuple(line) for line in shown["log"]]
