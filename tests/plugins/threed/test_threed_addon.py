@@ -41,7 +41,7 @@ def test_addon_runs_a_scripted_episode_into_the_open_scene(tmp_path):
     script = tmp_path / "table.jsonl"
     script.write_text("".join(json.dumps(t) + "\n" for t in turns))
     out = tmp_path / "result.json"
-    env = dict(os.environ, HORIZON_PYTHON=sys.executable)
+    env = dict(os.environ, HORIZON_PYTHON=sys.executable, PYTHONPATH=str(HERE.parents[2]))  # the agent runs this tree
     proc = subprocess.run(
         [sys.executable, str(HERE / "addon_driver.py"), str(zip_path), str(script), str(EXAMPLES / "low-table" / "task.json"), str(out)],
         check=False, env=env, capture_output=True, text=True, timeout=300,
