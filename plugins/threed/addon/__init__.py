@@ -74,9 +74,9 @@ except ImportError as exc:
         pass
     print(json.dumps({"type": "missing", "module": getattr(exc, "name", None) or "", "message": str(exc), "root": root}))
     sys.stdout.flush()
-    sys.exit(%d)
+    sys.exit(""" + str(MISSING_EXIT) + """)
 sys.exit(session.main(sys.argv[1:]))
-""" % MISSING_EXIT
+"""
 
 _session: dict[str, Any] = {"proc": None, "queue": None, "thread": None, "task_dir": None, "python": "", "run_id": "", "ended": False}
 
