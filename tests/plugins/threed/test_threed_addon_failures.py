@@ -10,12 +10,12 @@ import os
 import socket
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-BARE_PYTHON = getattr(sys, "_base_executable", "") or "/usr/bin/python3"  # the interpreter under the venv: no Horizon
 
 RAW_CODE = """
 import bmesh
@@ -51,9 +51,10 @@ def panel(tmp_path_factory):
     from plugins.threed.build_addon import build_addon
 
     root = tmp_path_factory.mktemp("addon-failures")
+    venv.create(root / "bare", with_pip=False)  # a real Python with nothing installed (no system or user packages)
     finish = {"tool": "finish", "arguments": {"summary": "done"}}
     inputs = {
-        "bare_python": BARE_PYTHON,
+        "bare_python": str(root / "bare" / "bin" / "python"),
         "source": str(HERE.parents[2]),  # this tree's Horizon, not the one the venv installed
         "closed_url": _closed_url(),
         "short": _script(root / "short.jsonl", [
@@ -72,15 +73,15 @@ def panel(tmp_path_factory):
         check=False, env=env, capture_output=True, text=True, timeout=600, cwd=root,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return json.loads(out.read_text())
+    return {**json.loads(out.read_text()), "bare_python": inputs["bare_python"]}
 
 
 def test_a_python_without_horizon_is_named_with_the_command_that_fixes_it(panel):
-    shown = panel["missing"]
+    shown, bare = panel["missing"], panel["bare_python"]
     assert panel["missing_run"] == ["FINISHED"] and not shown["running"]
     assert shown["status"] == "Horizon not found"  # not "starting" forever
-    assert shown["error"].startswith(f"Horizon is not installed in {BARE_PYTHON} (No module named 'plugins')")
-    assert f"{BARE_PYTHON} -m pip install -e '/path/to/horizon[threed]'" in shown["error"]
+    assert shown["error"].startswith(f"Horizon is not installed in {bare} (No module named 'plugins')")
+    assert f"{bare} -m pip install -e '/path/to/horizon[threed]'" in shown["error"]
     assert shown["log_exists"] and shown["log_path"].endswith("agent-stderr.txt")  # kept, not deleted
     assert any(label.startswith("agent log: ") for label in shown["labels"])
     drawn = " ".join(shown["labels"])
@@ -89,11 +90,11 @@ def test_a_python_without_horizon_is_named_with_the_command_that_fixes_it(panel)
 
 
 def test_a_python_with_horizons_source_but_not_its_packages_is_told_to_install_the_extra(panel):
-    shown = panel["partial"]
+    shown, bare = panel["partial"], panel["bare_python"]
     assert shown["status"] == "Horizon not found" and not shown["running"]
     source = str(HERE.parents[2])
-    assert shown["error"].startswith(f"Horizon in {BARE_PYTHON} lacks the package that provides '")
-    assert shown["error"].endswith(f"run: {BARE_PYTHON} -m pip install -e '{source}[threed]'")
+    assert shown["error"].startswith(f"Horizon in {bare} lacks the package that provides '")
+    assert shown["error"].endswith(f"run: {bare} -m pip install -e '{source}[threed]'")
 
 
 def test_a_killed_agent_is_shown_as_dead_with_its_log_and_the_resume_command(panel):
