@@ -10,8 +10,9 @@ Horizon), ``source`` (the Horizon tree under test, put on the agent's PYTHONPATH
 - ``partial``: ``bare_python`` with Horizon's source on its path but none of its packages;
 - ``dead``: a scripted run (``short``: adds ``Plank``) whose process is killed (SIGKILL) once it has reported its start;
 - ``server``: the "Server" model at ``closed_url``;
-- ``raw``: raw Python allowed, the script ``raw`` (a typed step adding ``Box``, then a
-  ``run_blender_python`` step moving it and adding ``RawSphere``), then one undo;
+- ``raw``: raw Python allowed, the script ``raw`` (typed steps adding ``Box`` in oak and
+  ``Temp``, then a ``run_blender_python`` step moving ``Box``, deleting ``Temp`` and adding
+  ``RawSphere``), then one undo;
 - ``undo_off``: Undo Steps set to 0 in the preferences, one typed step.
 
 Background Blender runs no timers, so the panel's timer function is called here in a loop.
@@ -110,6 +111,9 @@ def main(zip_path: str, inputs: str, out: str) -> None:
     objects = bpy.data.objects
     result["raw"]["box_dimensions"] = list(objects["Box"].dimensions) if "Box" in objects else None
     result["raw"]["box_location"] = list(objects["Box"].location) if "Box" in objects else None
+    result["raw"]["box_material"] = [s.material.name for s in objects["Box"].material_slots] if "Box" in objects else None
+    result["raw"]["materials"] = sorted(m.name for m in bpy.data.materials)
+    result["raw"]["meshes"] = sorted(m.name for m in bpy.data.meshes)
     result["raw"]["raw_material"] = [s.material.name for s in objects["RawSphere"].material_slots] if "RawSphere" in objects else None
     result["raw"]["undo"] = sorted(bpy.ops.ed.undo())
     result["raw"]["after_undo"] = sorted(o.name for o in bpy.data.objects)

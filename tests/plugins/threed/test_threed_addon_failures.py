@@ -21,6 +21,7 @@ RAW_CODE = """
 import bmesh
 import bpy
 bpy.data.objects["Box"].location = (0.0, 0.0, 2.0)
+bpy.data.objects.remove(bpy.data.objects["Temp"])
 mesh = bpy.data.meshes.new("RawSphereMesh")
 bm = bmesh.new()
 bmesh.ops.create_uvsphere(bm, u_segments=16, v_segments=8, radius=0.5)
@@ -61,6 +62,8 @@ def panel(tmp_path_factory):
             {"tool": "add_primitive", "arguments": {"name": "Plank", "kind": "cube", "size": [1.0, 0.2, 0.05]}}, finish]),
         "raw": _script(root / "raw.jsonl", [
             {"tool": "add_primitive", "arguments": {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0, 0, 0.25]}},
+            {"tool": "set_material", "arguments": {"object": "Box", "material": "Oak", "preset": "oak"}},
+            {"tool": "add_primitive", "arguments": {"name": "Temp", "kind": "uv_sphere", "radius": 0.1}},
             {"tool": "run_blender_python", "arguments": {"code": RAW_CODE}},
             finish]),
     }
@@ -119,15 +122,16 @@ def test_a_model_server_that_does_not_answer_says_where_and_what_to_do(panel):
 def test_a_raw_python_step_reaches_the_open_scene_as_its_own_undo_step(panel):
     shown = panel["raw"]
     assert panel["raw_run"] == ["FINISHED"] and shown["status"].startswith("submitted")
-    assert shown["error"] == "" and shown["applied"] == 2 and shown["log_path"] == ""  # a clean run leaves nothing behind
+    assert shown["error"] == "" and shown["applied"] == 4 and shown["log_path"] == ""  # a clean run leaves nothing behind
     texts = [text for text, _ in shown["log"]]
     assert any("run_blender_python: ok" in t for t in texts)
-    assert "    scene copied from the agent: 1 replaced, 1 added, 0 removed" in texts
-    assert shown["objects"] == ["Box", "RawSphere"]  # no "Box.001": the copy took the name back
+    assert "    scene copied from the agent: 1 replaced, 1 added, 1 removed" in texts
+    assert shown["objects"] == ["Box", "RawSphere"]  # Temp deleted by the code; no "Box.001": the copy took the name back
     assert shown["box_location"] == pytest.approx([0, 0, 2]) and shown["box_dimensions"] == pytest.approx([0.5, 0.5, 0.5])
-    assert shown["raw_material"] == ["RawGlaze"]
-    # one undo takes back the raw step only: the sphere goes, the box returns to where the typed step put it
-    assert shown["undo"] == ["FINISHED"] and shown["after_undo"] == ["Box"]
+    assert shown["box_material"] == ["Oak"] and shown["raw_material"] == ["RawGlaze"]
+    assert not [name for name in shown["materials"] + shown["meshes"] if name.endswith(".001")]
+    # one undo takes back the raw step only: the sphere goes, Temp returns, the box returns to where the typed step put it
+    assert shown["undo"] == ["FINISHED"] and shown["after_undo"] == ["Box", "Temp"]
     assert shown["box_location_after_undo"] == pytest.approx([0, 0, 0.25])
 
 
