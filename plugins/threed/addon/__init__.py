@@ -78,7 +78,8 @@ except ImportError as exc:
 sys.exit(session.main(sys.argv[1:]))
 """
 
-_session: dict[str, Any] = {"proc": None, "queue": None, "thread": None, "task_dir": None, "python": "", "run_id": "", "ended": False}
+_session: dict[str, Any] = {"proc": None, "queue": None, "thread": None, "task_dir": None, "python": "", "run_id": "",
+                           "ended": False, "failed": False}
 
 
 class HorizonPreferences(bpy.types.AddonPreferences):
@@ -139,11 +140,22 @@ def _log(settings: HorizonSettings, text: str, ok: bool = True) -> None:
     line.text, line.ok = text[:200], ok
 
 
-def _fail(settings: HorizonSettings, status: str, error: str) -> None:
-    """Show a failure: a short status and the full message with what to do (also logged)."""
-    settings.status = status
+def _fail(settings: HorizonSettings, status: str | None, error: str) -> None:
+    """Show a failure of the run: a short status (None: keep it) and the full message with what
+    to do (also logged). An undo step that was not recorded is shown without this: the run goes on."""
+    if status is not None:
+        settings.status = status
     settings.error = error
+    _session["failed"] = True
     _log(settings, error, False)
+
+
+def _warn(settings: HorizonSettings, error: str, logged: str) -> None:
+    """Show a problem the run goes on after (an undo step not recorded, a report the add-on
+    could not handle): the panel's message, and ``logged`` in the log; a later failure of the
+    run replaces the message."""
+    settings.error = error
+    _log(settings, logged, False)
 
 
 def _python(context) -> str:
@@ -289,9 +301,7 @@ def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> None:
     settings.applied += 1
     problem = push_undo(f"Horizon step {event['step']}: {event['tool']}")
     if problem is not None:
-        text = f"step {event['step']} ({event['tool']}) was applied, but {problem}"
-        settings.error = text
-        _log(settings, f"    undo: {problem}", False)
+        _warn(settings, f"step {event['step']} ({event['tool']}) was applied, but {problem}", f"    undo: {problem}")
 
 
 def poll_session() -> float | None:
@@ -314,8 +324,9 @@ def poll_session() -> float | None:
             _handle(settings, line)
         except Exception as exc:  # noqa: BLE001 - a timer that raises is unregistered: the panel would freeze
             last = traceback.extract_tb(exc.__traceback__)[-1]
-            _fail(settings, "add-on error", f"the add-on failed on a report ({type(exc).__name__}: {exc}, "
-                                            f"{Path(last.filename).name}:{last.lineno}); the run goes on")
+            text = (f"the add-on failed on a report ({type(exc).__name__}: {exc}, {Path(last.filename).name}:{last.lineno}); "
+                    f"the run goes on")
+            _warn(settings, text, text)
 
 
 def _handle(settings: HorizonSettings, line: str) -> None:
@@ -337,12 +348,10 @@ def _handle(settings: HorizonSettings, line: str) -> None:
         reward = "-" if event["reward"] is None else f"{event['reward']:.3f}"
         settings.status = f"{event['exit_status']}, reward {reward} (run {event['run_id']})"
         if event["exit_status"] == "model_error":
-            settings.error = (f"the model server did not answer: {event['summary']}. Start the server (e.g. agent serve "
-                              f"MODEL), or correct Base URL and Model name in this panel")
-            _log(settings, settings.error, False)
+            _fail(settings, None, f"the model server did not answer: {event['summary']}. Start the server (e.g. agent "
+                                  f"serve MODEL), or correct Base URL and Model name in this panel")
         elif event["exit_status"] == "crashed":
-            settings.error = f"the agent crashed: {event['summary']}"
-            _log(settings, settings.error, False)
+            _fail(settings, None, f"the agent crashed: {event['summary']}")
     elif kind == "error":
         _fail(settings, "could not start", f"the agent could not start: {event['message']}")
     elif kind == "missing":
@@ -366,9 +375,9 @@ def _finish(settings: HorizonSettings) -> None:
     proc = _session["proc"]
     code = proc.wait() if proc is not None else 0
     log_path = str(Path(_session["task_dir"]) / "agent-stderr.txt") if _session["task_dir"] else ""
-    if not _session["ended"] and not settings.error:
+    if not _session["ended"] and not _session["failed"]:
         _fail(settings, "agent died" if code != MISSING_EXIT else "Horizon not found", _death_message(code, log_path))
-    elif code not in (0, None) and not settings.error:
+    elif code not in (0, None) and not _session["failed"]:
         _fail(settings, f"agent exited with code {code}", _death_message(code, log_path))
     settings.running = False
     if settings.error:  # kept for the artist to read: never deleted after a failure
@@ -376,7 +385,7 @@ def _finish(settings: HorizonSettings) -> None:
     elif _session["task_dir"]:
         settings.log_path = ""
         shutil.rmtree(_session["task_dir"], ignore_errors=True)
-    _session.update(proc=None, queue=None, thread=None, task_dir=None, ended=False)
+    _session.update(proc=None, queue=None, thread=None, task_dir=None, ended=False, failed=False)
 
 
 def _death_message(code: int | None, log_path: str) -> str:
@@ -445,7 +454,8 @@ class HORIZON_OT_run(bpy.types.Operator):
         lines: queue.Queue = queue.Queue()
         thread = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
         thread.start()
-        _session.update(proc=proc, queue=lines, thread=thread, task_dir=str(task_dir), python=python, run_id="", ended=False)
+        _session.update(proc=proc, queue=lines, thread=thread, task_dir=str(task_dir), python=python, run_id="", ended=False,
+                        failed=False)
         settings.running, settings.applied, settings.status = True, 0, "starting"
         settings.log_path = str(log_path)
         _log(settings, f"request: {settings.request}")
