@@ -13,7 +13,9 @@ Horizon), ``source`` (the Horizon tree under test, put on the agent's PYTHONPATH
 - ``raw``: raw Python allowed, the script ``raw`` (typed steps adding ``Box`` in oak and
   ``Temp``, then a ``run_blender_python`` step moving ``Box``, deleting ``Temp`` and adding
   ``RawSphere``), then one undo;
-- ``undo_off``: Undo Steps set to 0 in the preferences, one typed step.
+- ``undo_off``: Undo Steps set to 0 in the preferences, the script ``hang`` (a typed step
+  adding ``Plank``, then raw Python that sleeps), the agent killed once the first step is
+  applied (``undo_off_then_dead``).
 
 Background Blender runs no timers, so the panel's timer function is called here in a loop.
 """
@@ -121,10 +123,15 @@ def main(zip_path: str, inputs: str, out: str) -> None:
     result["raw"]["box_location_after_undo"] = list(box.location) if box is not None else None
 
     bpy.context.preferences.edit.undo_steps = 0
-    result["undo_off_run"] = _start(horizon_agent, settings, sys.executable, given["source"], policy="scripted", script=given["short"],
-                                    allow_python=False)
-    _wait(horizon_agent)
+    result["undo_off_run"] = _start(horizon_agent, settings, sys.executable, given["source"], policy="scripted",
+                                    script=given["hang"], allow_python=True)
+    _wait(horizon_agent, until=lambda: settings.applied >= 1)
     result["undo_off"] = _panel(horizon_agent, settings)
+    if horizon_agent._session["proc"] is None:
+        raise SystemExit(f"the run to kill ended first: {result['undo_off']}")
+    os.kill(horizon_agent._session["proc"].pid, signal.SIGKILL)  # in its second step, which sleeps
+    _wait(horizon_agent)
+    result["undo_off_then_dead"] = _panel(horizon_agent, settings)
     horizon_agent.unregister()
     Path(out).write_text(json.dumps(result, default=str))
 

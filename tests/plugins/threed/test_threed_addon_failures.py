@@ -60,6 +60,9 @@ def panel(tmp_path_factory):
         "closed_url": _closed_url(),
         "short": _script(root / "short.jsonl", [
             {"tool": "add_primitive", "arguments": {"name": "Plank", "kind": "cube", "size": [1.0, 0.2, 0.05]}}, finish]),
+        "hang": _script(root / "hang.jsonl", [
+            {"tool": "add_primitive", "arguments": {"name": "Plank", "kind": "cube", "size": [1.0, 0.2, 0.05]}},
+            {"tool": "run_blender_python", "arguments": {"code": "import time\ntime.sleep(120)\n", "timeout_s": 150}}, finish]),
         "raw": _script(root / "raw.jsonl", [
             {"tool": "add_primitive", "arguments": {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0, 0, 0.25]}},
             {"tool": "set_material", "arguments": {"object": "Box", "material": "Oak", "preset": "oak"}},
@@ -137,8 +140,12 @@ def test_a_raw_python_step_reaches_the_open_scene_as_its_own_undo_step(panel):
 
 def test_undo_switched_off_is_shown_with_the_step_it_belongs_to(panel):
     shown = panel["undo_off"]
-    assert shown["status"].startswith("submitted") and shown["applied"] == 1 and "Plank" in shown["objects"]
+    assert shown["status"].startswith("running") and shown["applied"] == 1 and "Plank" in shown["objects"]
     assert shown["error"] == ("step 1 (add_primitive) was applied, but undo is off (Preferences > System > Undo Steps "
                               "is 0): this step cannot be undone")
-    assert ("    undo: undo is off (Preferences > System > Undo Steps is 0): this step cannot be undone", False) in [
-        tuple(line) for line in shown["log"]]
+    undo_line = ("    undo: undo is off (Preferences > System > Undo Steps is 0): this step cannot be undone", False)
+    assert undo_line in [tuple(line) for line in shown["log"]]
+    # the run goes on after it, and a later death of the agent is still shown (the undo line stays in the log)
+    dead = panel["undo_off_then_dead"]
+    assert dead["status"] == "agent died" and dead["error"].startswith("the agent process was killed by SIGKILL")
+    assert undo_line in [tuple(line) for line in dead["log"]] and dead["log_exists"]
