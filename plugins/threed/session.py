@@ -2,6 +2,7 @@
 
     python -m plugins.threed.session --task-dir DIR --request TEXT [--policy scripted --script FILE]
                                      [--base-url URL --model NAME] [--no-sandbox]
+                                     [--replayed-tools NAME,NAME,...]
 
 The add-on starts this process so the agent loop never runs on Blender's main thread. It runs a
 normal Horizon run (``core.runner.Run``) on ``DIR`` (the open scene saved as ``scene.blend``,
@@ -9,19 +10,26 @@ plus an optional ``task.json``) and writes one JSON object per line to stdout:
 
     {"type": "started", "run_id": "..."}
     {"type": "step", "step": 3, "tool": "add_primitive", "args": {...validated...},
-     "ok": true, "output": "added cube 'Tabletop' ...", "seconds": 0.08}
+     "ok": true, "output": "added cube 'Tabletop' ...", "seconds": 0.08, "scene_file": null}
     {"type": "end", "status": "finished", "exit_status": "submitted", "reward": 1.0, "summary": "..."}
     {"type": "error", "message": "..."}               (the run could not start)
 
 ``args`` are the tool's validated arguments (pydantic ``model_dump``), so the add-on can apply
-the same operation (``plugins.threed.ops``) to the open scene. SIGINT stops the run after the
-step in flight (it stays resumable with ``agent resume``).
+the same operation (``plugins.threed.ops``) to the open scene. A step the add-on cannot repeat
+(a tool not named in ``--replayed-tools``: ``run_blender_python``, whose code the add-on never
+runs, or a tool newer than the add-on) but that changed the saved scene carries ``scene_file``:
+a copy of the agent's scene after that step (``DIR/snapshots/step-NNN.blend``), which the
+add-on copies into the open scene. Whether the scene changed is read from the workspace's
+scene file, which the worker saves after every scene-changing call. SIGINT stops the run after
+the step in flight (it stays resumable with ``agent resume``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +39,7 @@ from core.errors import HorizonError, ToolError
 from core.plugin import Task
 from core.runner import Run, make_policy, policy_spec
 from core.state import Limits, Pricing
-from plugins.threed.tools import threed_tools
+from plugins.threed.tools import task_spec, threed_tools
 
 _TOOLS = {t.name: t for t in threed_tools()}
 
@@ -51,6 +59,39 @@ def _validated(name: str, raw: Any) -> dict[str, Any] | None:
         return None
 
 
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # not saved yet: the worker starts lazily
+        return None
+
+
+class SceneSnapshots:
+    """Copies of the agent's saved scene after steps the add-on cannot repeat from their arguments.
+
+    Args:
+        start: the scene file the run started from.
+        folder: where the copies go (``step-NNN.blend``); created on first use.
+        replayed: the tools the add-on repeats itself from their arguments (no copy for those).
+    """
+
+    def __init__(self, start: Path, folder: Path, replayed: set[str]) -> None:
+        self.folder, self.replayed = folder, replayed
+        self._digest = _digest(start)  # the scene the run started from (the task folder's copy)
+
+    def after_step(self, scene: Path, step: int, tool: str) -> str | None:
+        """Note the scene file ``scene``'s state after ``step``; return the path of a copy when
+        the step changed the scene and the add-on does not repeat ``tool``, else None."""
+        digest = _digest(scene)
+        changed, self._digest = digest is not None and digest != self._digest, digest
+        if not changed or tool in self.replayed:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        copy = self.folder / f"step-{step:03d}.blend"
+        shutil.copyfile(scene, copy)
+        return str(copy)
+
+
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     """Run one episode and report it; returns 0 when it ran to the end, 1 when it could not start."""
     parser = argparse.ArgumentParser(prog="python -m plugins.threed.session")
@@ -62,13 +103,21 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     parser.add_argument("--model")
     parser.add_argument("--max-steps", type=int, default=60)
     parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("--replayed-tools", default="", help="comma-separated tools the add-on repeats from their arguments")
     args = parser.parse_args(argv)
+    replayed = {name for name in args.replayed_tools.split(",") if name}
+    snapshots = SceneSnapshots(args.task_dir / "scene.blend", args.task_dir.resolve() / "snapshots", replayed)
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind == "tool" and data["call"] is not None:
             call = data["call"]
+            scene_file = None
+            if not _TOOLS.get(call.name) or not _TOOLS[call.name].read_only:  # set-up has run: task_spec reads its copy
+                ctx = run.episode.ctx
+                scene_file = snapshots.after_step(ctx.workspace / task_spec(ctx).scene, data["step"], call.name)
             _emit(out, {"type": "step", "step": data["step"], "tool": call.name, "args": _validated(call.name, call.arguments),
-                        "ok": not data["is_error"], "output": data["output"][:2000], "seconds": round(data["duration_s"], 3)})
+                        "ok": not data["is_error"], "output": data["output"][:2000], "seconds": round(data["duration_s"], 3),
+                        "scene_file": scene_file})
         elif kind == "verify":
             _emit(out, {"type": "verify", "summary": data["reward"].summary, "reward": data["reward"].reward, "version": data["reward"].version})
 

@@ -4,13 +4,21 @@ Horizon's 3D agent on the open scene without freezing Blender.
 How it works:
 
 - **Run** saves a copy of the open scene to a fresh task folder and starts the agent loop in a
-  separate process (``python -m plugins.threed.session``, with the Python that has Horizon
-  installed, set in the add-on's preferences or ``HORIZON_PYTHON``). A reader thread queues the
-  process's JSON-lines step reports.
+  separate process (``plugins.threed.session``, through a small bootstrap that reports a
+  Python without Horizon as a JSON line; the Python is set in the add-on's preferences or
+  ``HORIZON_PYTHON``). Its stderr goes to ``agent-stderr.txt`` in the task folder, whose path
+  the panel shows; the folder is deleted only after a run that ended normally. A reader thread
+  queues the process's JSON-lines step reports.
 - A ``bpy.app.timers`` timer on Blender's main thread drains the queue: each successful
   scene-changing step is applied to the open scene with the same operation the agent's worker
-  ran (``scene_ops``, a copy of ``plugins.threed.ops`` bundled by ``agent threed build-addon``),
-  then pushed as its own undo step, and logged in the panel.
+  ran (``scene_ops``, a copy of ``plugins.threed.ops`` bundled by ``agent threed build-addon``);
+  a step the add-on cannot repeat from its arguments (``run_blender_python``, a tool newer than
+  the add-on) comes with a copy of the agent's scene after it, whose objects and world replace
+  the open scene's (``sync_scene``): the model's code never runs in this Blender. Each applied
+  step is pushed as its own undo step; a push that fails, or undo switched off in the
+  preferences, is shown with the step it belongs to.
+- What went wrong is shown in the panel with what to do: a Python without Horizon, an agent
+  process that died, a model server that does not answer, a run that could not start.
 - **Stop** sends SIGINT: the run stops after the step in flight and stays resumable
   (``agent resume RUN_ID``).
 """
@@ -20,11 +28,13 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +46,40 @@ try:  # the installed add-on carries its own copy of the operations
 except ImportError:  # running from Horizon's source tree
     from plugins.threed import ops
 
-#: Steps the panel repeats on the open scene; renders and exports stay in the agent's workspace.
+#: Steps the panel repeats on the open scene from their arguments; renders and exports stay in
+#: the agent's workspace. The agent process is told this list (``--replayed-tools``) and sends a
+#: copy of its scene for any other step that changed the scene.
 APPLIED_TOOLS = {"add_primitive", "add_mesh", "delete_object", "transform", "apply_scale", "add_modifier", "set_material",
                  "add_light", "set_camera", "set_world"}
 POLL_INTERVAL_S = 0.2
 LOG_LINES_SHOWN = 12
+ERROR_LINE_CHARS = 70  # a panel label does not wrap: long messages are cut into lines this wide
+STDERR_TAIL_CHARS = 600
+PYTHON_ENV = "HORIZON_THREED_PYTHON"  # the agent offers run_blender_python only when this is "1"
+#: Exit code of the bootstrap when the chosen Python cannot import Horizon.
+MISSING_EXIT = 3
 
-_session: dict[str, Any] = {"proc": None, "queue": None, "thread": None, "task_dir": None}
+#: Run by the chosen Python instead of ``-m plugins.threed.session``, so that a Python without
+#: Horizon (or without one of its packages) says so on stdout as a JSON line the panel reads.
+BOOTSTRAP = """
+import json, os, sys
+try:
+    from plugins.threed import session
+except ImportError as exc:
+    root = ""
+    try:
+        import plugins
+        root = os.path.dirname(os.path.dirname(os.path.abspath(plugins.__file__)))
+    except ImportError:
+        pass
+    print(json.dumps({"type": "missing", "module": getattr(exc, "name", None) or "", "message": str(exc), "root": root}))
+    sys.stdout.flush()
+    sys.exit(""" + str(MISSING_EXIT) + """)
+sys.exit(session.main(sys.argv[1:]))
+"""
+
+_session: dict[str, Any] = {"proc": None, "queue": None, "thread": None, "task_dir": None, "python": "", "run_id": "",
+                           "ended": False, "failed": False}
 
 
 class HorizonPreferences(bpy.types.AddonPreferences):
@@ -81,8 +118,15 @@ class HorizonSettings(bpy.types.PropertyGroup):
     script: StringProperty(name="Script", subtype="FILE_PATH", description="JSON-lines script for the scripted policy")
     task_file: StringProperty(name="Task spec", subtype="FILE_PATH", description="optional task.json with checkable requirements")
     max_steps: IntProperty(name="Max steps", default=60, min=1, max=500)
+    allow_python: BoolProperty(
+        name="Allow raw Python", default=os.environ.get(PYTHON_ENV) == "1",
+        description="Offer the agent run_blender_python (its code runs in the agent's sandboxed Blender, never in this one; "
+                    "the resulting scene is copied here)",
+    )
     running: BoolProperty(default=False)
     status: StringProperty(default="idle")
+    error: StringProperty(default="", description="what went wrong and what to do; empty when nothing did")
+    log_path: StringProperty(default="", description="the agent process's stderr log, kept after a failure")
     applied: IntProperty(default=0)
     log: CollectionProperty(type=HorizonLogLine)
 
@@ -94,6 +138,24 @@ def _settings(context) -> HorizonSettings:
 def _log(settings: HorizonSettings, text: str, ok: bool = True) -> None:
     line = settings.log.add()
     line.text, line.ok = text[:200], ok
+
+
+def _fail(settings: HorizonSettings, status: str | None, error: str) -> None:
+    """Show a failure of the run: a short status (None: keep it) and the full message with what
+    to do (also logged). An undo step that was not recorded is shown without this: the run goes on."""
+    if status is not None:
+        settings.status = status
+    settings.error = error
+    _session["failed"] = True
+    _log(settings, error, False)
+
+
+def _warn(settings: HorizonSettings, error: str, logged: str) -> None:
+    """Show a problem the run goes on after (an undo step not recorded, a report the add-on
+    could not handle): the panel's message, and ``logged`` in the log; a later failure of the
+    run replaces the message."""
+    settings.error = error
+    _log(settings, logged, False)
 
 
 def _python(context) -> str:
@@ -109,28 +171,143 @@ def _read_lines(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
+def _stderr_tail(path: str) -> str:
+    """The last lines of the agent's stderr log (what it said before it died), or ''."""
+    try:
+        data = Path(path).read_bytes()[-STDERR_TAIL_CHARS:]
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip())
+
+
+# -- undo -----------------------------------------------------------------------------------
+
+
+def push_undo(message: str) -> str | None:
+    """Push the open scene's state as one undo step named ``message``.
+
+    Returns None when Blender recorded it, else why not, in words for the panel: undo is
+    switched off in the preferences (``undo_steps`` 0 or global undo off: Blender's push then
+    returns FINISHED yet records nothing), or Blender refused the push (a ``RuntimeError``, e.g.
+    a context without an undo stack, or a result other than FINISHED).
+    """
+    edit = bpy.context.preferences.edit
+    if edit.undo_steps == 0:
+        return "undo is off (Preferences > System > Undo Steps is 0): this step cannot be undone"
+    if not edit.use_global_undo:
+        return "global undo is off (Preferences > System > Global Undo): this step cannot be undone"
+    try:
+        result = bpy.ops.ed.undo_push(message=message)
+    except RuntimeError as exc:
+        return f"Blender refused the undo step: {exc}"
+    if result != {"FINISHED"}:
+        return f"Blender's undo push returned {', '.join(sorted(result))}: this step cannot be undone"
+    return None
+
+
+# -- the agent's scene copied into the open one -----------------------------------------------
+
+#: Datablock kinds a synced scene can bring, in the order their old versions are freed (users first).
+_SYNCED_KINDS = ("objects", "meshes", "curves", "lights", "cameras", "materials", "node_groups", "images", "worlds")
+_COPY_SUFFIX = re.compile(r"^(?P<base>.+)\.\d{3,}$")
+
+
+def sync_scene(path: str) -> str:
+    """Make the open scene's objects, their data and materials, its camera and world those of the
+    agent's saved scene ``path`` (a step the add-on cannot repeat from its arguments, such as
+    ``run_blender_python``). Objects are appended from the file, never linked; no script in it
+    runs (Blender's "Auto Run Python Scripts" preference governs drivers as for any file).
+
+    Objects of the same name are replaced (keeping their collections), objects the agent's
+    scene no longer has are deleted, and an appended datablock that got a ``.001`` name
+    because the open file held one of that name takes its name once the old one is unused.
+
+    Returns a one-line summary. Raises OSError (unreadable file) or RuntimeError (not a .blend).
+    """
+    before = {kind: {x.as_pointer() for x in getattr(bpy.data, kind)} for kind in (*_SYNCED_KINDS, "collections")}
+    with bpy.data.libraries.load(path, link=False) as (src, dst):
+        names = list(src.objects)
+        dst.objects = list(names)  # Blender replaces these names by the appended objects
+        dst.scenes = list(src.scenes[:1])  # read for its camera and world, then removed
+    appended_scene = dst.scenes[0] if dst.scenes else None
+    camera = appended_scene.camera if appended_scene is not None else None
+    world = appended_scene.world if appended_scene is not None else None
+    if appended_scene is not None:
+        bpy.data.scenes.remove(appended_scene)
+        for collection in [c for c in bpy.data.collections if c.as_pointer() not in before["collections"]]:
+            bpy.data.collections.remove(collection)  # the appended scene's own collections
+    scene = bpy.context.scene
+    incoming = {name: obj for name, obj in zip(names, dst.objects) if obj is not None}
+    removed = replaced = 0
+    for old in list(scene.objects):
+        new = incoming.get(old.name)
+        if new is not None:
+            for collection in old.users_collection:
+                collection.objects.link(new)
+            replaced += 1
+        else:
+            removed += 1
+        bpy.data.objects.remove(old)
+    for name, new in incoming.items():
+        if not new.users_collection:
+            scene.collection.objects.link(new)
+        new.name = name  # the old object of that name is gone
+    scene.camera = camera
+    if world is not None:
+        scene.world = world
+    _take_back_names(before)
+    added = len(incoming) - replaced
+    return f"scene copied from the agent: {replaced} replaced, {added} added, {removed} removed"
+
+
+def _take_back_names(before: dict[str, set[int]]) -> None:
+    """Free the old datablocks that appended copies shadow (``Oak`` by ``Oak.001``) once nothing
+    uses them, and give the copies their names back."""
+    for kind in _SYNCED_KINDS[1:]:
+        data = getattr(bpy.data, kind)
+        for new in [x for x in data if x.as_pointer() not in before[kind]]:
+            match = _COPY_SUFFIX.match(new.name)
+            old = data.get(match["base"]) if match else None
+            if old is None or old.as_pointer() not in before[kind]:
+                continue
+            if old.users == 0 or (old.users == 1 and old.use_fake_user):
+                data.remove(old)
+                new.name = match["base"]
+
+
+# -- applying the reports ---------------------------------------------------------------------
+
+
 def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> None:
-    """Apply one reported step to the open scene (main thread) as its own undo step, and log it."""
+    """Apply one reported step to the open scene (main thread) as its own undo step, and log it.
+
+    A step with ``scene_file`` (one the add-on cannot repeat) is applied by ``sync_scene``; a
+    step of ``APPLIED_TOOLS`` by the same operation the agent's worker ran. An undo push that
+    fails is logged under the step and shown as the panel's error.
+    """
     mark = "ok" if event["ok"] else "error"
     first = (event.get("output") or "").splitlines()[0:1]
     _log(settings, f"{event['step']:>3} {event['tool']}: {mark} {first[0] if first else ''}", event["ok"])
-    if not event["ok"] or event["tool"] not in APPLIED_TOOLS or not event.get("args"):
-        return
     try:
-        ops.OPS[event["tool"]](event["args"])
+        if event.get("scene_file"):
+            _log(settings, f"    {sync_scene(event['scene_file'])}")
+        elif event["ok"] and event["tool"] in APPLIED_TOOLS and event.get("args"):
+            ops.OPS[event["tool"]](event["args"])
+        else:
+            return
     except Exception as exc:  # noqa: BLE001 - the open scene may differ from the agent's; say so, keep going
         _log(settings, f"    not applied here: {exc}", False)
         return
     settings.applied += 1
-    try:
-        bpy.ops.ed.undo_push(message=f"Horizon step {event['step']}: {event['tool']}")
-    except RuntimeError:
-        pass  # no undo stack without a window (background mode)
+    problem = push_undo(f"Horizon step {event['step']}: {event['tool']}")
+    if problem is not None:
+        _warn(settings, f"step {event['step']} ({event['tool']}) was applied, but {problem}", f"    undo: {problem}")
 
 
 def poll_session() -> float | None:
     """The timer: drain the step queue on the main thread. Returns seconds to the next call, or
-    None when the agent process has ended (the timer unregisters itself)."""
+    None when the agent process has ended (the timer unregisters itself). An error in handling
+    a report is shown in the panel, never left to kill the timer silently."""
     settings = _settings(bpy.context)
     lines = _session["queue"]
     if lines is None:
@@ -144,35 +321,85 @@ def poll_session() -> float | None:
             _finish(settings)
             return None
         try:
-            event = json.loads(line)
-        except ValueError:
-            _log(settings, f"(agent said) {line.strip()}", False)
-            continue
-        kind = event.get("type")
-        if kind == "step":
-            apply_step(settings, event)
-        elif kind == "started":
-            settings.status = f"running {event['run_id']}"
-        elif kind == "verify":
-            _log(settings, f"verify: {event['summary']}", event["reward"] == 1.0)
-        elif kind == "end":
-            reward = "-" if event["reward"] is None else f"{event['reward']:.3f}"
-            settings.status = f"{event['exit_status']}, reward {reward} (run {event['run_id']})"
-        elif kind == "error":
-            settings.status = "could not start"
-            _log(settings, event["message"], False)
+            _handle(settings, line)
+        except Exception as exc:  # noqa: BLE001 - a timer that raises is unregistered: the panel would freeze
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            text = (f"the add-on failed on a report ({type(exc).__name__}: {exc}, {Path(last.filename).name}:{last.lineno}); "
+                    f"the run goes on")
+            _warn(settings, text, text)
+
+
+def _handle(settings: HorizonSettings, line: str) -> None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        _log(settings, f"(agent said) {line.strip()}", False)
+        return
+    kind = event.get("type")
+    if kind == "step":
+        apply_step(settings, event)
+    elif kind == "started":
+        _session["run_id"] = event["run_id"]
+        settings.status = f"running {event['run_id']}"
+    elif kind == "verify":
+        _log(settings, f"verify: {event['summary']}", event["reward"] == 1.0)
+    elif kind == "end":
+        _session["ended"] = True
+        reward = "-" if event["reward"] is None else f"{event['reward']:.3f}"
+        settings.status = f"{event['exit_status']}, reward {reward} (run {event['run_id']})"
+        if event["exit_status"] == "model_error":
+            _fail(settings, None, f"the model server did not answer: {event['summary']}. Start the server (e.g. agent "
+                                  f"serve MODEL), or correct Base URL and Model name in this panel")
+        elif event["exit_status"] == "crashed":
+            _fail(settings, None, f"the agent crashed: {event['summary']}")
+    elif kind == "error":
+        _fail(settings, "could not start", f"the agent could not start: {event['message']}")
+    elif kind == "missing":
+        _fail(settings, "Horizon not found", _missing_message(_session["python"], event))
+
+
+def _missing_message(python: str, event: dict[str, Any]) -> str:
+    """What to do when the chosen Python cannot import Horizon or one of its packages."""
+    module = event.get("module") or ""
+    if module.split(".")[0] in ("plugins", "core", ""):
+        return (f"Horizon is not installed in {python} ({event['message']}): set Horizon Python in the add-on's "
+                f"preferences to the .venv/bin/python of a Horizon checkout (setup.sh makes it), or run: "
+                f"{python} -m pip install -e '/path/to/horizon[threed]'")
+    source = event.get("root") or "/path/to/horizon"
+    return (f"Horizon in {python} lacks the package that provides '{module}' ({event['message']}): run: "
+            f"{python} -m pip install -e '{source}[threed]'")
 
 
 def _finish(settings: HorizonSettings) -> None:
+    """The agent's output ended: say how, keep the task folder (and its log) unless all went well."""
     proc = _session["proc"]
-    if proc is not None:
-        code = proc.wait()
-        if code not in (0, None) and settings.status.startswith("running"):
-            settings.status = f"agent process ended with exit code {code}"
+    code = proc.wait() if proc is not None else 0
+    log_path = str(Path(_session["task_dir"]) / "agent-stderr.txt") if _session["task_dir"] else ""
+    if not _session["ended"] and not _session["failed"]:
+        _fail(settings, "agent died" if code != MISSING_EXIT else "Horizon not found", _death_message(code, log_path))
+    elif code not in (0, None) and not _session["failed"]:
+        _fail(settings, f"agent exited with code {code}", _death_message(code, log_path))
     settings.running = False
-    if _session["task_dir"]:
+    if settings.error:  # kept for the artist to read: never deleted after a failure
+        settings.log_path = log_path
+    elif _session["task_dir"]:
+        settings.log_path = ""
         shutil.rmtree(_session["task_dir"], ignore_errors=True)
-    _session.update(proc=None, queue=None, thread=None, task_dir=None)
+    _session.update(proc=None, queue=None, thread=None, task_dir=None, ended=False, failed=False)
+
+
+def _death_message(code: int | None, log_path: str) -> str:
+    if code is not None and code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    said = _stderr_tail(log_path)
+    resume = f"; the run is kept: agent resume {_session['run_id']}" if _session["run_id"] else ""
+    return (f"the agent process {how} before its final report{resume}. Its log: {log_path}"
+            + (f" (it ends: {said})" if said else ""))
 
 
 class HORIZON_OT_run(bpy.types.Operator):
@@ -190,31 +417,47 @@ class HORIZON_OT_run(bpy.types.Operator):
             self.report({"ERROR"}, "type a request first")
             return {"CANCELLED"}
         python = _python(context)
+        settings.error, settings.log_path = "", ""
         if not python or not Path(python).is_file():
-            self.report({"ERROR"}, "set the Horizon Python in the add-on's preferences (or HORIZON_PYTHON)")
+            where = f"{python} is not a file" if python else "none is set"
+            _fail(settings, "no Horizon Python", f"set Horizon Python in the add-on's preferences (or HORIZON_PYTHON) to "
+                                                 f"the Python Horizon is installed in ({where})")
+            self.report({"ERROR"}, settings.error)
             return {"CANCELLED"}
         task_dir = Path(tempfile.mkdtemp(prefix="horizon-addon-"))
         bpy.ops.wm.save_as_mainfile(filepath=str(task_dir / "scene.blend"), copy=True, check_existing=False)
         if settings.task_file:
             shutil.copyfile(bpy.path.abspath(settings.task_file), task_dir / "task.json")
-        cmd = [python, "-m", "plugins.threed.session", "--task-dir", str(task_dir), "--request", settings.request,
-               "--policy", settings.policy, "--max-steps", str(settings.max_steps)]
+        cmd = [python, "-c", BOOTSTRAP, "--task-dir", str(task_dir), "--request", settings.request,
+               "--policy", settings.policy, "--max-steps", str(settings.max_steps),
+               "--replayed-tools", ",".join(sorted(APPLIED_TOOLS))]
         if settings.policy == "scripted":
             cmd += ["--script", bpy.path.abspath(settings.script)]
         if settings.base_url:
             cmd += ["--base-url", settings.base_url]
         if settings.model:
             cmd += ["--model", settings.model]
-        log = open(task_dir / "agent-stderr.txt", "wb")  # noqa: SIM115 - owned by the child process
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
-                                cwd=str(task_dir))
-        log.close()
+        env = {k: v for k, v in os.environ.items() if k != PYTHON_ENV}
+        if settings.allow_python:
+            env[PYTHON_ENV] = "1"
+        log_path = task_dir / "agent-stderr.txt"
+        settings.log.clear()
+        try:
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
+                                        cwd=str(task_dir), env=env)
+        except OSError as exc:
+            _fail(settings, "could not start", f"cannot start {python} ({exc.strerror or exc}): set Horizon Python in the "
+                                                f"add-on's preferences to a Python interpreter with Horizon installed")
+            self.report({"ERROR"}, settings.error)
+            return {"CANCELLED"}
         lines: queue.Queue = queue.Queue()
         thread = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
         thread.start()
-        _session.update(proc=proc, queue=lines, thread=thread, task_dir=str(task_dir))
-        settings.log.clear()
+        _session.update(proc=proc, queue=lines, thread=thread, task_dir=str(task_dir), python=python, run_id="", ended=False,
+                        failed=False)
         settings.running, settings.applied, settings.status = True, 0, "starting"
+        settings.log_path = str(log_path)
         _log(settings, f"request: {settings.request}")
         if not bpy.app.timers.is_registered(poll_session):
             bpy.app.timers.register(poll_session, first_interval=POLL_INTERVAL_S)
@@ -237,8 +480,29 @@ class HORIZON_OT_stop(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _wrapped(text: str, width: int = ERROR_LINE_CHARS) -> list[str]:
+    """``text`` cut at spaces into lines of at most ``width`` characters (long words cut too)."""
+    lines, line = [], ""
+    for word in text.split():
+        while len(word) > width:
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(word[:width])
+            word = word[width:]
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        lines.append(line)
+    return lines
+
+
 class HORIZON_PT_panel(bpy.types.Panel):
-    """The sidebar panel: request, model settings, Run/Stop, and the live step log."""
+    """The sidebar panel: request, model settings, Run/Stop, status, the error with what to do,
+    the agent's log path, and the live step log."""
 
     bl_idname = "HORIZON_PT_panel"
     bl_label = "Horizon Agent"
@@ -259,6 +523,7 @@ class HORIZON_PT_panel(bpy.types.Panel):
             box.prop(settings, "script")
         box.prop(settings, "task_file")
         box.prop(settings, "max_steps")
+        box.prop(settings, "allow_python")
         row = layout.row(align=True)
         run = row.row(align=True)
         run.enabled = not settings.running
@@ -267,6 +532,12 @@ class HORIZON_PT_panel(bpy.types.Panel):
         stop.enabled = settings.running
         stop.operator(HORIZON_OT_stop.bl_idname, icon="CANCEL")
         layout.label(text=f"{settings.status} · {settings.applied} steps applied")
+        if settings.error:
+            problem = layout.box().column(align=True)
+            for i, text in enumerate(_wrapped(settings.error)):
+                problem.label(text=text, icon="ERROR" if i == 0 else "BLANK1")
+        if settings.log_path:
+            layout.label(text=f"agent log: {settings.log_path}", icon="TEXT")
         log = layout.column(align=True)
         for line in list(settings.log)[-LOG_LINES_SHOWN:]:
             log.label(text=line.text, icon="CHECKMARK" if line.ok else "ERROR")
@@ -292,5 +563,3 @@ def unregister() -> None:
     del bpy.types.WindowManager.horizon
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
-
-

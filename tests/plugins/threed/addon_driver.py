@@ -68,6 +68,7 @@ def main(zip_path: str, script: str, task_json: str, out: str) -> None:
     objects = {o.name: o for o in bpy.data.objects}
     result.update(
         objects=sorted(objects), applied=settings.applied, status=settings.status, running=settings.running,
+        error=settings.error, log_path=settings.log_path,
         log=[(line.text, line.ok) for line in settings.log],
         tabletop=list(objects["Tabletop"].dimensions) if "Tabletop" in objects else None,
         leg_materials=[s.material.name for s in objects["Leg.BR"].material_slots] if "Leg.BR" in objects else None,

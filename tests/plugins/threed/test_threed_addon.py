@@ -41,7 +41,7 @@ def test_addon_runs_a_scripted_episode_into_the_open_scene(tmp_path):
     script = tmp_path / "table.jsonl"
     script.write_text("".join(json.dumps(t) + "\n" for t in turns))
     out = tmp_path / "result.json"
-    env = dict(os.environ, HORIZON_PYTHON=sys.executable)
+    env = dict(os.environ, HORIZON_PYTHON=sys.executable, PYTHONPATH=str(HERE.parents[2]))  # the agent runs this tree
     proc = subprocess.run(
         [sys.executable, str(HERE / "addon_driver.py"), str(zip_path), str(script), str(EXAMPLES / "low-table" / "task.json"), str(out)],
         check=False, env=env, capture_output=True, text=True, timeout=300,
@@ -56,12 +56,14 @@ def test_addon_runs_a_scripted_episode_into_the_open_scene(tmp_path):
     scene_changing = [t for t in turns if t["tool"] not in ("inspect_scene", "finish")]
     assert result["applied"] == len(scene_changing)
     assert result["status"].startswith("submitted, reward 1.000") and not result["running"]
+    assert result["error"] == "" and result["log_path"] == ""  # nothing went wrong: no message, the task folder is gone
     texts = [text for text, _ in result["log"]]
     assert any("add_mesh: ok" in t for t in texts) and any(t.startswith("verify: all 39 checks pass") for t in texts)
     assert result["undo_once"] == {"result": ["FINISHED"], "camera": False, "tabletop": True, "key": True}
     drawn = result["draw"]
     assert ["operator", {"idname": "horizon.run"}] in drawn and ["operator", {"idname": "horizon.stop"}] in drawn
     assert ["prop", {"name": "request"}] in drawn and ["prop", {"name": "script"}] in drawn
+    assert ["prop", {"name": "allow_python"}] in drawn
     labels = [c[1]["text"] for c in drawn if c[0] == "label"]
     assert any("steps applied" in t for t in labels) and any("finish: ok" in t for t in labels)
     assert result["stop_when_idle"] == ["CANCELLED"] and result["unregistered"]
