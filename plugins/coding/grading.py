@@ -24,10 +24,20 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import UserError
-from core.safe_io import read_regular, remove_tree, write_new
-from core.sandbox import Sandbox, sandbox_like
-from core.workspace import changed_paths, diff_trees, make_parents, materialize, save_tree, start_files
+from core.api import (
+    Sandbox,
+    UserError,
+    changed_paths,
+    diff_trees,
+    make_parents,
+    materialize,
+    read_regular,
+    remove_tree,
+    sandbox_like,
+    save_tree,
+    start_files,
+    write_new,
+)
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests

@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.plugin import Task
-from core.reward import RewardComponent, RewardResult, Trajectory
-from core.tools import Tool, ToolContext
-from core.workspace import snapshot
+from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, Trajectory, snapshot
 from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules

@@ -39,7 +39,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from core.reward import RewardComponent, RewardResult
+from core.api import RewardComponent, RewardResult
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
 REWARD_VERSION = "coding-tests/2"

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from core.workspace import start_files, start_tree
+from core.api import start_files, start_tree
 
 _FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?:\d+:)? (?P<message>.*)$")
 _LINE_NUMBER = re.compile(r"\bline \d+\b")

@@ -41,10 +41,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from core.errors import UserError
-from core.safe_io import read_regular, write_new
-from core.sandbox import SYSTEM_PATH, can_bind, hidden_dirs, python_prefixes, with_binds
-from core.sandbox.base import Sandbox, SandboxLimits
+from core.api import (
+    SYSTEM_PATH,
+    Sandbox,
+    SandboxLimits,
+    UserError,
+    can_bind,
+    hidden_dirs,
+    python_prefixes,
+    read_regular,
+    with_binds,
+    write_new,
+)
 from plugins.coding.environment.declared import DeclarationError, cache_key, read_declaration, source_roots
 from plugins.coding.environment.uv_build import RECIPE, base_interpreter, build_or_reuse, index_settings
 

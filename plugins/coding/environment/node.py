@@ -35,9 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import horizon_home, make_data_folder
-from core.safe_io import remove_tree, write_new
-from core.sandbox import SCRATCH_WRITABLE, ProcessResult, Sandbox, can_bind
+from core.api import SCRATCH_WRITABLE, ProcessResult, Sandbox, can_bind, horizon_home, make_data_folder, remove_tree, write_new
 from plugins.coding.environment.declared import cache_key
 from plugins.coding.environment.uv_build import (
     MANIFEST,

@@ -49,10 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from core.config import horizon_home, make_data_folder
-from core.safe_io import read_regular, remove_tree, write_new
-from core.sandbox import ProcessResult, Sandbox, SandboxLimits, sandbox_like
-from core.workspace import content_only
+from core.api import (
+    ProcessResult,
+    Sandbox,
+    SandboxLimits,
+    content_only,
+    horizon_home,
+    make_data_folder,
+    read_regular,
+    remove_tree,
+    sandbox_like,
+    write_new,
+)
 from plugins.coding.environment.declared import Declaration
 
 #: Version of the build recipe, part of the cache key: change it when what is built changes.
