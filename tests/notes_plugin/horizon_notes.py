@@ -60,6 +60,8 @@ class FinishArgs(BaseModel):
 
 def _text(ctx: ToolContext, path: str) -> str:
     target = ctx.resolve(path)
+    if not target.is_file():
+        raise ToolError(f"{path} does not exist or is not a file; list the files with shell 'ls'")
     try:
         return read_regular(target).decode("utf-8", errors="replace")
     except OSError as exc:
