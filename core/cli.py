@@ -30,7 +30,7 @@ from rich.table import Table
 
 from core.config import horizon_home, load_settings, make_data_folder
 from core.errors import HorizonError, UserError
-from core.state import Usage
+from core.state import Limits, Usage
 from core.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 # emoji=False: ":smile:" in a tool's output is printed as written, not as an emoji
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 EXIT_INTERRUPTED = 130  # the shell's convention for a run stopped by Ctrl-C
+#: The limits a run gets when no flag says otherwise: the CLI's defaults are ``Limits``'s own (one owner).
+DEFAULT_LIMITS = Limits()
 
 
 def _safe(text: object) -> str:
@@ -197,26 +199,23 @@ def run(
     tool_format: str | None = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
     vision: bool | None = typer.Option(None, "--vision/--no-vision", help="the server's model sees images: renders go to it as image parts (default: config's vision, false)"),
     critic: bool | None = typer.Option(None, "--critic/--no-critic", help="after each render, a model call judges it against the task; its verdict is added to the observation"),
-    max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls before the run stops"),
-    max_tokens: int = typer.Option(2_000_000, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
-    max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before the run stops"),
-    max_cost: float = typer.Option(10.0, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
-    compact_at: int = typer.Option(64_000, "--compact-at", min=0, help="prompt tokens (estimated) at which old turns are summarised (0: never)"),
+    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="model calls before the run stops"),
+    max_tokens: int = typer.Option(DEFAULT_LIMITS.max_tokens, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
+    max_wall_s: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--max-time", min=0.001, help="seconds of running before the run stops"),
+    max_cost: float = typer.Option(DEFAULT_LIMITS.max_cost, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
+    compact_at: int = typer.Option(DEFAULT_LIMITS.compact_at_tokens, "--compact-at", min=0, help="prompt tokens (estimated) at which old turns are summarised (0: never)"),
     apply: bool = typer.Option(False, "--apply", help="apply the final patch to --repo when the run ends"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
     """Start a run of PLUGIN on TASK; prints a line per step and a summary."""
     from core.plugin import Task
     from core.runner import Run, make_policy, policy_spec
-    from core.state import Limits
 
     try:
         if not task.strip():
             raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
         settings = load_settings(base_url=base_url, model=model, tool_format=tool_format, vision=vision, critic=critic)
-        if base_url and policy == "auto":
-            policy = "openai"
-        spec = policy_spec(policy, settings, script, exchange)
+        spec = policy_spec(policy, settings, script, exchange)  # auto: settings.auto_policy (a --base-url is in settings)
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         the_policy = make_policy(spec, settings)
         started = Run.start(
@@ -474,12 +473,12 @@ def eval_cmd(
     tasks: list[str] | None = typer.Option(None, "--task", help="run only this task or pattern, e.g. 'threed/*' (repeatable)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="model name on the server"),
-    max_steps: int = typer.Option(30, "--max-steps", min=1, help="model calls per episode"),
+    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="model calls per episode"),
     json_out: Path | None = typer.Option(None, "--json", help="also write the JSON summary to this file"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
     backend: str | None = typer.Option(None, "--backend", help="ray or processes (default: ray when installed)"),
     ray_address: str | None = typer.Option(None, "--ray-address", help="an existing Ray cluster, e.g. ray://head:10001 (default: a local Ray)"),
-    time_limit: float = typer.Option(3600.0, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
+    time_limit: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
     retries: int = typer.Option(2, "--retries", min=0, help="restarts of an episode after an infrastructure failure (Ray)"),
     baseline_runs: int = typer.Option(1, "--baseline-runs", min=1, max=2,
                                       help="2: run each coding task's tests twice at set-up, to flag flaky environments"),
@@ -490,7 +489,6 @@ def eval_cmd(
     from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
     from core.eval.ray_backend import ray_available
     from core.runner import policy_spec
-    from core.state import Limits
 
     try:
         backend = backend or ("ray" if ray_available() else "processes")
@@ -505,7 +503,7 @@ def eval_cmd(
         settings = load_settings(base_url=base_url, model=model)
         config = None
         if policy not in EVAL_SCRIPTED:
-            config = policy_spec("openai" if base_url and policy == "auto" else policy, settings)
+            config = policy_spec(policy, settings)  # auto: settings.auto_policy
         pricing = settings.pricing_for(config["kind"] if config else "scripted")
         make_data_folder(horizon_home() / "evals")  # an unwritable HORIZON_HOME: one line, not a traceback
         out_dir = new_eval_dir()
@@ -690,8 +688,8 @@ def mcp_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="http: address to bind"),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="http: TCP port (the endpoint is http://HOST:PORT/mcp)"),
     resume: str | None = typer.Option(None, "--resume", help="continue this MCP run (its client left before finish) instead of starting one"),
-    max_steps: int = typer.Option(30, "--max-steps", min=1, help="tool calls before a run stops"),
-    max_wall_s: float = typer.Option(3600.0, "--max-time", min=0.001, help="seconds of running before a run stops (the client's thinking counts)"),
+    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="tool calls before a run stops"),
+    max_wall_s: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--max-time", min=0.001, help="seconds of running before a run stops (the client's thinking counts)"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
     """Serve PLUGIN's tools over MCP (stdio or streamable HTTP); each session is a run, ended by finish.
@@ -703,7 +701,7 @@ def mcp_cmd(
     from core.plugin import Task, load_plugin
     from core.runner import Run
     from core.sandbox import self_check
-    from core.state import Limits, Pricing
+    from core.state import Pricing
 
     log = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # stdout is the stdio transport
     try:

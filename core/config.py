@@ -148,10 +148,17 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_files()))
 
     @property
+    def auto_policy(self) -> str:
+        """What ``--policy auto`` means under these settings, decided here only: ``openai`` when a
+        model server is set (``base_url``, from a flag, the environment or a config file), else
+        ``embedded`` (the model that runs in-process)."""
+        return "openai" if self.base_url else "embedded"
+
+    @property
     def pricing(self) -> Pricing:
-        """The prices of the policy these settings choose by default: the configured table when a
-        model server is set (``base_url``), else zero (the embedded model runs in-process)."""
-        return self.pricing_for("openai" if self.base_url else "embedded")
+        """The prices of the policy these settings choose by default (``auto_policy``): the
+        configured table for a model server, else zero (the embedded model runs in-process)."""
+        return self.pricing_for(self.auto_policy)
 
     def pricing_for(self, policy_kind: str) -> Pricing:
         """Prices for a policy kind (``openai``, ``embedded``, ``scripted``): the configured

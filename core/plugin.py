@@ -7,6 +7,11 @@ A plugin is one class; a third-party package registers it in its own ``pyproject
 
 and ``agent run mydomain "..."`` finds it. The built-in plugins load through the same path.
 ``HORIZON_PLUGINS=coding,threed`` restricts which plugins load (names, comma-separated).
+
+A plugin imports core only through ``core.api`` (this protocol, ``Task``, tools, rewards, errors,
+the sandbox, safe file access, ...); ``tests/core/test_api.py`` pins those names and checks that
+``plugins/`` imports nothing else of core. ``tests/notes_plugin/horizon_notes.py`` is a minimal
+complete plugin.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ class Task(BaseModel):
 @runtime_checkable
 class Plugin(Protocol):
     """A domain: its prompt, its tools, how an episode starts and how it is rewarded.
+
+    Write it with ``from core.api import ...`` only (``core/api.py`` lists what is public: tools
+    with ``@tool``, ``ToolContext``, ``RewardResult``, ``UserError``/``ToolError``, the sandbox,
+    ``read_regular``/``write_new``, ...); other core modules are internals that may change.
 
     Optional hooks:
 
@@ -210,7 +219,7 @@ def check_plugin(plugin: Any, label: str) -> None:
     except Exception as exc:  # noqa: BLE001 - the plugin's bug, named as such
         raise wrong("tools", f"raised {type(exc).__name__}: {exc}") from None
     if not isinstance(tools, list) or not all(isinstance(t, Tool) for t in tools):
-        raise wrong("tools", "must return a list of core.tools.Tool (made with @core.tools.tool)")
+        raise wrong("tools", "must return a list of core.api.Tool (made with @core.api.tool)")
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise wrong("tools", f"two tools share a name: {sorted({n for n in names if names.count(n) > 1})}")

@@ -77,7 +77,7 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None, excha
     """Describe a policy so a resumed run can rebuild it (no secrets are kept).
 
     Args:
-        kind: ``auto`` (a server if ``base_url`` is set, else embedded), ``embedded``, ``openai``,
+        kind: ``auto`` (``settings.auto_policy``: a server if ``base_url`` is set, else embedded), ``embedded``, ``openai``,
             ``scripted`` or ``human`` (a person answers each request: ``core.policy.human``).
         script: the tool calls of ``scripted`` (JSON Lines).
         exchange: the folder of ``human``'s requests and answers (default: a new folder under
@@ -90,7 +90,7 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None, excha
         folder = exchange or horizon_home() / "human" / time.strftime("%Y%m%d-%H%M%S")
         return {"kind": "human", "exchange": str(folder.expanduser().resolve())}
     if kind == "auto":
-        kind = "openai" if settings.base_url else "embedded"
+        kind = settings.auto_policy
     if kind == "openai":
         if not settings.base_url or not settings.model:
             raise ConfigError("a model server needs both --base-url and --model (or HORIZON_BASE_URL and HORIZON_MODEL)")

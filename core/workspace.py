@@ -91,7 +91,7 @@ def copy_repository(repo: Path, dest: Path) -> list[str]:
         raise UserError(f"{repo} is a bare git repository (no working files); clone it first: git clone {repo} DIR, then --repo DIR")
     patterns = [p.rstrip("/") for p in ALWAYS_EXCLUDED]
     if kind == "plain":
-        shutil.copytree(repo, dest, symlinks=True, ignore=_not_content(patterns))
+        shutil.copytree(repo, dest, symlinks=True, ignore=content_only(patterns))
         return []
     tracked = _listed(repo, "--cached")
     dest.mkdir(parents=True)
@@ -103,12 +103,12 @@ def copy_repository(repo: Path, dest: Path) -> list[str]:
             continue  # deleted in the working tree but still in the index
         target.parent.mkdir(parents=True, exist_ok=True)
         if stat.S_ISDIR(info.st_mode):  # a submodule or a nested repository: its files as data
-            shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True, ignore=_not_content(patterns))
+            shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True, ignore=content_only(patterns))
         elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
             shutil.copy2(src, target, follow_symlinks=False)
     git_path = repo / ".git"
     if git_path.is_dir() and not git_path.is_symlink():
-        shutil.copytree(git_path, dest / ".git", symlinks=True, ignore=_not_content([]))
+        shutil.copytree(git_path, dest / ".git", symlinks=True, ignore=content_only([]))
     else:  # a linked worktree or a submodule checkout: ".git" is a file naming the real database
         shutil.copy2(git_path, dest / ".git", follow_symlinks=False)
     return tracked
@@ -126,7 +126,7 @@ def _listed(repo: Path, *options: str) -> list[str]:
     return [p for p in os.fsdecode(proc.stdout).split("\0") if p]
 
 
-def _not_content(patterns: list[str]) -> Callable[[str, list[str]], set[str]]:
+def content_only(patterns: list[str]) -> Callable[[str, list[str]], set[str]]:
     """``copytree``'s ignore: the names matching ``patterns``, and FIFOs, sockets and devices
     (copying one would block or fail; they are not content)."""
     by_name = shutil.ignore_patterns(*patterns)
@@ -290,6 +290,12 @@ def restore_tree(workspace: Path, baseline: Path, tree: str) -> None:
             parent.rmdir()
             parent = parent.parent
     write_entries(workspace, baseline, [e for p, e in wanted.items() if now.get(p) != e])
+
+
+def start_tree(baseline: Path) -> list[gitstore.Entry]:
+    """The run's starting files as ``gitstore.Entry`` (``path``, git ``mode``, blob ``sha``), read
+    from the baseline database (``START_REF``) in git's order; a link's mode is ``120000``."""
+    return gitstore.list_tree(baseline, START_REF)
 
 
 def start_files(baseline: Path, paths: list[str]) -> dict[str, tuple[str, bytes]]:

@@ -29,8 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checking import failed_before, run_before_after
 
-from core.eval.runner import test_passes as passes_after
 from core.eval.tasks import EvalTask, load_suite
+from plugins.coding.reward import passes as passes_after
 
 ROUNDS = 2
 

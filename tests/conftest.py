@@ -48,3 +48,27 @@ def java_repo(tmp_path):
 def python_repo(tmp_path):
     """A private copy of examples/python-user-service (two tests fail with an AttributeError)."""
     return Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "python-user-service"))
+
+
+NOTES_PLUGIN = ROOT / "tests" / "notes_plugin"
+
+
+@pytest.fixture
+def notes_plugin(monkeypatch):
+    """Install ``notes``, the minimal test plugin (``tests/notes_plugin/horizon_notes.py``), through
+    the same discovery path as any plugin: its folder, with a dist-info registering it in the
+    ``horizon.plugins`` entry-point group, goes first on ``sys.path`` and on ``PYTHONPATH`` (for the
+    ``agent`` processes a test starts). Returns the plugin's name."""
+    monkeypatch.syspath_prepend(str(NOTES_PLUGIN))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(NOTES_PLUGIN), os.environ.get("PYTHONPATH", "")) if p))
+    return "notes"
+
+
+@pytest.fixture
+def notes_folder(tmp_path):
+    """A folder of text files for a ``notes`` episode: ``log.md`` and ``ANSWER.txt`` (``todo``)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Log\n<!-- end -->\n")
+    (folder / "ANSWER.txt").write_text("todo\n")
+    return folder

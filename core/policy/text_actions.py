@@ -13,6 +13,9 @@ Results go back as ``user`` messages wrapping ``<tool_response>`` blocks (server
 support often refuse the ``tool`` role). The history keeps its usual form; only what is sent is
 rewritten, deterministically, so the prompt prefix stays byte-identical from call to call, and the
 assistant's text goes back exactly as the model wrote it.
+
+This module owns the JSON shape of a tool call written as text (``read_call``, ``write_call``):
+the embedded model (``core/policy/embedded.py``) writes the same object, bare, under a grammar.
 """
 
 from __future__ import annotations
@@ -105,14 +108,35 @@ def parse_tool_calls(content: str | None, step_key: str) -> list[ToolCall]:
     calls = []
     for i, match in enumerate(BLOCK.finditer(content or "")):
         text = match.group(1)
-        name, arguments = "invalid_tool_call", text
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("name"), str):
-            args = parsed.get("arguments", {})
-            name = parsed["name"]
-            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        name, arguments = read_call(text) or ("invalid_tool_call", text)
         calls.append(ToolCall(id=f"text_{step_key}_{i}", name=name, arguments=arguments))
     return calls
+
+
+def read_call(text: str) -> tuple[str, str] | None:
+    """One tool call written as JSON, ``{"name": NAME, "arguments": {...}}`` (the shape of a
+    ``<tool_call>`` block and of the embedded model's constrained reply).
+
+    Returns:
+        ``(name, arguments as JSON text)`` (missing arguments are ``{}``; arguments given as a
+        string are kept as that string, for the tool's parser to judge), or None when ``text`` is
+        not such an object (not JSON, cut off, nested too deep, no string ``name``).
+    """
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
+        return None
+    args = parsed.get("arguments", {})
+    return parsed["name"], args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def write_call(name: str, arguments: str) -> str:
+    """The JSON text of one tool call, as ``read_call`` reads it: ``arguments`` (JSON text) as an
+    object when it parses, else as the string the model wrote."""
+    try:
+        args: Any = json.loads(arguments)
+    except (ValueError, RecursionError):
+        args = arguments
+    return json.dumps({"name": name, "arguments": args}, ensure_ascii=False)

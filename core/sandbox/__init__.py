@@ -12,18 +12,26 @@ import threading
 from pathlib import Path
 
 from core.errors import SandboxUnavailable, UserError
-from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
-from core.sandbox.bwrap import INSTALL_HINT, BwrapSandbox, find_bwrap
+from core.sandbox.base import SCRATCH_WRITABLE, ProcessResult, Sandbox, SandboxLimits
+from core.sandbox.bwrap import INSTALL_HINT, BwrapSandbox, find_bwrap, hidden_dirs, python_prefixes
+from core.sandbox.process import SYSTEM_PATH
 from core.sandbox.unconfined import UnconfinedSandbox
 
 __all__ = [
+    "SCRATCH_WRITABLE",
+    "SYSTEM_PATH",
     "BwrapSandbox",
     "ProcessResult",
     "Sandbox",
     "SandboxLimits",
     "UnconfinedSandbox",
+    "can_bind",
+    "hidden_dirs",
     "open_sandbox",
+    "python_prefixes",
+    "sandbox_like",
     "self_check",
+    "with_binds",
 ]
 
 OPT_OUT_HINT = "Or pass --no-sandbox to run without isolation, at your own risk."
@@ -156,3 +164,57 @@ def open_sandbox(
     self_check()
     return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds,
                         hide=hide)
+
+
+def sandbox_like(
+    sandbox: Sandbox,
+    workspace: Path,
+    scratch: Path,
+    *,
+    limits: SandboxLimits | None = None,
+    allow_network: bool | None = None,
+    readonly: list[Path] | None = None,
+) -> Sandbox:
+    """A sandbox of the same kind as ``sandbox`` (isolated or, on the user's ``--no-sandbox``,
+    not) on other folders: a plugin's second tree (a grading copy, an environment build).
+
+    It keeps ``sandbox``'s cgroup choice and hidden folders; ``limits``, ``allow_network`` and
+    ``readonly`` replace its own when given (None keeps them). The alias and binds of a
+    Terminal-Bench task are not kept: they belong to the episode's workspace.
+
+    Raises:
+        UserError: ``sandbox`` is of another kind, which cannot be copied onto other folders.
+        ValueError: ``workspace`` is not a folder.
+    """
+    if isinstance(sandbox, BwrapSandbox):
+        return BwrapSandbox(
+            workspace, scratch, limits=limits or sandbox.limits,
+            allow_network=sandbox.allow_network if allow_network is None else allow_network,
+            readonly=sandbox.readonly if readonly is None else readonly, use_cgroups=sandbox.use_cgroups, hide=sandbox.hide,
+        )  # fmt: skip
+    if isinstance(sandbox, UnconfinedSandbox):  # the user opted out of isolation for this run
+        return UnconfinedSandbox(workspace, scratch, limits=limits or sandbox.limits, use_cgroups=sandbox.use_cgroups)
+    raise UserError(f"a {type(sandbox).__name__} cannot be copied onto another folder (only the bwrap sandbox or --no-sandbox's can)")
+
+
+def can_bind(sandbox: Sandbox) -> bool:
+    """Whether ``sandbox`` can show more host folders to its commands (``with_binds``): only
+    bwrap's; an unconfined one sees the whole machine and cannot put a folder into the workspace."""
+    return isinstance(sandbox, BwrapSandbox)
+
+
+def with_binds(sandbox: Sandbox, *, readonly: list[Path] | None = None, mounts: dict[str, Path] | None = None) -> Sandbox:
+    """A copy of ``sandbox`` that also shows ``readonly`` host paths read-only where they are, and
+    ``mounts`` (``{path relative to the workspace: host folder}``) read-only inside the workspace
+    (``BwrapSandbox.with_readonly`` / ``with_mounts``); ``sandbox`` is unchanged.
+
+    Raises:
+        UserError: ``sandbox`` cannot bind (``can_bind`` is False): check first.
+    """
+    if not isinstance(sandbox, BwrapSandbox):
+        raise UserError(f"a {type(sandbox).__name__} cannot show more folders (only the bwrap sandbox can); check can_bind() first")
+    if readonly:
+        sandbox = sandbox.with_readonly(readonly)
+    if mounts:
+        sandbox = sandbox.with_mounts(mounts)
+    return sandbox

@@ -29,7 +29,8 @@ RUNNER_FILES = {"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "con
 RUNNER_PACKAGES = {"_pytest", "pytest", "pluggy", "_pytest_plugins"}
 #: Configuration files with a pytest section among other, ordinary settings.
 SECTIONED = {"pyproject.toml", "setup.cfg", "tox.ini"}
-#: File names of tests, in the languages the coding plugin runs (Python, Java, Go, JavaScript/TypeScript).
+#: File names of tests, in the languages the coding plugin runs (Python, Java, Go, JavaScript/TypeScript):
+#: the one definition (``focus.is_test_file`` uses it too).
 TEST_NAME = re.compile(r"(^test_.*\.py$|.*_test\.py$|.*Tests?\.java$|.*_test\.go$|.*\.(test|spec)\.[jt]sx?$)")
 #: A line of Python that refers to the test runner or to the objects its reports are made of.
 _RUNNER_WORD = re.compile(rb"\b(_?pytest\w*|pluggy|junitxml|TestReport|from_item_and_call|longrepr|CallInfo|runtest\w*)\b")

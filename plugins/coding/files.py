@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ToolError
+from core.api import ToolError
 from plugins.coding.search import BINARY_SNIFF_BYTES, is_binary_bytes, iter_files
 from plugins.coding.syntax import check_edit
 

@@ -35,6 +35,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from plugins.coding.checker_inputs import TEST_NAME
+
 #: Folders holding someone else's code: vendored copies, installed packages.
 VENDORED_DIRS = frozenset(
     {"vendor", "_vendor", "vendored", "third_party", "thirdparty", "third-party", "external", "node_modules",
@@ -54,7 +56,6 @@ _GENERATED_MARK = re.compile(
 )
 #: Lines at the top of a file searched for a generated-file marker.
 GENERATED_MARK_LINES = 10
-_TEST_FILE = re.compile(r"^(test_.*\.py|.*_test\.(py|go)|conftest\.py|.*Tests?\.java|.*\.(test|spec)\.[jt]sx?)$")
 
 #: A stem shared by more files than this names none of them.
 MAX_STEM_FILES = 3
@@ -167,7 +168,8 @@ def task_focus(text: str, files: Iterable[str], defined: set[str]) -> TaskFocus:
 def is_test_file(rel: str) -> bool:
     """Whether ``rel`` (a relative POSIX path) is test code: under a test folder or named like a test."""
     parts = rel.split("/")
-    return any(p in TEST_DIRS for p in parts[:-1]) or bool(_TEST_FILE.match(parts[-1]))
+    # which names are tests is checker_inputs.TEST_NAME's to say (one owner); conftest.py is test code too
+    return any(p in TEST_DIRS for p in parts[:-1]) or parts[-1] == "conftest.py" or bool(TEST_NAME.match(parts[-1]))
 
 
 def excluded_reason(rel: str, head: list[str]) -> str | None:

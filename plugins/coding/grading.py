@@ -24,10 +24,20 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import workspace as ws
-from core.errors import UserError
-from core.safe_io import read_regular, remove_tree, write_new
-from core.sandbox.base import Sandbox
+from core.api import (
+    Sandbox,
+    UserError,
+    changed_paths,
+    diff_trees,
+    make_parents,
+    materialize,
+    read_regular,
+    remove_tree,
+    sandbox_like,
+    save_tree,
+    start_files,
+    write_new,
+)
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
@@ -57,21 +67,6 @@ def save_original_tests(workspace: Path, scratch: Path) -> list[str]:
     return saved
 
 
-def _sandbox_like(sandbox: Sandbox, workspace: Path, scratch: Path) -> Sandbox:
-    """A sandbox of the same kind and limits as ``sandbox``, on another workspace."""
-    from core.sandbox.bwrap import BwrapSandbox
-    from core.sandbox.unconfined import UnconfinedSandbox
-
-    if isinstance(sandbox, BwrapSandbox):
-        return BwrapSandbox(
-            workspace, scratch, limits=sandbox.limits, allow_network=sandbox.allow_network,
-            readonly=sandbox.readonly, use_cgroups=sandbox.use_cgroups, hide=sandbox.hide,
-        )  # fmt: skip
-    if isinstance(sandbox, UnconfinedSandbox):
-        return UnconfinedSandbox(workspace, scratch, limits=sandbox.limits)
-    return type(sandbox)(workspace, scratch, limits=sandbox.limits)  # another Sandbox implementation
-
-
 def reset_tests(copy: Path, originals: Path, original_list: list[str], present: list[str] | None = None) -> dict[str, list[str]]:
     """Put the original test files back into ``copy`` and delete test files that were not there.
 
@@ -89,7 +84,7 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str], present: 
             continue
         # The patch may have made a folder on the way a link to a host folder: Horizon, not
         # sandboxed, must never write or delete through it (make_parents replaces such links).
-        target = ws.make_parents(copy, rel)
+        target = make_parents(copy, rel)
         original = saved.read_bytes()
         if target.is_dir() and not target.is_symlink():
             remove_tree(target)  # a real folder: links inside are removed, never followed; any depth
@@ -99,7 +94,7 @@ def reset_tests(copy: Path, originals: Path, original_list: list[str], present: 
     known = set(original_list)
     for rel in test_files(copy) if present is None else present:
         if rel not in known:
-            ws.make_parents(copy, rel).unlink(missing_ok=True)
+            make_parents(copy, rel).unlink(missing_ok=True)
             removed.append(rel)
     return {"restored": sorted(restored), "removed": sorted(removed)}
 
@@ -117,7 +112,7 @@ def put_hidden_tests(hidden: Path, copy: Path) -> list[str]:
     for path in sorted(hidden.rglob("*")):
         if path.is_file() and not path.is_symlink():
             rel = path.relative_to(hidden).as_posix()
-            target = ws.make_parents(copy, rel)
+            target = make_parents(copy, rel)
             if target.is_dir() and not target.is_symlink():
                 remove_tree(target)
             write_new(target, path.read_bytes())
@@ -214,13 +209,13 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
     if reaching:
         return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
-    after = run_test_suite(_sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files,
+    after = run_test_suite(sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files,
                            environment=environment)  # fmt: skip
     start = folder / "reproduce" / "start"
-    ws.materialize(baseline, start, "")
+    materialize(baseline, start, "")
     for rel, data in contents.items():
-        write_new(ws.make_parents(start, rel), data)  # never through a link the start tree holds
-    before = run_test_suite(_sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
+        write_new(make_parents(start, rel), data)  # never through a link the start tree holds
+    before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
                             environment=environment)  # fmt: skip
     return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
                         trusted=before.report_trusted and after.report_trusted)  # fmt: skip
@@ -247,20 +242,20 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     Returns:
         A ``Graded`` record.
     """
-    tree = ws.save_tree(workspace, baseline)
-    patch = ws.diff_trees(baseline, "HEAD^{tree}", tree)
+    tree = save_tree(workspace, baseline)
+    patch = diff_trees(baseline, "HEAD^{tree}", tree)
     digest = hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
     folder = new_run_dir(scratch, "grading")
     (folder / "patch.diff").write_text(patch, errors="surrogateescape")
     copy = folder / "workspace"
     try:
-        ws.materialize(baseline, copy, patch)
+        materialize(baseline, copy, patch)
     except UserError as exc:
         return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
     tests_now = test_files(copy)
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
-    changed = ws.changed_paths(baseline, "HEAD^{tree}", tree)
-    reasons = checker_changes(ws.start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
+    changed = changed_paths(baseline, "HEAD^{tree}", tree)
+    reasons = checker_changes(start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     environment = load_environment(scratch)
     reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment)
                   if reproduce and not reasons else None)  # fmt: skip
@@ -269,5 +264,5 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         reset["hidden"] = put_hidden_tests(hidden_tests, copy)
     grading_scratch = folder / "scratch"
     # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
-    run = run_test_suite(_sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
+    run = run_test_suite(sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)

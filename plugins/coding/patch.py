@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import ToolError
+from core.api import ToolError
 from plugins.coding.files import MAX_FILE_BYTES, _nearest_regions
 from plugins.coding.search import is_binary_bytes
 from plugins.coding.syntax import check_edit

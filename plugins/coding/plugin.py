@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core import workspace as ws
-from core.plugin import Task
-from core.reward import RewardComponent, RewardResult, Trajectory
-from core.tools import Tool, ToolContext
+from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, Trajectory, snapshot
 from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
@@ -145,7 +142,7 @@ class CodingPlugin:
         if ctx.baseline is None:  # a driver without a run folder: keep the starting files ourselves
             ctx.baseline = ctx.scratch / "baseline.git"
             if not (ctx.baseline / "HEAD").is_file():
-                ws.snapshot(ctx.workspace, ctx.baseline)
+                snapshot(ctx.workspace, ctx.baseline)
         run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
         baseline = {
             "framework": run.framework,

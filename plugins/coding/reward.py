@@ -39,7 +39,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from core.reward import RewardComponent, RewardResult
+from core.api import RewardComponent, RewardResult
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
 REWARD_VERSION = "coding-tests/2"
@@ -55,7 +55,7 @@ def edited_test_files(before: dict[str, str], after: dict[str, str]) -> list[str
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def _passes(test_id: str, after: dict[str, str]) -> bool:
+def passes(test_id: str, after: dict[str, str]) -> bool:
     """Whether ``test_id`` passes in ``after``. A pytest module that failed to import has its path
     as its id (``tests/test_a.py``); once it imports, its tests have their own ids
     (``tests/test_a.py::test_x``), so it passes when some of them pass and none fails."""
@@ -160,8 +160,8 @@ def grade(
         report_trusted = report_trusted and reproduction.get("trusted", True)
     elif own_tests_allowed and edited_tests:
         evidence = {"reproduction_files": edited_tests}
-    fixed = [t for t in targets if _passes(t, outcomes_after)]
-    broken = [t for t in kept if not _passes(t, after)]
+    fixed = [t for t in targets if passes(t, outcomes_after)]
+    broken = [t for t in kept if not passes(t, after)]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     faulted_edits = [] if evidence else edited_tests  # a reproduction's test edits are its evidence

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pathspec
 
-from core.errors import ToolError
+from core.api import ToolError
 
 #: Directories never entered, whether or not a ``.gitignore`` names them.
 SKIPPED_DIRS = frozenset(

@@ -18,9 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import ToolError
-from core.safe_io import make_dirs, remove_tree, write_new
-from core.sandbox.base import Sandbox, SandboxLimits
+from core.api import Sandbox, SandboxLimits, ToolError, make_dirs, remove_tree, write_new
 from plugins.coding import static_compare
 from plugins.coding.search import iter_files
 from plugins.coding.testing import (

@@ -7,7 +7,7 @@ shifts. Equal fingerprints pair off one to one (a multiset), so a second copy of
 counts as new. A finding on a line the run edited has a new fingerprint, so it is new: it is on
 the agent's own line.
 
-The starting files come from the run's baseline database (``core.workspace.START_REF``), read
+The starting files come from the run's baseline database (``core.api.start_tree``), read
 without touching the workspace. ``plugins.coding.static`` runs the checkers on them in the
 sandbox, as on the workspace, and only for files whose bytes changed: in an unchanged file every
 finding was there before. Nothing here starts a process but git on the baseline database.
@@ -21,8 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from core import gitstore
-from core.workspace import START_REF
+from core.api import start_files, start_tree
 
 _FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?:\d+:)? (?P<message>.*)$")
 _LINE_NUMBER = re.compile(r"\bline \d+\b")
@@ -91,10 +90,7 @@ def blob_sha(data: bytes) -> str:
 
 def start_versions(baseline: Path, paths: list[str]) -> dict[str, bytes]:
     """The starting bytes of those of ``paths`` that the start tree holds as files."""
-    wanted = set(paths)
-    entries = [e for e in gitstore.list_tree(baseline, START_REF) if e.path in wanted and e.mode != "120000"]
-    blobs = gitstore.read_blobs(baseline, (e.sha for e in entries))
-    return {e.path: blobs[e.sha] for e in entries}
+    return {path: data for path, (mode, data) in start_files(baseline, paths).items() if mode != "120000"}
 
 
 def changed_files(root: Path, baseline: Path, suffix: str, current: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -107,7 +103,7 @@ def changed_files(root: Path, baseline: Path, suffix: str, current: list[str]) -
         ``changed``: in both, other bytes; ``added``: in ``current`` only; ``deleted``: in the
         start tree only and gone from the workspace.
     """
-    start = {e.path: e.sha for e in gitstore.list_tree(baseline, START_REF) if e.path.endswith(suffix) and e.mode != "120000"}
+    start = {e.path: e.sha for e in start_tree(baseline) if e.path.endswith(suffix) and e.mode != "120000"}
     changed, added = [], []
     for rel in current:
         if rel not in start:

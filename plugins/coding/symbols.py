@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.errors import ToolError
+from core.api import ToolError
 from plugins.coding.languages import SOURCE_SUFFIXES, SUFFIX_LANGUAGE, grammar
 from plugins.coding.search import iter_files, shorten
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import ToolError
+from core.api import ToolError
 from plugins.coding.languages import grammar_for, language_of
 
 #: Lines of context shown on each side of the first syntax error.

@@ -42,9 +42,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.errors import ToolError
-from core.safe_io import read_regular, write_new
-from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
+from core.api import ProcessResult, Sandbox, SandboxLimits, ToolError, read_regular, write_new
 from plugins.coding.environment import TestEnvironment, horizon_environment, load_environment
 from plugins.coding.search import iter_files, shorten
 

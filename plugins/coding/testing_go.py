@@ -23,8 +23,7 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from core.safe_io import write_new
-from core.sandbox.base import Sandbox, SandboxLimits
+from core.api import Sandbox, SandboxLimits, write_new
 from plugins.coding.testing import Outcome, TestRun, clip_output, sandbox_env
 
 

@@ -23,8 +23,7 @@ import json
 import shutil
 from pathlib import Path
 
-from core.safe_io import read_regular, write_new
-from core.sandbox.base import Sandbox, SandboxLimits
+from core.api import Sandbox, SandboxLimits, read_regular, write_new
 from plugins.coding.testing import Outcome, TestRun, clip_output, sandbox_env
 
 _REPORTER = r"""

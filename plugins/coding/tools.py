@@ -11,8 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.errors import ToolError
-from core.tools import Tool, ToolContext, ToolResult, tool
+from core.api import Tool, ToolContext, ToolError, ToolResult, tool
 from plugins.coding import files, patch, repomap, search, static, symbols, testing
 from plugins.coding.environment import shell_environment
 

@@ -36,7 +36,7 @@ from typing import Any
 import duckdb
 import matplotlib
 
-from core.safe_io import make_dirs, write_new
+from core.api import make_dirs, write_new
 from plugins.finance.checks import run_checks
 from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.market import MarketDataError

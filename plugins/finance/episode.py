@@ -17,8 +17,7 @@ from typing import Any
 
 import duckdb
 
-from core.errors import ToolError
-from core.tools import ToolContext
+from core.api import ToolContext, ToolError
 from plugins.finance.store import connect
 from plugins.finance.task import FinanceTask
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import duckdb
 
-from core.config import horizon_home
+from core.api import horizon_home
 from plugins.finance.checks import run_checks
 from plugins.finance.concepts import STATEMENTS
 from plugins.finance.extract import (

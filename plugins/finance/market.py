@@ -31,8 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from core.errors import HorizonError
-from core.safe_io import make_dirs, read_regular, write_new
+from core.api import HorizonError, make_dirs, read_regular, write_new
 
 KINDS = ("prices", "income_annual", "income_quarterly")
 FILING_LAG_DAYS = {"income_annual": 90, "income_quarterly": 45}

@@ -13,8 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.errors import ToolError
-from core.tools import ToolContext, ToolResult, tool
+from core.api import ToolContext, ToolError, ToolResult, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.market import MarketData, MarketDataError
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pypdfium2
 
-from core.safe_io import make_dirs, write_new
+from core.api import make_dirs, write_new
 
 
 def page_image_name(doc_name: str, page: int) -> str:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.errors import UserError
-from core.plugin import Task
-from core.reward import RewardResult, Trajectory
-from core.tools import Tool, ToolContext
+from core.api import RewardResult, Task, Tool, ToolContext, Trajectory, UserError
 from plugins.finance.checks import run_checks
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.ingest import INGESTED, ingest

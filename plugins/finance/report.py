@@ -34,7 +34,7 @@ import duckdb
 import matplotlib
 from markdown_it import MarkdownIt
 
-from core.safe_io import make_dirs, write_new
+from core.api import make_dirs, write_new
 from plugins.finance.checks import run_checks
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
 from plugins.finance.ingest import INGESTED, ingest

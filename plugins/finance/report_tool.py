@@ -14,9 +14,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel, Field
 
-from core.errors import ToolError
-from core.safe_io import read_regular
-from core.tools import ToolContext, ToolResult, tool
+from core.api import ToolContext, ToolError, ToolResult, read_regular, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError
 from plugins.finance.report import FinanceReport, verify_figures

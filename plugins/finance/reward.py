@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.reward import RewardComponent, RewardResult
+from core.api import RewardComponent, RewardResult
 from plugins.finance.checks import CheckSummary
 from plugins.finance.questions import Question, score_answer
 

@@ -15,8 +15,7 @@ from typing import Any, Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from core.errors import ToolError
-from core.tools import Tool, ToolContext, ToolResult, tool
+from core.api import Tool, ToolContext, ToolError, ToolResult, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
 from plugins.finance.ingest import INGESTED

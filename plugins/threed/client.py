@@ -19,7 +19,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from core.errors import ToolError
+from core.api import ToolError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0  # importing bpy takes 1-2 s alone; far more on a loaded 2-core machine

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.errors import ToolError
-from core.plugin import Task
-from core.reward import RewardComponent, RewardResult, Trajectory
-from core.tools import Tool, ToolContext
+from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
 from plugins.threed.reward import REWARD_VERSION, grade
 from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import trimesh
 
-from core.reward import RewardComponent, RewardResult
+from core.api import RewardComponent, RewardResult
 from plugins.threed import assembly, checks
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec

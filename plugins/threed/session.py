@@ -34,11 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.config import load_settings
-from core.errors import HorizonError, ToolError
-from core.plugin import Task
-from core.runner import Run, make_policy, policy_spec
-from core.state import Limits, Pricing
+from core.api import HorizonError, Limits, Pricing, Run, Task, ToolError, load_settings, make_policy, policy_spec
 from plugins.threed.tools import task_spec, threed_tools
 
 _TOOLS = {t.name: t for t in threed_tools()}

@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.errors import UserError
+from core.api import UserError
 
 SPEC_FILE = "task.json"
 

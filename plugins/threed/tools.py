@@ -17,9 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.errors import ToolError
-from core.safe_io import make_dirs, write_new
-from core.tools import Tool, ToolContext, ToolResult, tool
+from core.api import Tool, ToolContext, ToolError, ToolResult, make_dirs, tool, write_new
 from plugins.threed import view_text
 from plugins.threed.client import BlenderWorker
 from plugins.threed.spec import SPEC_FILE, TaskSpec, load_spec

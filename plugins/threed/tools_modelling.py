@@ -11,8 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from core.errors import ToolError
-from core.tools import Tool, ToolContext, ToolResult, tool
+from core.api import Tool, ToolContext, ToolError, ToolResult, tool
 from plugins.threed.tools import Args, Color, Name, Vec3, _at_most, _result, worker
 
 Names = Annotated[list[Name], Field(min_length=1)]  # sizes checked in validators: maxItems bloats llama.cpp grammars

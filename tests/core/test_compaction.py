@@ -40,12 +40,12 @@ def make_repo(root: Path) -> Path:
     return root
 
 
-def test_a_long_episode_is_compacted_and_the_prefix_changes_only_at_compactions(tmp_path):
+def test_a_long_episode_is_compacted_and_the_prefix_changes_only_at_compactions(tmp_path, notes_plugin):
     turns = script(14)
     policy = Recording(turns)
     script_file = tmp_path / "script.jsonl"
     script_file.write_text("".join(json.dumps(t) + "\n" for t in turns))
-    started = Run.start(Task(plugin="coding", instruction="keep a log", repo=make_repo(tmp_path / "repo")), policy,
+    started = Run.start(Task(plugin=notes_plugin, instruction="keep a log", repo=make_repo(tmp_path / "repo")), policy,
                         policy_config={"kind": "scripted", "script": str(script_file)},
                         limits=Limits(max_steps=40, compact_at_tokens=2500), pricing=Pricing(), home=tmp_path / "home")
     result = started.execute()

@@ -1,6 +1,6 @@
 """One ``Environment`` behind every driver: the loop and the verl adapter show a policy the same observations.
 
-One scripted episode on the Python example goes through ``agent run``'s loop (``core.runner.Run``),
+One scripted episode of the test plugin (``notes``) goes through ``agent run``'s loop (``core.runner.Run``),
 is exported for verl, and the same tool calls are replayed through ``core.trainers.verl.HorizonTool``
 as verl's per-trajectory rollout drives it. The episode exercises what used to differ between the
 two paths: an output over the cap (cut, saved whole, the note naming the lines), an error, a
@@ -14,7 +14,6 @@ import importlib
 import json
 import re
 from contextlib import closing
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
@@ -27,25 +26,23 @@ from core.runs import open_store
 from core.state import Limits, Pricing
 from core.trainers import verl as adapter
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-VIEW = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 54, "end_line": 60}}
+VIEW = {"tool": "view_file", "arguments": {"path": "log.md", "start_line": 1, "end_line": 2}}
 CALLS = [
     {"tool": "shell", "arguments": {"command": "seq 1 4000"}},  # ~19 kB: over the 8,000-character cap
-    {"tool": "view_file", "arguments": {"path": "users/missing.py"}},  # an error
-    {"tool": "edit_file", "arguments": {"path": "users/service.py"}},  # malformed: old_text and new_text missing
+    {"tool": "view_file", "arguments": {"path": "missing.txt"}},  # an error
+    {"tool": "edit_file", "arguments": {"path": "ANSWER.txt"}},  # malformed: old_text and new_text missing
     VIEW, VIEW, VIEW,  # the third repeat draws the stuck detector's warning
-    {"tool": "edit_file", "arguments": {"path": "users/service.py", "old_text": "        nickname = user.nickname.strip()",
-                                        "new_text": '        nickname = (user.nickname or "").strip()'}},
-    {"tool": "finish", "arguments": {"summary": "a missing nickname counts as empty"}},
+    {"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},  # what the reward reads
+    {"tool": "finish", "arguments": {"summary": "answered"}},
 ]  # fmt: skip
 #: The loop's budget note after each step's last observation (``core.loop.Episode.budget_note``): the driver's, not the environment's.
 BUDGET_NOTE = re.compile(r"\n\n\[\d+ steps? and [\d,]+ tokens left\]$")
 
 
-def test_the_loop_and_verl_show_the_same_observations_of_one_episode(tmp_path, monkeypatch):
+def test_the_loop_and_verl_show_the_same_observations_of_one_episode(tmp_path, monkeypatch, notes_plugin, notes_folder):
     home = tmp_path / "home"
     monkeypatch.setenv("HORIZON_HOME", str(home))
-    run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=EXAMPLES / "python-user-service"),
+    run = Run.start(Task(plugin=notes_plugin, instruction="write done in ANSWER.txt", repo=notes_folder),
                     ScriptedPolicy(CALLS, name="parity"), policy_config={"kind": "scripted", "script": "parity"},
                     limits=Limits(max_steps=20), pricing=Pricing(), home=home)  # fmt: skip
     try:

@@ -1,4 +1,6 @@
-"""The loop end to end with a scripted policy on the real coding plugin, sandbox and run store."""
+"""The loop end to end with a scripted policy, the real sandbox and run store: limits, malformed
+output, stuck detection and resume on the test plugin (``notes``); fixes that are verified, test
+edits that are refused and ``view_file``'s budget on the real coding plugin."""
 
 import json
 import re
@@ -12,12 +14,14 @@ from core.state import ExitStatus, Limits, Pricing, ToolCall
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VIEW = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 1, "end_line": 5}}
+#: The same call for the notes plugin (``tests/notes_plugin``).
+NOTE_VIEW = {"tool": "view_file", "arguments": {"path": "log.md", "start_line": 1, "end_line": 2}}
 FINISH = {"tool": "finish", "arguments": {"summary": "done"}}
 
 
-def run(repo: Path, turns: list[dict], pricing: Pricing | None = None, **limits) -> RunResult:
+def run(repo: Path, turns: list[dict], pricing: Pricing | None = None, plugin: str = "coding", **limits) -> RunResult:
     started = Run.start(
-        Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(turns),
+        Task(plugin=plugin, instruction="fix NPE in user module", repo=repo), ScriptedPolicy(turns),
         policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(**limits), pricing=pricing or Pricing(),
     )
     try:
@@ -56,42 +60,42 @@ def test_scripted_python_fix(python_repo):
     assert (result.exit_status, result.reward) == (ExitStatus.SUBMITTED, 1.0)
 
 
-def test_step_limit(python_repo):
-    result = run(python_repo, [VIEW] * 5, max_steps=3)
+def test_step_limit(notes_folder, notes_plugin):
+    result = run(notes_folder, [NOTE_VIEW] * 5, max_steps=3, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.STEP_LIMIT and result.steps == 3
-    assert result.reward == 0.0  # verified: the two failing tests still fail
+    assert result.reward == 0.0  # verified: ANSWER.txt still says todo
     assert "3 steps" in result.exit_detail
 
 
-def test_token_limit(python_repo):
-    turn = {**VIEW, "usage": {"prompt_tokens": 500, "completion_tokens": 100}}
-    result = run(python_repo, [turn] * 5, max_tokens=1000)
+def test_token_limit(notes_folder, notes_plugin):
+    turn = {**NOTE_VIEW, "usage": {"prompt_tokens": 500, "completion_tokens": 100}}
+    result = run(notes_folder, [turn] * 5, max_tokens=1000, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.TOKEN_LIMIT and result.steps == 2
     assert result.state.usage.total_tokens == 1200
 
 
-def test_cost_limit(python_repo):
-    turn = {**VIEW, "usage": {"prompt_tokens": 1000, "cached_prompt_tokens": 500, "completion_tokens": 100}}
+def test_cost_limit(notes_folder, notes_plugin):
+    turn = {**NOTE_VIEW, "usage": {"prompt_tokens": 1000, "cached_prompt_tokens": 500, "completion_tokens": 100}}
     pricing = Pricing(input_per_mtok=1000.0, cached_input_per_mtok=100.0, output_per_mtok=2000.0)
-    result = run(python_repo, [turn] * 5, pricing=pricing, max_cost=1.5)
+    result = run(notes_folder, [turn] * 5, pricing=pricing, max_cost=1.5, plugin=notes_plugin)
     # per step: 500 uncached * 1000 + 500 cached * 100 + 100 out * 2000, per million = 0.75
     assert result.exit_status == ExitStatus.COST_LIMIT and result.steps == 2
     assert abs(result.state.cost - 1.5) < 1e-9
 
 
-def test_time_limit(python_repo):
-    result = run(python_repo, [VIEW] * 5, max_wall_s=0.000001)
+def test_time_limit(notes_folder, notes_plugin):
+    result = run(notes_folder, [NOTE_VIEW] * 5, max_wall_s=0.000001, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.TIME_LIMIT and result.steps == 1
 
 
-def test_malformed_outputs_become_observations_and_are_capped(python_repo):
+def test_malformed_outputs_become_observations_and_are_capped(notes_folder, notes_plugin):
     turns = [
         {"tool": "no_such_tool", "arguments": {}},
         {"tool": "view_file", "raw_arguments": "{\"path\": "},
         {"content": "I will look at the code"},
-        VIEW,
+        NOTE_VIEW,
     ]
-    result = run(python_repo, turns, max_format_errors=3)
+    result = run(notes_folder, turns, max_format_errors=3, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.FORMAT_ERRORS and result.steps == 3
     with closing(open_store(result.run_id)) as store:
         observations = [m.content for m in store.messages() if m.role in ("tool", "user")][1:]
@@ -100,9 +104,9 @@ def test_malformed_outputs_become_observations_and_are_capped(python_repo):
     assert "no tool call" in observations[2]
 
 
-def test_a_valid_call_resets_the_malformed_count(python_repo):
+def test_a_valid_call_resets_the_malformed_count(notes_folder, notes_plugin):
     bad = {"tool": "nope", "arguments": {}}
-    result = run(python_repo, [bad, bad, VIEW, bad, bad, FINISH], max_format_errors=3)
+    result = run(notes_folder, [bad, bad, NOTE_VIEW, bad, bad, FINISH], max_format_errors=3, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.SUBMITTED and result.steps == 6
 
 
@@ -117,11 +121,11 @@ def test_editing_a_test_file_gives_no_reward(python_repo):
         assert store.rewards()["tests_untouched"]["detail"]["edited"] == ["tests/test_service.py"]
 
 
-def test_dead_policy_stops_resumably_and_resume_finishes(python_repo, tmp_path):
+def test_dead_policy_stops_resumably_and_resume_finishes(notes_folder, notes_plugin, tmp_path):
     script = tmp_path / "s.jsonl"
-    script.write_text(json.dumps(VIEW) + "\n")
+    script.write_text(json.dumps(NOTE_VIEW) + "\n")
     started = Run.start(
-        Task(plugin="coding", instruction="fix", repo=python_repo), ScriptedPolicy.from_file(script),
+        Task(plugin=notes_plugin, instruction="fix", repo=notes_folder), ScriptedPolicy.from_file(script),
         policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(), pricing=Pricing(),
     )
     first = started.execute()
@@ -194,7 +198,7 @@ def test_every_call_of_a_reply_has_its_own_output_budget(python_repo):
         assert "not shown" not in output
 
 
-def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(python_repo):
+def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(notes_folder, notes_plugin):
     from core.policy.base import PolicyResponse
     from core.state import Message, ToolCall
 
@@ -206,10 +210,10 @@ def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(pytho
         def complete(self, messages, tools):
             n = sum(1 for m in messages if m["role"] == "assistant")
             name = "finish" if n == 1 else "view_file"
-            args = '{"summary": "x"}' if n == 1 else '{"path": "users/service.py", "end_line": 2}'
+            args = '{"summary": "x"}' if n == 1 else '{"path": "log.md", "end_line": 2}'
             return PolicyResponse(message=Message(role="assistant", tool_calls=[ToolCall(id="", name=name, arguments=args)] * (1 if n else 2)))
 
-    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), SameIds(), policy_config={"kind": "test"},
+    started = Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), SameIds(), policy_config={"kind": "test"},
                         limits=Limits(), pricing=Pricing())
     result = started.execute()
     started.close()
@@ -221,8 +225,8 @@ def test_calls_with_missing_or_repeated_ids_each_get_their_own_observation(pytho
     assert [m.tool_call_id for m in tool_messages] == [c.id for c in calls]
 
 
-def test_a_stuck_agent_is_warned_then_stopped(python_repo):
-    result = run(python_repo, [VIEW] * 8 + [FINISH])
+def test_a_stuck_agent_is_warned_then_stopped(notes_folder, notes_plugin):
+    result = run(notes_folder, [NOTE_VIEW] * 8 + [FINISH], plugin=notes_plugin)
     assert result.exit_status == ExitStatus.STUCK and result.steps == 5, result.exit_detail
     assert "same call with the same result 5 times" in result.exit_detail
     with closing(open_store(result.run_id)) as store:
@@ -233,13 +237,13 @@ def test_a_stuck_agent_is_warned_then_stopped(python_repo):
     assert observations[1].endswith("\n\n[28 steps and 2,000,000 tokens left]")
 
 
-def test_alternating_between_two_actions_is_stopped(python_repo):
-    other = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 2, "end_line": 3}}
-    result = run(python_repo, [VIEW, other] * 8 + [FINISH], max_steps=30)
+def test_alternating_between_two_actions_is_stopped(notes_folder, notes_plugin):
+    other = {"tool": "view_file", "arguments": {"path": "log.md", "start_line": 2, "end_line": 2}}
+    result = run(notes_folder, [NOTE_VIEW, other] * 8 + [FINISH], max_steps=30, plugin=notes_plugin)
     assert result.exit_status == ExitStatus.STUCK and "alternating" in result.exit_detail and result.steps == 10
 
 
-def test_a_reply_cut_at_the_token_limit_is_named_as_such(python_repo):
+def test_a_reply_cut_at_the_token_limit_is_named_as_such(notes_folder, notes_plugin):
     from core.policy.base import PolicyResponse
     from core.state import Message
 
@@ -252,7 +256,7 @@ def test_a_reply_cut_at_the_token_limit_is_named_as_such(python_repo):
                                       finish_reason="length")
             return PolicyResponse(message=Message(role="assistant", tool_calls=[ToolCall(id="f", name="finish", arguments="{}")]))
 
-    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), CutOff(), policy_config={"kind": "test"},
+    started = Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), CutOff(), policy_config={"kind": "test"},
                         limits=Limits(), pricing=Pricing())
     result = started.execute()
     started.close()

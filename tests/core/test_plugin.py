@@ -9,8 +9,7 @@ from core.plugin import Plugin, discover, load_plugin
 
 THIRD_PARTY = '''
 from pydantic import BaseModel
-from core.reward import RewardResult
-from core.tools import tool
+from core.api import RewardResult, tool
 
 class Args(BaseModel):
     text: str
@@ -130,7 +129,7 @@ def edit_echo(folder, old: str, new: str) -> None:
         (("    def tools(self): return [echo]\n", "    def tools(self): return [echo, echo]\n"),
          "plugin 'echo' (echo_plugin:EchoPlugin): tools: two tools share a name: ['echo']"),
         (("    def tools(self): return [echo]\n", "    def tools(self): return ['echo']\n"),
-         "tools: must return a list of core.tools.Tool"),
+         "tools: must return a list of core.api.Tool"),
         (('    description = "repeats things"\n', '    description = "repeats things"\n    teardown = 3\n'),
          "plugin 'echo' (echo_plugin:EchoPlugin): teardown: is a int, not a method"),
         (('    description = "repeats things"\n', '    description = "repeats things"\n    heavy_episodes = "yes"\n'),

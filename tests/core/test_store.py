@@ -9,7 +9,7 @@ from core.store import RunStore
 
 def test_history_and_calls_round_trip(tmp_path):
     store = RunStore(tmp_path / "t.duckdb")
-    store.create_run("r1", plugin="coding", task="fix", config={"a": 1}, steps=0)
+    store.create_run("r1", plugin="notes", task="fix", config={"a": 1}, steps=0)
     store.append_message(0, 0, Message(role="system", content="sys"))
     call = ToolCall(id="c1", name="view_file", arguments='{"path": "a.py"}')
     store.append_model_turn(1, 1, Message(role="assistant", tool_calls=[call]), Usage(prompt_tokens=10, cached_prompt_tokens=4, completion_tokens=3),

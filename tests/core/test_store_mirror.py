@@ -19,7 +19,7 @@ def test_the_mirror_rebuilds_the_store_after_every_write(tmp_path):
     path = tmp_path / "trajectory.duckdb"
     store = RunStore(path)
     writes = [
-        lambda: store.create_run("r", plugin="coding", task="t", policy="scripted", config={"pricing": {}}),
+        lambda: store.create_run("r", plugin="notes", task="t", policy="scripted", config={"pricing": {}}),
         lambda: store.append_opening([Message(role="system", content="s"), Message(role="user", content="u")]),
         lambda: store.append_model_turn(2, 1, Message(role="assistant", content="a", tool_calls=[ToolCall(id="c", name="view_file", arguments="{}")]),
                                         Usage(prompt_tokens=7, cached_prompt_tokens=2, completion_tokens=3), model="m", latency_s=0.5,
@@ -47,7 +47,7 @@ def test_the_mirror_rebuilds_the_store_after_every_write(tmp_path):
 def test_a_reopened_store_seeds_its_mirror_and_a_torn_last_line_is_ignored(tmp_path):
     path = tmp_path / "trajectory.duckdb"
     first = RunStore(path)
-    first.create_run("r", plugin="coding", task="t")
+    first.create_run("r", plugin="notes", task="t")
     first.append_opening([Message(role="system", content="s"), Message(role="user", content="u")])
     first.close()
     resumed = RunStore(path)  # agent resume: the mirror starts from what the store holds
@@ -70,7 +70,7 @@ def test_two_stores_of_one_process_share_the_mirror(tmp_path):
     """DuckDB lets one process open a file twice; the first close must not drop the other's mirror."""
     path = tmp_path / "trajectory.duckdb"
     first = RunStore(path)
-    first.create_run("r", plugin="coding", task="t")
+    first.create_run("r", plugin="notes", task="t")
     second = RunStore(path)
     first.close()
     second.append_opening([Message(role="system", content="s"), Message(role="user", content="u")])

@@ -41,10 +41,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from core.errors import UserError
-from core.safe_io import read_regular, write_new
-from core.sandbox.base import Sandbox, SandboxLimits
-from core.sandbox.process import SYSTEM_PATH
+from core.api import (
+    SYSTEM_PATH,
+    Sandbox,
+    SandboxLimits,
+    UserError,
+    can_bind,
+    hidden_dirs,
+    python_prefixes,
+    read_regular,
+    with_binds,
+    write_new,
+)
 from plugins.coding.environment.declared import DeclarationError, cache_key, read_declaration, source_roots
 from plugins.coding.environment.uv_build import RECIPE, base_interpreter, build_or_reuse, index_settings
 
@@ -134,15 +142,10 @@ class TestEnvironment(BaseModel):
         """``sandbox``, or a copy of it that also shows ``visible`` read-only and ``node_modules``
         read-only at its workspace's ``node_modules`` (bwrap only: other sandboxes see the whole
         machine and cannot bind a folder into the workspace)."""
-        from core.sandbox.bwrap import BwrapSandbox
-
-        if not isinstance(sandbox, BwrapSandbox):
+        if not can_bind(sandbox):
             return sandbox
-        if self.visible:
-            sandbox = sandbox.with_readonly([Path(p) for p in self.visible])
-        if self.node_modules:
-            sandbox = sandbox.with_mounts({"node_modules": Path(self.node_modules)})
-        return sandbox
+        return with_binds(sandbox, readonly=[Path(p) for p in self.visible],
+                          mounts={"node_modules": Path(self.node_modules)} if self.node_modules else None)
 
 
 def save_environment(scratch: Path, environment: TestEnvironment) -> None:
@@ -180,8 +183,6 @@ def horizon_environment(workspace: Path, reason: str = "", *, own: bool = False)
 def _hidden_in_sandbox(path: Path) -> bool:
     """Whether the bwrap sandbox shows ``path`` empty: under the home folders it hides (or
     ``/tmp``, ``/run``), and not in the Python installation it shows again."""
-    from core.sandbox.bwrap import hidden_dirs, python_prefixes
-
     hidden = [*hidden_dirs(), *_PRIVATE]
     return any(path.is_relative_to(h) for h in hidden) and not any(path.is_relative_to(p) for p in python_prefixes())
 
@@ -190,8 +191,6 @@ def _installation(prefix: Path) -> bool:
     """Whether ``prefix`` is a Python installation (``lib/python3.X/os.py``) and no more: not a home
     folder or another folder that holds what the sandbox hides (a ``pyvenv.cfg`` is the
     repository's text, so its ``home`` is never trusted to name what may be shown)."""
-    from core.sandbox.bwrap import hidden_dirs
-
     if len(prefix.parts) < 3 or any(h.is_relative_to(prefix) for h in [*hidden_dirs(), *_PRIVATE]):
         return False
     return any(prefix.glob("lib/python3*/os.py"))

@@ -21,7 +21,7 @@ episode, in this order:
 
 The folder is shown read-only at ``<tree>/node_modules`` in every command of the episode that
 runs in its test environment (tests, ``shell``, the grader's copy):
-``TestEnvironment.node_modules``, bound by ``BwrapSandbox.with_mounts``. Other sandboxes cannot
+``TestEnvironment.node_modules``, bound by ``core.api.with_binds``. Other sandboxes cannot
 bind a folder into the workspace, so under ``--no-sandbox`` nothing is installed.
 """
 
@@ -35,9 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import horizon_home, make_data_folder
-from core.safe_io import remove_tree, write_new
-from core.sandbox.base import SCRATCH_WRITABLE, ProcessResult, Sandbox
+from core.api import SCRATCH_WRITABLE, ProcessResult, Sandbox, can_bind, horizon_home, make_data_folder, remove_tree, write_new
 from plugins.coding.environment.declared import cache_key
 from plugins.coding.environment.uv_build import (
     MANIFEST,
@@ -141,7 +139,6 @@ def choose_node_modules(sandbox: Sandbox, workspace: Path, scratch: Path, repo: 
     Raises:
         UserError: Horizon's cache folder cannot be written.
     """
-    from core.sandbox.bwrap import BwrapSandbox
     from plugins.coding.testing import new_run_dir
 
     started = time.monotonic()
@@ -151,7 +148,7 @@ def choose_node_modules(sandbox: Sandbox, workspace: Path, scratch: Path, repo: 
 
     if not (workspace / "package.json").is_file():
         return done(None, "no package.json, so no Node packages were installed")
-    if not isinstance(sandbox, BwrapSandbox):
+    if not can_bind(sandbox):
         return done(None, "node_modules is shown only in the bwrap sandbox (not under --no-sandbox), so none was installed")
     own = repo / "node_modules" if repo is not None else None
     if own is not None and own.is_dir() and not own.is_symlink():

@@ -49,11 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from core.config import horizon_home, make_data_folder
-from core.errors import UserError
-from core.safe_io import read_regular, remove_tree, write_new
-from core.sandbox.base import ProcessResult, Sandbox, SandboxLimits
-from core.workspace import _not_content
+from core.api import (
+    ProcessResult,
+    Sandbox,
+    SandboxLimits,
+    content_only,
+    horizon_home,
+    make_data_folder,
+    read_regular,
+    remove_tree,
+    sandbox_like,
+    write_new,
+)
 from plugins.coding.environment.declared import Declaration
 
 #: Version of the build recipe, part of the cache key: change it when what is built changes.
@@ -183,15 +190,7 @@ def read_manifest(env: Path) -> dict | None:
 
 def build_sandbox(sandbox: Sandbox, build: Path, logs: Path) -> Sandbox:
     """A sandbox like the episode's on the build folder, with the network (the episode's stays offline)."""
-    from core.sandbox.bwrap import BwrapSandbox
-    from core.sandbox.unconfined import UnconfinedSandbox
-
-    if isinstance(sandbox, BwrapSandbox):
-        return BwrapSandbox(build, logs, limits=BUILD_LIMITS, allow_network=True, readonly=_find_links_dirs(),
-                            use_cgroups=sandbox.use_cgroups)  # fmt: skip
-    if isinstance(sandbox, UnconfinedSandbox):  # the user opted out of isolation for this run
-        return UnconfinedSandbox(build, logs, limits=BUILD_LIMITS, use_cgroups=sandbox.use_cgroups)
-    raise UserError(f"a {type(sandbox).__name__} cannot build environments (only the bwrap sandbox or --no-sandbox can)")
+    return sandbox_like(sandbox, build, logs, limits=BUILD_LIMITS, allow_network=True, readonly=_find_links_dirs())
 
 
 def _pretend_version(workspace: Path, declaration: Declaration) -> dict[str, str]:
@@ -315,7 +314,7 @@ def remove_abandoned(root: Path, age_s: float = ABANDONED_AFTER_S) -> None:
 
 def _build(box: Sandbox, workspace: Path, build: Path, declaration: Declaration, uv: str, log: BuildLog, as_of: str = "") -> Built:
     project = build / "project"
-    shutil.copytree(workspace.resolve(), project, symlinks=True, ignore=_not_content(COPY_SKIPPED))
+    shutil.copytree(workspace.resolve(), project, symlinks=True, ignore=content_only(COPY_SKIPPED))
     env = build / "env"
     python = str(env / "bin" / "python")
     variables = {"UV_CACHE_DIR": str(build / "uv-cache"), "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1", "NO_COLOR": "1",

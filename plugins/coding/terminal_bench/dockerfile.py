@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from core.errors import UserError
+from core.api import UserError
 
 #: Instructions that do not shape the starting files: read and ignored.
 _IGNORED = {"CMD", "ENTRYPOINT", "LABEL", "EXPOSE", "USER", "VOLUME", "SHELL", "STOPSIGNAL", "HEALTHCHECK", "MAINTAINER", "ONBUILD"}

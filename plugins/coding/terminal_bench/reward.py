@@ -24,9 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from core.plugin import Task
-from core.reward import RewardComponent, RewardResult, Trajectory
-from core.sandbox import SandboxLimits, open_sandbox
+from core.api import RewardComponent, RewardResult, SandboxLimits, Task, Trajectory, open_sandbox
 from plugins.coding.terminal_bench.task import METADATA_KEY
 from plugins.coding.testing import TestRun, new_run_dir, pytest_argv, read_pytest_run, sandbox_env
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import UserError
+from core.api import UserError
 from plugins.coding.terminal_bench.dockerfile import dockerignore_patterns, is_ignored
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def start_tree(task: TerminalBenchTask, home: Path | None = None) -> Path:
     Raises:
         UserError: see ``build_start_tree``.
     """
-    from core.config import horizon_home
+    from core.api import horizon_home
 
     cache = (home or horizon_home()) / "cache" / "terminal-bench"
     folder = cache / f"{task.name}-{_digest(task)}"

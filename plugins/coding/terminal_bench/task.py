@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
+from core.api import UserError
 from plugins.coding.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
 from plugins.coding.terminal_bench.start import start_tree
 
@@ -231,7 +231,7 @@ def load_eval_task(folder: Path, home: Path | None = None) -> Any:
     Raises:
         UserError: see ``read_task``.
     """
-    from core.eval.tasks import EvalTask, TaskSpec
+    from core.api import EvalTask, TaskSpec
 
     task = read_task(folder)
     # model_construct: TaskSpec's checks are of task.json's coding fields (fail_to_pass, source),

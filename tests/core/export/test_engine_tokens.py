@@ -8,8 +8,6 @@ prompt is request N's prompt, then the sampled completion, then the observations
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 from core.export.source import load_run
 from core.export.tokens import engine_token_rows, write_tokens
@@ -19,12 +17,10 @@ from core.runner import Run
 from core.state import ExitStatus, Limits, Pricing
 from tests.core.policy.fault_server import FaultServer, completion
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CALLS = [
-    {"name": "view_file", "arguments": json.dumps({"path": "users/service.py", "end_line": 3})},
-    {"name": "edit_file", "arguments": json.dumps({"path": "users/service.py", "old_text": "        nickname = user.nickname.strip()",
-                                                   "new_text": '        nickname = (user.nickname or "").strip()'})},
-    {"name": "finish", "arguments": json.dumps({"summary": "guarded the missing nickname"})},
+    {"name": "view_file", "arguments": json.dumps({"path": "log.md", "end_line": 3})},
+    {"name": "edit_file", "arguments": json.dumps({"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"})},
+    {"name": "finish", "arguments": json.dumps({"summary": "answered"})},
 ]
 
 
@@ -56,12 +52,11 @@ def reply(body: dict) -> dict:
     return answer
 
 
-def test_engine_tokens_are_stored_and_exported_with_an_exact_loss_mask(tmp_path, monkeypatch):
+def test_engine_tokens_are_stored_and_exported_with_an_exact_loss_mask(tmp_path, monkeypatch, notes_plugin, notes_folder):
     monkeypatch.setenv("HORIZON_HOME", str(tmp_path / "home"))
-    repo = Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "repo"))
     with FaultServer(reply, owned_by="vllm") as server:
         policy = OpenAIServerPolicy(server.url, "served-model")
-        run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), policy,
+        run = Run.start(Task(plugin=notes_plugin, instruction="write done in ANSWER.txt", repo=notes_folder), policy,
                         policy_config={"kind": "test"}, limits=Limits(max_steps=5), pricing=Pricing())
         result = run.execute()
         run.close()

@@ -2,10 +2,11 @@
 
 import json
 
-from core.policy.text_actions import parse_tool_calls, to_text_wire, tools_prompt
-from plugins.coding.tools import CODING_TOOLS
+from core.policy.embedded import to_plain_chat
+from core.policy.text_actions import parse_tool_calls, read_call, to_text_wire, tools_prompt, write_call
+from tests.notes_plugin.horizon_notes import NotesPlugin
 
-TOOLS = [t.schema() for t in CODING_TOOLS]
+TOOLS = [t.schema() for t in NotesPlugin().tools()]
 
 
 def test_blocks_become_calls_in_order_and_bad_ones_are_reported_not_lost():
@@ -22,6 +23,22 @@ def test_blocks_become_calls_in_order_and_bad_ones_are_reported_not_lost():
     assert len({c.id for c in calls}) == 4 and calls[0].id == "text_3_0"
     assert parse_tool_calls("no calls here", "1") == [] and parse_tool_calls(None, "1") == []
     assert parse_tool_calls("<tool_call>" + "[" * 50_000 + "</tool_call>", "1")[0].name == "invalid_tool_call"
+
+
+def test_one_reader_and_writer_of_a_call_as_json_serve_both_text_formats():
+    """``read_call``/``write_call`` own the ``{"name", "arguments"}`` object: the ``<tool_call>``
+    blocks and the embedded model's bare replies are read, and written back, the same way."""
+    assert read_call('{"name": "view_file", "arguments": {"path": "é.md"}}') == ("view_file", '{"path": "é.md"}')
+    assert read_call('{"name": "finish"}') == ("finish", "{}")
+    assert read_call('{"name": "view_file", "arguments": "{bad"}') == ("view_file", "{bad")  # the tool's parser judges it
+    assert read_call('{"arguments": {}}') is None and read_call("[1]") is None and read_call('{"name": "x", "argu') is None
+    assert read_call("[" * 50_000) is None
+    assert read_call(write_call("view_file", '{"path": "a"}')) == ("view_file", '{"path": "a"}')
+    assert read_call(write_call("view_file", "{bad")) == ("view_file", "{bad")
+    call = {"id": "c", "type": "function", "function": {"name": "finish", "arguments": '{"summary": "ü"}'}}
+    plain = to_plain_chat([{"role": "system", "content": "s"}, {"role": "assistant", "content": None, "tool_calls": [call]}], TOOLS)
+    assert plain[1]["content"] == write_call("finish", '{"summary": "ü"}')
+    assert [c.name for c in parse_tool_calls(f"<tool_call>{plain[1]['content']}</tool_call>", "1")] == ["finish"]
 
 
 def test_the_text_wire_extends_its_prefix_and_keeps_the_models_words():
@@ -42,8 +59,8 @@ def test_the_text_wire_extends_its_prefix_and_keeps_the_models_words():
     assert tools_prompt(TOOLS) == tools_prompt([json.loads(json.dumps(t)) for t in TOOLS])  # deterministic
 
 
-def test_a_server_without_tool_calling_drives_a_real_episode_through_text_blocks(python_repo):
-    """The whole fix, through the OpenAI policy in text mode, against a server that never sees ``tools``."""
+def test_a_server_without_tool_calling_drives_a_real_episode_through_text_blocks(notes_plugin, notes_folder):
+    """A whole episode, through the OpenAI policy in text mode, against a server that never sees ``tools``."""
     from core.plugin import Task
     from core.policy import OpenAIServerPolicy
     from core.runner import Run
@@ -51,10 +68,9 @@ def test_a_server_without_tool_calling_drives_a_real_episode_through_text_blocks
     from tests.core.policy.fault_server import FaultServer, completion
 
     calls = [
-        {"name": "view_file", "arguments": {"path": "users/service.py", "end_line": 3}},
-        {"name": "edit_file", "arguments": {"path": "users/service.py", "old_text": "        nickname = user.nickname.strip()",
-                                            "new_text": '        nickname = (user.nickname or "").strip()'}},
-        {"name": "finish", "arguments": {"summary": "guarded the missing nickname"}},
+        {"name": "view_file", "arguments": {"path": "log.md", "end_line": 3}},
+        {"name": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},
+        {"name": "finish", "arguments": {"summary": "answered"}},
     ]
 
     def reply(body):
@@ -64,7 +80,7 @@ def test_a_server_without_tool_calling_drives_a_real_episode_through_text_blocks
 
     with FaultServer(reply) as server:
         policy = OpenAIServerPolicy(server.url, "plain-model", tool_format="text", engine="unknown")
-        run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=python_repo), policy,
+        run = Run.start(Task(plugin=notes_plugin, instruction="write done in ANSWER.txt", repo=notes_folder), policy,
                         policy_config={"kind": "test"}, limits=Limits(max_steps=5), pricing=Pricing())
         result = run.execute()
         run.close()

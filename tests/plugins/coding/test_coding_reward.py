@@ -62,3 +62,15 @@ def test_only_the_pytest_sections_of_shared_configuration_files_count(tmp_path):
     assert checker_changes(starting, graded, ["setup.cfg"], set()) == []  # a version bump is fine
     (graded / "setup.cfg").write_text("[metadata]\nversion = 1.1\n[tool:pytest]\naddopts = -q -p flip\n")
     assert "setup.cfg" in checker_changes(starting, graded, ["setup.cfg"], set())[0]
+
+
+def test_eval_counts_what_the_reward_judged_when_a_modules_tests_are_all_skipped():
+    """A module id whose tests were all skipped at the end: the coding reward says it does not
+    pass, and ``agent eval`` (which once re-graded from ``detail["after"]`` and said it did) agrees."""
+    from core.eval.runner import declared_tests_outcome
+
+    before = {"tests/test_m.py": "error", "t::kept": "passed"}
+    after = {"tests/test_m.py::test_a": "skipped", "tests/test_m.py::test_b": "skipped", "t::kept": "passed"}
+    v = grade(before, after, [], fail_to_pass=["tests/test_m.py"], pass_to_pass=["t::kept"])
+    assert v.correct is False
+    assert declared_tests_outcome(v, ["tests/test_m.py"], ["t::kept"]) == ([], [])
