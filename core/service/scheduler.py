@@ -94,6 +94,7 @@ class Scheduler:
             result = ray.get(ref)
         except RayTaskError as exc:  # the worker raised: the run cannot start or open (a refusal, a damaged store)
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            log.warning("run %s failed in its worker: %s", run_id, exc)
             self.queue.set_state(run_id, "failed", f"{type(cause).__name__}: {str(cause)[:500]}")
             return
         except RayError as exc:  # the worker died: resume the run on another one

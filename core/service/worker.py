@@ -24,6 +24,8 @@ __all__ = ["cancel_marker", "execute_queued_run"]
 
 #: How long a worker waits for a run's store lock held by a dying earlier worker (seconds).
 LOCK_WAIT_S = 60.0
+#: How long a half-made run folder is given to appear complete before it is started over (seconds).
+PARTIAL_WAIT_S = 5.0
 #: How often the cancel marker is looked for (seconds).
 CANCEL_POLL_S = 0.5
 
@@ -53,8 +55,12 @@ def _open_or_start(run_id: str, request: dict[str, Any], home: Path, on_event: A
     folder = runs_dir(home) / run_id
     if (folder / "trajectory.duckdb").is_file():
         return Run.open(run_id, settings=load_settings(), home=home, on_event=on_event)
-    # a server killed while the run was being created leaves its half-made folder: start over
-    shutil.rmtree(folder.with_name(f".{run_id}.partial"), ignore_errors=True)
+    partial = folder.with_name(f".{run_id}.partial")
+    if partial.exists():  # a server killed while the run was being created: its worker may still be finishing it
+        time.sleep(PARTIAL_WAIT_S)
+        if (folder / "trajectory.duckdb").is_file():
+            return Run.open(run_id, settings=load_settings(), home=home, on_event=on_event)
+        shutil.rmtree(partial, ignore_errors=True)  # half-made and abandoned: start over
     task = Task(plugin=request["plugin"], instruction=request["task"], repo=Path(request["repo"]) if request.get("repo") else None)
     return Run.start(task, make_policy(request["policy"], load_settings()), policy_config=request["policy"],
                      limits=Limits(**request["limits"]), pricing=Pricing(**request["pricing"]), isolated=request["isolated"],
@@ -64,11 +70,16 @@ def _open_or_start(run_id: str, request: dict[str, Any], home: Path, on_event: A
 def _retry_while_in_use(action: Any, deadline: float) -> Any:
     """``action()``, again while it fails because another process still holds the run's store
     (an earlier worker of this run, killed with the old server, that has not let go yet)."""
+    import duckdb
+
+    from core.runs import store_problem
+
     while True:
         try:
             return action()
-        except UserError as exc:
-            if "in use" not in str(exc) or time.monotonic() > deadline:
+        except (UserError, duckdb.Error) as exc:
+            held = store_problem(exc) == "in use" if isinstance(exc, duckdb.Error) else "in use" in str(exc)
+            if not held or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
 
