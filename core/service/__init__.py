@@ -13,7 +13,7 @@ from __future__ import annotations
 __all__ = ["serve"]
 
 
-def serve(*args, **kwargs) -> None:  # noqa: ANN002, ANN003 - see core.service.server.serve
+def serve(*args, **kwargs) -> None:
     """Run the service until interrupted (``core.service.server.serve``; imported lazily so the
     CLI starts without Ray and prometheus_client)."""
     from core.service.server import serve as _serve

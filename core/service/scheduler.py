@@ -80,7 +80,7 @@ class Scheduler:
                 ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=POLL_S)
                 for ref in ready:
                     self._settle(ref, self._in_flight.pop(ref))
-            except Exception:  # noqa: BLE001 - the loop must outlive one bad row (SQLite busy, a Ray hiccup)
+            except Exception:
                 log.exception("scheduler loop")
                 self._stop.wait(POLL_S)
 

@@ -11,13 +11,13 @@ twice per run).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,11 +25,11 @@ import pytest
 pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[service]')")
 pytest.importorskip("prometheus_client", reason="the service extra is not installed (pip install -e '.[service]')")
 
-import httpx  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
-from core.runs import reading_store  # noqa: E402
-from tests.core.test_service_parts import FIX, tiny_repo, write_script  # noqa: E402
+from core.runs import reading_store
+from tests.core.test_service_parts import FIX, tiny_repo, write_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 20
@@ -63,7 +63,7 @@ def wait_up(client: httpx.Client, server: subprocess.Popen, log: Path, timeout_s
     raise AssertionError(f"the server did not answer in {timeout_s} s:\n{log.read_text()[-3000:]}")
 
 
-def wait_for(client: httpx.Client, done: callable, what: str, timeout_s: float = 300.0) -> list[dict]:
+def wait_for(client: httpx.Client, done: Callable[[list[dict]], bool], what: str, timeout_s: float = 300.0) -> list[dict]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         rows = client.get("/api/runs").json()

@@ -12,18 +12,18 @@ import pytest
 pytest.importorskip("prometheus_client", reason="the service extra is not installed (pip install -e '.[service]')")
 pytest.importorskip("opentelemetry.sdk", reason="the service extra is not installed (pip install -e '.[service]')")
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
 
-from core.runs import reading_store  # noqa: E402
-from core.service import tracing, worker  # noqa: E402
-from core.service.app import SubmitRequest, create_app, queued_request  # noqa: E402
-from core.service.metrics import StoreCollector  # noqa: E402
-from core.service.queue import RunQueue, queue_path  # noqa: E402
+from core.runs import reading_store
+from core.service import tracing, worker
+from core.service.app import SubmitRequest, create_app, queued_request
+from core.service.metrics import StoreCollector
+from core.service.queue import RunQueue, queue_path
 
 
 def tiny_repo(tmp_path: Path) -> Path:
@@ -124,7 +124,7 @@ def test_worker_runs_traces_and_never_reruns_a_finished_run(horizon_home, tmp_pa
         assert span.attributes["gen_ai.usage.output_tokens"] == step["usage"].completion_tokens
     tool_spans = [s for s in spans if s.attributes["gen_ai.operation.name"] == "execute_tool"]
     assert [s.attributes["gen_ai.tool.name"] for s in tool_spans] == ["view_file", "edit_file", "finish"]
-    assert [s.name for s in tool_spans][0] == "execute_tool view_file"
+    assert tool_spans[0].name == "execute_tool view_file"
     assert [s.status.is_ok for s in tool_spans] == [False, True, True]
     assert [s.attributes["gen_ai.tool.call.id"] for s in tool_spans] == [t["tool_call_id"] for t in tools]
     assert all(s.parent.span_id == root and s.start_time <= s.end_time for s in tool_spans)
