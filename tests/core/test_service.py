@@ -4,13 +4,14 @@ started again; every run finishes exactly once (one run folder per id, one verdi
 call once, none lost); ``/metrics`` scraped and checked against the run stores; a run's events
 streamed; a running and a queued run cancelled.
 
-Each run is a real coding-plugin episode (scripted: ``edit_file`` then ``finish``) on a one-file
+Each run is a real coding-plugin episode (scripted: five ``edit_file`` calls then ``finish``) on a one-file
 repository without tests, the cheapest real run (a test suite would cost a sandboxed pytest
 twice per run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -28,11 +29,14 @@ pytest.importorskip("prometheus_client", reason="the service extra is not instal
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from core.runs import reading_store
+from core.runs import list_runs, reading_store
+from core.service.queue import RunQueue, queue_path
 from tests.core.test_service_parts import FIX, tiny_repo, write_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 20
+#: Tool calls per run (one per step).
+STEPS = 6
 
 
 def free_port() -> int:
@@ -73,8 +77,36 @@ def wait_for(client: httpx.Client, done: Callable[[list[dict]], bool], what: str
     raise AssertionError(f"timed out waiting for {what}: {[(r['run_id'], r['state'], r['detail']) for r in rows]}")
 
 
+def list_status(run_id: str) -> str | None:
+    """The run's status as ``agent runs`` shows it (``killed``: its store was being written by a
+    dead process), None when its run folder is not made yet."""
+    return next((r["status"] for r in list_runs() if r["run_id"] == run_id), None)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc: Ray's workers each get a process group of their own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def kill_group(server: subprocess.Popen) -> None:
-    os.killpg(server.pid, signal.SIGKILL)  # the server, its Ray (gcs, raylet) and the workers started in its session
+    """SIGKILL the server, its Ray (gcs, raylet, agents: its process group) and Ray's workers."""
+    below = descendants(server.pid)
+    os.killpg(server.pid, signal.SIGKILL)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     server.wait(30)
 
 
@@ -84,7 +116,11 @@ def scrape(client: httpx.Client) -> dict[tuple[str, tuple], float]:
 
 
 def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(horizon_home, tmp_path):
-    repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", FIX)
+    # a few steps before the fix, so that the kill lands inside runs (each step is a distinct call: no stuck stop)
+    steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"})]
+    steps += [("edit_file", {"path": "calc.py", "old_text": f"# n{i}", "new_text": f"# n{i + 1}"}) for i in range(1, STEPS - 2)]
+    steps += FIX
+    repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", steps)
     body = {"plugin": "coding", "task": "make add add", "repo": str(repo), "policy": "scripted", "script": str(script)}
     log = tmp_path / "server.log"
     port = free_port()
@@ -94,10 +130,14 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             wait_up(client, server, log)
             ids = [client.post("/api/runs", json=body).json()["run_id"] for _ in range(RUNS)]
             assert len(set(ids)) == RUNS
-            rows = wait_for(client, lambda rows: sum(r["state"] == "done" for r in rows) >= 5, "5 runs done")
-        running_at_kill = {r["run_id"] for r in rows if r["state"] == "running"}
+            # mid-way: 5 runs done, and a run whose store its worker is writing now
+            rows = wait_for(client, lambda rows: sum(r["state"] == "done" for r in rows) >= 5
+                            and any(r["store_status"] == "running" for r in rows), "5 runs done and one being written")
         kill_group(server)
-        assert running_at_kill, "the kill was meant to land while runs were running"
+        queue = RunQueue(queue_path(horizon_home))
+        running_at_kill = {r["run_id"] for r in queue.rows("running")}
+        killed_mid_run = {i for i in running_at_kill if list_status(i) == "killed"}  # store written, not finished
+        assert killed_mid_run, "the kill was meant to land inside a run"
 
         port = free_port()
         server = start_server(horizon_home, port, log)
@@ -107,7 +147,8 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             by_id = {r["run_id"]: r for r in rows}
             assert sorted(by_id) == sorted(ids)
             assert {r["state"] for r in rows} == {"done"}, [(r["run_id"], r["detail"]) for r in rows if r["state"] != "done"]
-            assert all(by_id[i]["starts"] == 2 for i in running_at_kill)  # resumed after the restart
+            assert all(by_id[i]["starts"] == 2 for i in running_at_kill)  # handed to a worker again after the restart
+            assert all("not run again" not in by_id[i]["detail"] for i in killed_mid_run)  # resumed from its checkpoint
             folders = sorted(p.name for p in (horizon_home / "runs").iterdir())
             assert folders == sorted(ids)  # one folder per run, no half-made ones, none lost
 
@@ -118,16 +159,17 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
                     model_calls += len(store.steps())
                 assert run["status"] == "finished" and run["exit_status"] == "submitted", run
                 assert run["reward_status"] is not None  # one verdict (not applicable: the repository has no tests)
-                assert [t["tool"] for t in tools] == ["edit_file", "finish"], (run_id, tools)
-                assert len({t["tool_call_id"] for t in tools}) == 2
-                assert (horizon_home / "runs" / run_id / "workspace" / "calc.py").read_text().endswith("return a + b\n")
+                assert [t["tool"] for t in tools] == [tool for tool, _ in steps], (run_id, tools)  # each call once
+                assert len({t["tool_call_id"] for t in tools}) == STEPS and not any(t["is_error"] for t in tools)
+                assert (horizon_home / "runs" / run_id / "workspace" / "calc.py").read_text() == \
+                    f"def add(a, b):\n    return a + b  # n{STEPS - 2}\n"  # every edit applied once
 
             metrics = scrape(client)
             assert metrics[("horizon_runs", (("status", "finished"),))] == RUNS
-            for tool in ("edit_file", "finish"):
-                assert metrics[("horizon_tool_calls_total", (("plugin", "coding"), ("tool", tool)))] == RUNS
+            for tool, n in (("edit_file", STEPS - 1), ("finish", 1)):
+                assert metrics[("horizon_tool_calls_total", (("plugin", "coding"), ("tool", tool)))] == n * RUNS
                 assert metrics[("horizon_tool_call_errors_total", (("plugin", "coding"), ("tool", tool)))] == 0
-            assert metrics[("horizon_model_latency_seconds_count", (("plugin", "coding"),))] == model_calls == 2 * RUNS
+            assert metrics[("horizon_model_latency_seconds_count", (("plugin", "coding"),))] == model_calls == STEPS * RUNS
             assert metrics[("horizon_service_queue", (("state", "done"),))] == RUNS
             assert metrics[("horizon_interruptions_total", (("kind", "resumed"),))] == sum(r["starts"] - 1 for r in rows) >= 1
             assert metrics[("horizon_interruptions_total", (("kind", "killed"),))] == 0
@@ -138,7 +180,9 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             assert '"name": "finish"' in events or '"name":"finish"' in events
 
             # cancel: two long runs take both workers, a third waits; cancel the third, then a running one
-            slow = write_script(tmp_path / "slow.jsonl", [("view_file", {"path": "calc.py"})] * 60)
+            edits = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # v1"})]
+            edits += [("edit_file", {"path": "calc.py", "old_text": f"# v{i}", "new_text": f"# v{i + 1}"}) for i in range(1, 60)]
+            slow = write_script(tmp_path / "slow.jsonl", edits)  # 60 different steps (the same call again is stopped as stuck)
             long_body = {**body, "script": str(slow), "limits": {"max_steps": 100}}
             longs = [client.post("/api/runs", json=long_body).json()["run_id"] for _ in range(3)]
             assert client.post(f"/api/runs/{longs[2]}/cancel").json()["state"] == "cancelled"
