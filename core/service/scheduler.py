@@ -4,8 +4,10 @@ how each ended in the queue.
 Each run is a Ray task (``core.service.worker.execute_queued_run``, one CPU), started with Ray's
 retries off: when a worker dies (killed, out of memory, node lost) the run's store is marked
 ``killed`` and the run is queued again, up to ``max_starts`` starts in all; its next worker
-resumes it from its checkpoint. Ray's connection is ``core.eval.ray_backend.start_ray``'s (a
-local Ray with ``workers`` CPUs, or a cluster by address).
+resumes it from its checkpoint. A run whose store a worker of the killed server still held past
+the worker's wait (``core.service.worker.LOCK_WAIT_S``) is queued again the same way. Ray's
+connection is ``core.eval.ray_backend.start_ray``'s (a local Ray with ``workers`` CPUs, or a
+cluster by address).
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ class Scheduler:
             result = ray.get(ref)
         except RayTaskError as exc:  # the worker raised: the run cannot start or open (a refusal, a damaged store)
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            held = "in use by another process" in str(cause) or "Could not set lock" in str(cause)  # UserError or DuckDB's own
+            if held and row["starts"] < self.max_starts:  # a worker of the killed server still holds the store: later
+                self.queue.set_state(run_id, "queued", "its store was still held by an earlier worker; queued again",
+                                     only_from=("running",))
+                return
             log.warning("run %s failed in its worker: %s", run_id, exc)
             self.queue.set_state(run_id, "failed", f"{type(cause).__name__}: {str(cause)[:500]}")
             return
