@@ -11,6 +11,7 @@
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
     agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
+    agent server [--workers N] [--address RAY]   an HTTP API that queues runs and runs them on Ray; /metrics
 """
 
 from __future__ import annotations
@@ -567,6 +568,25 @@ def ui_cmd(
     console.print(f"[bold]horizon ui[/] http://{_safe(host)}:{port}/  [dim](Ctrl-C stops it)[/]")
     try:
         serve(host, port)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command("server")
+def server_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the API has no login: keep it local)"),
+    port: int = typer.Option(8766, "--port", min=1, max=65535, help="TCP port"),
+    workers: int = typer.Option(2, "--workers", min=1, help="runs at once (a local Ray gets this many CPUs)"),
+    address: str | None = typer.Option(None, "--address", help="a Ray cluster's address (default: a local Ray)"),
+) -> None:
+    """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus."""
+    from core.service import serve
+
+    console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
+    try:
+        serve(host, port, workers=workers, address=address)
+    except HorizonError as exc:
+        _fail(exc)
     except KeyboardInterrupt:
         pass
 

@@ -52,7 +52,7 @@ def test_core_installs_no_plugins_packages_and_all_installs_every_extra():
     assert {"bpy", "trimesh", "ray", "yfinance", "pdfplumber", "tree-sitter"} <= plugin_packages
     assert _names(extras["coding"]) & {"bpy", "trimesh", "ray", "yfinance", "pdfplumber", "matplotlib"} == set()
     assert _names(core) & plugin_packages == set()
-    assert extras["all"] == ["horizon-agents[coding,threed,finance,rl]"]
+    assert extras["all"] == ["horizon-agents[coding,threed,finance,rl,service]"]
     assert "'.[all,dev]'" in (ROOT / "setup.sh").read_text()
 
 

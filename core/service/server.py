@@ -1,0 +1,65 @@
+"""``agent server``: the queue, Ray, the scheduler, the metrics and the HTTP API, in one process."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from core.config import horizon_home
+
+__all__ = ["serve"]
+
+log = logging.getLogger(__name__)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: str | None = None, home: Path | None = None,
+          on_ready: object = None) -> None:
+    """Run the service until interrupted.
+
+    On start the queue is read again (``RunQueue.recover``): runs that were running when the
+    last server died are queued again and resumed from their checkpoints by the workers.
+
+    Args:
+        host, port: where the HTTP API listens (no login: keep 127.0.0.1).
+        workers: runs at once (a local Ray gets that many CPUs).
+        address: a Ray cluster's address (None: a local Ray of this process's own).
+        home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
+        on_ready: called with no arguments once Ray is up and the queue recovered (tests, the CLI's banner).
+
+    Raises:
+        UserError: Ray or the service's libraries are missing, or Ray cannot start or be reached.
+    """
+    from core.errors import UserError
+
+    try:
+        import prometheus_client  # noqa: F401
+        import ray
+        import uvicorn
+    except ImportError as exc:
+        raise UserError(f"agent server needs {exc.name}: pip install -e '.[service]'") from None
+    from prometheus_client import CollectorRegistry
+
+    from core.eval.ray_backend import start_ray
+    from core.service.app import create_app
+    from core.service.metrics import StoreCollector
+    from core.service.queue import RunQueue, queue_path
+    from core.service.scheduler import Scheduler
+
+    home = home or horizon_home()
+    queue = RunQueue(queue_path(home))
+    requeued, cancelled = queue.recover()
+    if requeued or cancelled:
+        log.warning("restarted: %d run(s) queued again to resume, %d cancelled", len(requeued), len(cancelled))
+    started_here = start_ray(workers, address)
+    scheduler = Scheduler(queue, home, workers)
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(home, queue))
+    scheduler.start()
+    if callable(on_ready):
+        on_ready()
+    try:
+        uvicorn.run(create_app(queue, home, registry), host=host, port=port, log_level="warning")
+    finally:
+        scheduler.stop()
+        if started_here:
+            ray.shutdown()
