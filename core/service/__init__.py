@@ -4,7 +4,7 @@ on Ray, with Prometheus metrics and OpenTelemetry traces.
 Modules: ``queue`` (the SQLite queue, written before a submit returns), ``worker`` (one run in a
 Ray worker: start or resume, cancel, traces), ``scheduler`` (the driver loop: at most N runs at
 once, re-queueing after a restart), ``metrics`` (a Prometheus collector over the run stores),
-``tracing`` (GenAI spans from the loop's events), ``app`` (the Starlette routes), ``server``
+``tracing`` (GenAI spans from the loop's events), ``control`` (cancel and resume, for the API and the UI), ``app`` (the Starlette routes), ``server``
 (wires them together under uvicorn).
 """
 

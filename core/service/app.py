@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.errors import HorizonError
+from core.errors import HorizonError, RunNotFound
+from core.service import control
 from core.service.queue import FINAL, RunQueue
-from core.service.worker import cancel_marker
 from core.state import Limits
 
 __all__ = ["SubmitRequest", "create_app"]
@@ -149,17 +149,12 @@ def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s
 
     async def cancel(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        row = await asyncio.to_thread(queue.get, run_id)
-        if row is None:
+        try:
+            state, code, detail = await asyncio.to_thread(control.cancel, queue, run_id, home)
+        except RunNotFound:
             return JSONResponse({"error": f"no run {run_id!r} was submitted to this service"}, 404)
-        if await asyncio.to_thread(queue.set_state, run_id, "cancelled", "cancelled before it started", only_from=("queued",)):
-            return JSONResponse({"run_id": run_id, "state": "cancelled"})
-        marker = cancel_marker(run_id, home)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()  # the worker stops the run after its step in flight
-        if await asyncio.to_thread(queue.set_state, run_id, "cancelling", "stopping after the step in flight", only_from=("running",)):
-            return JSONResponse({"run_id": run_id, "state": "cancelling"}, 202)
-        return JSONResponse({"run_id": run_id, "state": row["state"], "error": f"run {run_id} has already ended ({row['state']})"}, 409)
+        body = {"run_id": run_id, "state": state}
+        return JSONResponse({**body, "error": detail} if code == 409 else body, code)
 
     async def events(request: Request) -> Response:
         run_id = request.path_params["run_id"]

@@ -83,6 +83,17 @@ class RunQueue:
                     (run_id, json.dumps(request), now, now))
         return run_id
 
+    def add(self, run_id: str, request: dict[str, Any]) -> None:
+        """Queue a run that exists already under ``run_id`` (one ``agent run`` started and that
+        should be resumed by the service); the row is committed when this returns.
+
+        Raises:
+            sqlite3.IntegrityError: ``run_id`` is in the queue already.
+        """
+        now = time.time()
+        self._write("INSERT INTO queue (run_id, request, state, submitted_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
+                    (run_id, json.dumps(request), now, now))
+
     def rows(self, state: str | None = None) -> list[dict[str, Any]]:
         """Every row in submit order (``request`` decoded), or those in ``state``."""
         with closing(self._connect()) as con:

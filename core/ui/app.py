@@ -6,6 +6,12 @@ it); ``/events`` and ``/runs/{id}/events`` push the re-rendered runs table or ru
 it changes (polled every ``poll_s`` seconds on the server side; a run being written by another
 process is read from its live mirror, ``core.store_mirror``).
 
+Actions (``core.ui.actions``): ``POST /runs`` starts a run, ``POST /runs/{id}/stop`` and
+``/resume`` stop and resume one, all through the service's queue (an ``agent server`` on the same
+home does the work); ``GET /runs/{id}/apply`` shows the patch's review, ``POST`` applies it. A
+POST must carry the app's form token and come from its own origin (``_allowed``), so another web
+page open in the same browser cannot start runs or apply patches on this machine.
+
 Every value from the store is escaped by Jinja2's autoescaping (model text is untrusted); files
 are served with a ``sandbox`` Content-Security-Policy, so an HTML report or SVG runs no script.
 """
@@ -14,20 +20,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from core.config import runs_dir
 from core.errors import HorizonError, RunNotFound
-from core.ui import data
+from core.service.control import RESUMABLE
+from core.ui import actions, data
 from core.ui.render import diff_lines, looks_like_diff
 
 __all__ = ["create_app"]
@@ -49,7 +59,8 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     """
     templates = Environment(loader=PackageLoader("core.ui", "templates"), autoescape=select_autoescape(default=True),
                             trim_blocks=True, lstrip_blocks=True)
-    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff)
+    token = secrets.token_urlsafe(24)  # the forms' token: a page of another site cannot read it
+    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff, csrf=token, resumable=RESUMABLE)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(templates.get_template(name).render(**context), status_code=status, headers=PAGE_HEADERS)
@@ -62,7 +73,8 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
 
     async def runs(request: Request) -> Response:
         mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
-        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark))
+        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark), note=request.query_params.get("note"),
+                    queued=await asyncio.to_thread(actions.queued_runs, home))  # fmt: skip
 
     async def run(request: Request) -> Response:
         try:
@@ -71,7 +83,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
             info = await asyncio.to_thread(data.run_page, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("run.html", since=_digest(mark), **info)
+        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), **info)
 
     async def run_file(request: Request) -> Response:
         try:
@@ -107,10 +119,53 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
 
         return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
 
+    async def form_of(request: Request) -> dict[str, str] | None:
+        """The POSTed form, or None when it did not come from this app's own page (``_allowed``)."""
+        form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+        return form if _allowed(request, form, token) else None
+
+    def back(url: str, note: str) -> RedirectResponse:
+        return RedirectResponse(f"{url}?note={quote(note)}", status_code=303)
+
+    async def start(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return page("error.html", 403, message=FORBIDDEN)
+        try:
+            run_id = await asyncio.to_thread(actions.start_run, form, home)
+        except HorizonError as exc:
+            return back("/", f"not started: {exc}")
+        return back("/", f"run {run_id} is queued; agent server runs it (start it if it is not running)")
+
+    def run_action(action: Callable[[str, Path | None], str]) -> Callable[[Request], Any]:
+        async def handle(request: Request) -> Response:
+            run_id = request.path_params["run_id"]
+            if await form_of(request) is None:
+                return page("error.html", 403, message=FORBIDDEN)
+            try:
+                note = await asyncio.to_thread(action, run_id, home)
+            except HorizonError as exc:
+                note = str(exc)
+            has_page = (runs_dir(home) / run_id / "trajectory.duckdb").is_file()  # a queued run has none yet
+            return back(f"/runs/{quote(run_id)}" if has_page else "/", note)
+
+        return handle
+
+    async def apply_review(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            review = await asyncio.to_thread(actions.review_patch, run_id, home)
+        except HorizonError as exc:
+            return problem(exc)
+        return page("apply.html", run_id=run_id, review=review)
+
     static = Path(__file__).with_name("static")
     routes = [
         Route("/", runs), Route("/events", runs_events), Route("/runs/{run_id}", run), Route("/runs/{run_id}/events", run_events),
         Route("/runs/{run_id}/files/{path:path}", run_file), Route("/evals", evals), Route("/evals/{eval_id}", one_eval),
+        Route("/runs", start, methods=["POST"]), Route("/runs/{run_id}/stop", run_action(actions.stop_run), methods=["POST"]),
+        Route("/runs/{run_id}/resume", run_action(actions.resume_run), methods=["POST"]),
+        Route("/runs/{run_id}/apply", apply_review), Route("/runs/{run_id}/apply", run_action(actions.apply_patch), methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
     return Starlette(routes=routes)
@@ -131,6 +186,18 @@ async def _changes(request: Request, mark: Callable[[], str], render: Callable[[
         except HorizonError:  # the run vanished, or cannot be read this moment: keep looking
             pass
         await asyncio.sleep(poll_s)
+
+
+FORBIDDEN = "refused: this form did not come from this Horizon page (reload the page and try again)"
+
+
+def _allowed(request: Request, form: dict[str, str], token: str) -> bool:
+    """Whether a POST may act: it carries the token of this app's forms, and a browser that says
+    where it comes from (``Origin``) says this app's own host."""
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
+        return False
+    return secrets.compare_digest(form.get("csrf", ""), token)
 
 
 def _digest(mark: str) -> str:
