@@ -173,3 +173,42 @@ def test_a_live_run_updates_without_reloading(page, server, home):
     assert page.evaluate("window.notReloaded")  # changed by server-sent events, not a reload
     assert int(page.locator("#step-count").inner_text()) == 6 > steps_at_first
     writer.join(60)
+
+
+def test_a_patch_reviewed_and_applied_and_a_run_queued_from_the_browser(page, server, home, tmp_path):
+    """The buttons: a finished run's patch is reviewed (nothing changes) and applied on confirmation;
+    the start form queues a run for `agent server` and says so."""
+    from core.plugin import Task
+    from core.policy import ScriptedPolicy
+    from core.runner import Run
+    from core.state import Limits, Pricing
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "examples/python-user-service", repo)
+    run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo),
+                    ScriptedPolicy.from_file(REPO / "examples/scripts/fix-python-npe.jsonl"),
+                    policy_config={"kind": "scripted", "script": str(REPO / "examples/scripts/fix-python-npe.jsonl")},
+                    limits=Limits(max_steps=20), pricing=Pricing(), home=home)  # fmt: skip
+    try:
+        run_id = run.execute().run_id
+    finally:
+        run.close()
+    page.goto(f"{server}/runs/{run_id}")
+    page.click("#apply-run")
+    playwright_api.expect(page.locator("pre.review")).to_contain_text("users/service.py")
+    assert "user.nickname or" not in (repo / "users/service.py").read_text()
+    shot(page, "apply-review")
+    page.click("#confirm-apply")
+    playwright_api.expect(page.locator("#note")).to_contain_text(f"applied the patch of run {run_id}")
+    assert '(user.nickname or "").strip()' in (repo / "users/service.py").read_text()
+
+    page.goto(server + "/")
+    page.click("details.start summary")
+    page.fill('input[name="task"]', "fix NPE in user module")
+    page.fill('input[name="repo"]', str(repo))
+    page.select_option('select[name="policy"]', "scripted")
+    page.fill('input[name="script"]', str(REPO / "examples/scripts/fix-python-npe.jsonl"))
+    page.click("#start-run")
+    playwright_api.expect(page.locator("#note")).to_contain_text("is queued; agent server runs it")
+    playwright_api.expect(page.locator("table.queued")).to_contain_text("queued")
+    shot(page, "start")
