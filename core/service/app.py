@@ -87,7 +87,13 @@ def queued_request(body: SubmitRequest) -> dict[str, Any]:
     settings = load_settings(base_url=body.base_url, model=body.model, tool_format=body.tool_format)
     kind = "openai" if body.base_url and body.policy == "auto" else body.policy
     spec = policy_spec(kind, settings, script)
-    return {"plugin": body.plugin, "task": body.task, "repo": str(repo) if repo else "", "policy": spec,
+    metadata = {}
+    if settings.mcp_servers:  # the config's external MCP servers join the run's tools, as for agent run
+        from core.mcp.client import parse_servers
+
+        parse_servers(settings.mcp_servers, "the server's config mcp_servers (horizon.toml, HORIZON_MCP_SERVERS)")
+        metadata["mcp_servers"] = settings.mcp_servers
+    return {"plugin": body.plugin, "task": body.task, "repo": str(repo) if repo else "", "policy": spec, "metadata": metadata,
             "limits": body.limits.model_dump(), "pricing": settings.pricing_for(spec["kind"]).model_dump(),
             "isolated": body.isolated, "keep_checkpoints": settings.keep_checkpoints}
 

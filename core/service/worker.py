@@ -61,7 +61,8 @@ def _open_or_start(run_id: str, request: dict[str, Any], home: Path, on_event: A
         if (folder / "trajectory.duckdb").is_file():
             return Run.open(run_id, settings=load_settings(), home=home, on_event=on_event)
         shutil.rmtree(partial, ignore_errors=True)  # half-made and abandoned: start over
-    task = Task(plugin=request["plugin"], instruction=request["task"], repo=Path(request["repo"]) if request.get("repo") else None)
+    task = Task(plugin=request["plugin"], instruction=request["task"], repo=Path(request["repo"]) if request.get("repo") else None,
+                metadata=request.get("metadata", {}))
     return Run.start(task, make_policy(request["policy"], load_settings()), policy_config=request["policy"],
                      limits=Limits(**request["limits"]), pricing=Pricing(**request["pricing"]), isolated=request["isolated"],
                      keep_checkpoints=request["keep_checkpoints"], home=home, on_event=on_event, run_id=run_id)
