@@ -80,8 +80,9 @@ _RUNNING = re.compile(r"\btable of contents\b", re.IGNORECASE)
 #: A row counts things, not dollars, when its label, its column's header or the table's caption names what is counted
 #: (``COUNT_WORDS``) and its label names no money (``MONEY_WORDS``): such values are stored with unit ``count`` and scale 1,
 #: whatever the caption's "(in millions)" says. Share counts keep the caption's scale (printed in millions as captioned).
-COUNT_WORDS = re.compile(r"\b(number of (?!shares)|stores|store count|employees|associates|team members|headcount|locations|"
-                         r"restaurants|warehouses|branches|countries|stores (opened|closed))\b", re.IGNORECASE)
+#: Not "countries" or "locations": "Other countries" is a revenue row of a geography table.
+COUNT_WORDS = re.compile(r"\b(number of (?!shares)|stores|store count|employees|associates|team members|headcount|"
+                         r"restaurants|warehouses|stores (opened|closed))\b", re.IGNORECASE)
 MONEY_WORDS = re.compile(r"\b(costs?|expenses?|sales|revenues?|income|profit|loss|tax|compensation|benefits?|plans?|projects?|"
                          r"related|assets?|liabilit|lease|payments?|capital|depreciation|amortization|impairment|charges?|"
                          r"stock|shares?|per|\$|dollars?|price|value|amounts?)", re.IGNORECASE)

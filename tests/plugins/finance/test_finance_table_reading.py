@@ -38,6 +38,7 @@ def test_the_count_rule_keeps_money_and_share_counts_scaled():
     assert not is_count("Store-related projects(1)", "2022", "", "355")  # dollars spent on stores
     assert not is_count("Number of shares repurchased and retired", "2022", "", "11.8")  # millions of shares
     assert not is_count("Comparable store sales", "2023", "", "(5.4)%")
+    assert not is_count("Other countries", "2023", "", "105,171")  # Microsoft's revenue outside the United States
 
 
 def test_table_of_contents_links_stay_out_of_column_labels_and_footers_are_not_rows():
