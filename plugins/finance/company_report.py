@@ -475,10 +475,12 @@ class _Writer:
                                                           "musd")[0] for y in years])
         rows.append(["Revenue (income statement)"] + [self.add("{" + breakdown.years[y].revenue_fact + "}", "musd")[0] for y in years])
         where = sorted({(b.revenue.doc_name, b.revenue.page) for b in breakdown.years.values()})
+        reconciling = [shown for key, shown in breakdown.labels if re.search(r"corporate|elimination|reconcil", key)]
+        note = f"; {' and '.join(reconciling)} are reconciling rows printed in the table" if reconciling else ""
         md = [f"#### {title} ($ millions)", "",
               ("Rows as printed in " + "; ".join(f"{d} p.{p}" for d, p in where) + ". The identity holds: in every year shown the "
-               "rows add up to the income statement's revenue within rounding (that is how the table was recognised; rows "
-               "such as Corporate are reconciling items printed in the table)."), "", *_table(header, rows)]
+               f"rows add up to the income statement's revenue within rounding (that is how the table was recognised{note})."),
+              "", *_table(header, rows)]
         if breakdown.measure:
             md += self._profit_table(breakdown, years)
         elif breakdown.kind == "segment":
