@@ -1,5 +1,7 @@
-"""Company reports: several filings per company as a trend, peers side by side, ratios, a DCF to
-equity value per share with a sensitivity table, narrative, and sources linked to page images.
+"""Company reports: several filings per company as a trend, peers side by side, ratios, segment and
+geography revenue (``plugins.finance.segments``: only tables whose rows add up to the income
+statement's revenue), a DCF to equity value per share with a sensitivity table, narrative, and
+sources linked to page images.
 
 A script writes::
 
