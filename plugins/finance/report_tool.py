@@ -43,7 +43,7 @@ def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
     Returns a result whose ``data`` is ``{"figures": n, "checks": status, "files": [...], "citable": [...]}``;
     ``citable`` lists the main figures as the report shows them (the latest column of each table's
     first rows), so a narrative can cite them. A narrative with an uncited number, a heading or a
-    table is refused (``ToolError`` naming the offending tokens) and nothing is written.
+    table is refused (``ToolError`` naming the offending tokens) before report.md, report.html and figures.json are written.
     """
     files = EpisodeFiles(ctx)
     spec = files.load_task()
@@ -60,7 +60,7 @@ def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
     try:
         result = report.generate(out)
     except UntracedNarrativeError as exc:
-        raise ToolError(f"the narrative was not accepted, nothing was written: {exc}") from None
+        raise ToolError(f"the narrative was not accepted (report.md, report.html and figures.json were not written): {exc}") from None
     except (FormulaError, duckdb.Error) as exc:
         raise ToolError(f"the report could not be written: {exc}") from None
     written = [p.relative_to(ctx.workspace).as_posix() for p in [result.markdown, result.html, *result.charts, out / "figures.json"]]
