@@ -77,9 +77,10 @@ _SINGULAR_SCALE = re.compile(r"(?:\$|\bin)\s*(thousand|million|billion)\b", re.I
 _SCALE_CAPTION = re.compile(r"^\(?\s*(\$|dollars|amounts)?\s*(in\s+)?(thousands|millions|billions|million|thousand|billion)\b.*\)?$", re.IGNORECASE)
 #: Running page headers and footers: never a column's header nor a table row ("Table of Contents" links, "2023 FORM 10-K").
 _RUNNING = re.compile(r"\btable of contents\b", re.IGNORECASE)
-#: A row counts things, not dollars, when its label, its column's header or the table's caption names what is counted
-#: (``COUNT_WORDS``) and its label names no money (``MONEY_WORDS``): such values are stored with unit ``count`` and scale 1,
-#: whatever the caption's "(in millions)" says. Share counts keep the caption's scale (printed in millions as captioned).
+#: A value counts things, not dollars, when its row label or its column's header names what is counted (``COUNT_WORDS``),
+#: or the table's caption does and names no money, and neither label nor header names money or shares (``MONEY_WORDS``):
+#: such values are stored with unit ``count`` and scale 1, whatever the caption's "(in millions)" says. Share counts keep
+#: the caption's scale (printed in millions as captioned).
 #: Not "countries" or "locations": "Other countries" is a revenue row of a geography table.
 COUNT_WORDS = re.compile(r"\b(number of (?!shares)|stores|store count|employees|associates|team members|headcount|"
                          r"restaurants|warehouses|stores (opened|closed))\b", re.IGNORECASE)
@@ -465,12 +466,13 @@ def is_count(label: str, column_label: str, caption: str, raw: str) -> bool:
     """True when a value is a count of things (stores, employees), by the rule at ``COUNT_WORDS``.
 
     Args:
-        label: the row label; column_label: the table's column headers; caption: the table's caption;
+        label: the row label; column_label: the value's column header; caption: the table's caption;
         raw: the value as printed (a count is a whole number: no decimal point, no %).
     """
-    if MONEY_WORDS.search(label) or "." in raw or "%" in raw:
-        return False
-    return bool(COUNT_WORDS.search(label) or COUNT_WORDS.search(column_label) or COUNT_WORDS.search(caption))
+    if MONEY_WORDS.search(label) or MONEY_WORDS.search(column_label) or "." in raw or "%" in raw:
+        return False  # a share-repurchase table's "Total Number of Shares Purchased" and its dollar columns stay as read
+    return bool(COUNT_WORDS.search(label) or COUNT_WORDS.search(column_label)
+                or (COUNT_WORDS.search(caption) and not MONEY_WORDS.search(caption)))
 
 
 def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[str, Any]]:
@@ -485,14 +487,13 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
     facts = []
     for table in tables:
         title = table.caption or table.kind
-        headers = " ".join(c.label for c in table.columns)  # "Stores Closed" over one column makes the row a count
         for line in table.lines:
             for col, raw, amount, cell in line.values:
                 column = table.columns[col]
                 percent = raw.rstrip(")").endswith("%") or column.percent or line.label.lstrip().startswith("%")
                 per_share = bool(re.search(r"\beps\b|per (common |diluted )?share", column.label.lower()))
                 unit = "percent" if percent else "USD/share" if per_share else line.unit
-                if unit == "USD" and is_count(line.label, headers, table.caption, raw):
+                if unit == "USD" and is_count(line.label, column.label, table.caption, raw):
                     unit = "count"
                 scale_word, scale = (table.scale_word, table.scale) if unit in ("USD", "shares") else ("units", 1.0)
                 if unit == "USD/share" and re.search(r"\bcents\b", f"{column.label} {line.label}".lower()):

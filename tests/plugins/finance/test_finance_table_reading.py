@@ -39,6 +39,10 @@ def test_the_count_rule_keeps_money_and_share_counts_scaled():
     assert not is_count("Number of shares repurchased and retired", "2022", "", "11.8")  # millions of shares
     assert not is_count("Comparable store sales", "2023", "", "(5.4)%")
     assert not is_count("Other countries", "2023", "", "105,171")  # Microsoft's revenue outside the United States
+    # a share-repurchase table: shares bought and dollars left, not counts of things
+    assert not is_count("April 1, 2016 – April 30, 2016", "Total Number of Total Number of Shares Purchased", "", "23,687,526")
+    assert not is_count("Beginning repurchase authority", "that May Yet be Purchased Under the Plans (1)",
+                        "Approximate Dollar Value of Shares", "8,700")
 
 
 def test_table_of_contents_links_stay_out_of_column_labels_and_footers_are_not_rows():
