@@ -1,5 +1,7 @@
-"""Company reports: several filings per company as a trend, peers side by side, ratios, a DCF to
-equity value per share with a sensitivity table, narrative, and sources linked to page images.
+"""Company reports: several filings per company as a trend, peers side by side, ratios, segment and
+geography revenue (``plugins.finance.segments``: only tables whose rows add up to the income
+statement's revenue), a DCF to equity value per share with a sensitivity table, narrative, and
+sources linked to page images.
 
 A script writes::
 
@@ -41,9 +43,10 @@ from plugins.finance.checks import run_checks
 from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.market import MarketDataError
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
-from plugins.finance.narrative import untraced_prose_numbers
+from plugins.finance.narrative import UntracedNarrativeError, untraced_prose_numbers
 from plugins.finance.page_images import page_image_name, render_pages
 from plugins.finance.report import Figures, _table, render_html
+from plugins.finance.segments import CompanyBreakdown, company_breakdowns, normal_label
 from plugins.finance.store import connect
 
 matplotlib.use("Agg")
@@ -127,10 +130,6 @@ class CompanyData:
     def years(self) -> list[int]:
         """Fiscal years with a stored revenue, ascending."""
         return sorted(y for y, f in self.facts.items() if "revenue" in f)
-
-
-class UntracedNarrativeError(ValueError):
-    """A narrative states a number that is not a figure of the report; the message lists them and says what to do."""
 
 
 class _Missing(LookupError):
@@ -428,11 +427,144 @@ class _Writer:
         if chart:
             md += [f"![{company.name}: margins and growth by fiscal year]({chart.relative_to(self.out).as_posix()})", ""]
         md += self.paragraph(_trend_story(company.name, years, cells))
+        md += self._segments(company, data)
         md += self._dcf(company, data)
         if company.ticker in self.spec.notes:
             md += ["#### Analyst's note", "", self.spec.notes[company.ticker].strip(), ""]
         md += self._multiples(company, data)
         return md
+
+    def _segments(self, company: Company, data: CompanyData) -> list[str]:
+        """Segment and geography revenue (and segment profit where printed), each value a stored fact.
+
+        The rows come from ``plugins.finance.segments``: a table is used only when its rows sum to the
+        income statement's revenue of the year (the identity is shown as two rows of the table).
+        """
+        revenue = {y: f["revenue"][0] for y, f in data.facts.items() if "revenue" in f}
+        income = {y: f["operating_income"][0] for y, f in data.facts.items() if "operating_income" in f}
+        found = company_breakdowns(self.con, data.docs, revenue, income)
+        md = ["### Segments and geography", ""]
+        if not found:
+            return md + [(f"Not available: none of the tables read from {company.name}'s filings ({', '.join(data.docs)}) "
+                          "has rows that add up to the income statement's revenue of a year, so no segment or geography "
+                          "breakdown is shown (none is estimated)."), ""]
+        shares: dict[str, dict[int, dict[str, float | None]]] = {}
+        for kind, title in (("segment", "Revenue by reportable segment"), ("geography", "Revenue by geography")):
+            if kind not in found:
+                what = "reportable segment" if kind == "segment" else "geographic area"
+                md += [f"{title}: not available (no table of revenue by {what} whose rows add up to revenue was read).", ""]
+                continue
+            md += self._breakdown_table(title, found[kind], shares.setdefault(kind, {}))
+            md += self._mix_story(company, found[kind])
+        chart = self._segment_chart(company, found, shares)
+        if chart:
+            md += [f"![{company.name}: segment mix and growth]({chart.relative_to(self.out).as_posix()})", ""]
+        return md
+
+    def _breakdown_table(self, title: str, breakdown: CompanyBreakdown, shares: dict[int, dict[str, float | None]]) -> list[str]:
+        years = sorted(breakdown.years)[-6:]
+        header = ["Line item"] + [f"FY{y}" for y in years]
+        rows = []
+        for key, shown in breakdown.labels:
+            row = [shown.replace("|", "/")]
+            for y in years:
+                fact = next((r.fact_id for r in breakdown.years[y].revenue.rows if _seg_key(r.label) == key), None)
+                cell, value = self.add("{" + fact + "}" if fact else None, "musd")
+                shares.setdefault(y, {})[shown] = value
+                row.append(cell)
+            rows.append(row)
+        rows.append(["Sum of the rows above"] + [self.add(" + ".join("{" + r.fact_id + "}" for r in breakdown.years[y].revenue.rows),
+                                                          "musd")[0] for y in years])
+        rows.append(["Revenue (income statement)"] + [self.add("{" + breakdown.years[y].revenue_fact + "}", "musd")[0] for y in years])
+        where = sorted({(b.revenue.doc_name, b.revenue.page) for b in breakdown.years.values()})
+        reconciling = [shown for key, shown in breakdown.labels if re.search(r"corporate|elimination|reconcil", key)]
+        note = f"; {' and '.join(reconciling)} are reconciling rows printed in the table" if reconciling else ""
+        md = [f"#### {title} ($ millions)", "",
+              ("Rows as printed in " + "; ".join(f"{d} p.{p}" for d, p in where) + ". The identity holds: in every year shown the "
+               f"rows add up to the income statement's revenue within rounding (that is how the table was recognised{note})."),
+              "", *_table(header, rows)]
+        if breakdown.measure:
+            md += self._profit_table(breakdown, years)
+        elif breakdown.kind == "segment":
+            md += ["Segment operating income or EBIT: not available (no table printing it by these segments was recognised).", ""]
+        return md
+
+    def _mix_story(self, company: Company, breakdown: CompanyBreakdown) -> list[str]:
+        """A sentence on the latest year's largest row and its share of revenue, from figures only."""
+        year = max(breakdown.years)
+        b = breakdown.years[year]
+        top = max(b.revenue.rows, key=lambda r: r.value)
+        share, _ = self.add(f"{{{top.fact_id}}} / {{{b.revenue_fact}}}", "pct")
+        what = "segment" if breakdown.kind == "segment" else "region"
+        text = f"In FY{year} {company.name}'s largest {what} by revenue was {re.sub(r'[(][a-z0-9][)]', '', top.label).strip()}, {share} of revenue"
+        prior = breakdown.years.get(year - 1)
+        before = next((r for r in prior.revenue.rows if _seg_key(r.label) == _seg_key(top.label)), None) if prior else None
+        if before is not None and before.value > 0:
+            growth, _ = self.add(f"{{{top.fact_id}}} / {{{before.fact_id}}} - 1", "pct")
+            text += f", its revenue growing {growth} over FY{year - 1}"
+        return self.paragraph(text + ".")
+
+    def _profit_table(self, breakdown: CompanyBreakdown, years: list[int]) -> list[str]:
+        measure = breakdown.measure
+        header = ["Line item"] + [f"FY{y}" for y in years]
+        rows, margins = [], []
+        for key, shown in breakdown.labels:
+            row, margin = [shown.replace("|", "/")], [shown.replace("|", "/")]
+            for y in years:
+                b = breakdown.years[y]
+                profit = next((r.fact_id for r in b.profit[1].rows if _seg_key(r.label) == key), None) if b.profit and b.profit[0] == measure else None
+                sales = next((r.fact_id for r in b.revenue.rows if _seg_key(r.label) == key), None)
+                row.append(self.add("{" + profit + "}" if profit else None, "musd")[0])
+                share = _value_share(b.revenue.rows, sales)
+                # a margin on a sliver of revenue (Global Brand Divisions, Corporate) means nothing: n/a under 2%
+                margin.append(self.add(f"{{{profit}}} / {{{sales}}}" if profit and sales and share >= 0.02 else None, "pct")[0])
+            if any(c != "n/a" for c in row[1:]):
+                rows.append(row)
+                margins.append(margin)
+        what = ("operating income" if measure == "operating income" else
+                "EBIT (earnings before interest and taxes; the table's total is income before income taxes)")
+        return [f"#### Segment {what} ($ millions) and margin on segment revenue", "", *_table(header, rows),
+                ("Segment margin = the segment's profit / its revenue; n/a where the row's revenue is under 2% of the "
+                "rows' total (reconciling rows such as Corporate)."), "", *_table(["Segment margin"] + header[1:], margins)]
+
+    def _segment_chart(self, company: Company, found: dict[str, CompanyBreakdown],
+                       shares: dict[str, dict[int, dict[str, float | None]]]) -> Path | None:
+        """Left: each segment's share of revenue by year (stacked; negative rows left out). Right: growth by segment."""
+        kind = "segment" if "segment" in shares else "geography"
+        by_year = shares[kind]
+        years = sorted(by_year)
+        labels = [shown for _, shown in found[kind].labels]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.0), dpi=100)
+        bottom = [0.0] * len(years)
+        for k, name in enumerate(labels):
+            heights = []
+            for i, y in enumerate(years):
+                value, total = by_year[y].get(name), sum(v for v in by_year[y].values() if v and v > 0)
+                heights.append(value / total * 100 if value and value > 0 and total else 0.0)
+            left.bar(range(len(years)), heights, 0.6, bottom=bottom, label=name, color=f"C{k % 10}")
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        left.set_xticks(range(len(years)), [str(y) for y in years])
+        left.set_title(f"Revenue mix by {kind} (% of the positive rows)", fontsize=9)
+        fig.legend(fontsize=7, loc="lower center", ncol=min(len(labels), 4), frameon=False)
+        # growth of rows under 5% of revenue (Global Brand Divisions, Corporate) swamps the scale: left out
+        big = [name for name in labels if all((by_year[y].get(name) or 0) >= 0.05 * sum(v for v in by_year[y].values() if v and v > 0)
+                                              for y in years if by_year[y].get(name) is not None)]
+        width = 0.8 / max(len(big), 1)
+        for k, name in enumerate(labels):
+            if name not in big:
+                continue
+            points = [(i, (by_year[y][name] / by_year[years[i - 1]][name] - 1) * 100) for i, y in enumerate(years)
+                      if i and years[i - 1] == y - 1 and by_year[y].get(name) and by_year[years[i - 1]].get(name)
+                      and by_year[years[i - 1]][name] > 0 and by_year[y][name] > 0]
+            j = big.index(name)
+            right.bar([i + (j - (len(big) - 1) / 2) * width for i, _ in points], [v for _, v in points], width, color=f"C{k % 10}")
+        right.set_xticks(range(len(years)), [str(y) for y in years])
+        right.axhline(0, color="black", linewidth=0.6)
+        right.set_title("Growth over the prior year (%; rows under 5% of revenue left out)", fontsize=8)
+        right.grid(axis="y", alpha=0.3)
+        fig.suptitle(f"{company.name}: {kind} revenue from the filings' tables", fontsize=9)
+        fig.tight_layout(rect=(0, 0.12 if len(labels) <= 4 else 0.17, 1, 1))
+        return self._save(fig, f"{company.ticker}-{kind}s.png")
 
     def _trend_chart(self, company: Company, years: list[int], cells: dict[str, list[tuple[str, float | None]]]) -> Path | None:
         margins = [m for m in ("Gross margin", "Operating margin", "Net margin", "Free cash flow margin")
@@ -641,6 +773,17 @@ class _Writer:
         md += ["Figures (each a stored value, a derivation from stored values, or a stated assumption):", ""]
         md += [f"- F{f.ref}: `{f.formula}`" for f in self.figures.items]
         return md + [""]
+
+
+def _value_share(rows: list[Any], fact_id: str | None) -> float:
+    """A row's share of the positive rows' total (0 when the row is missing or not positive)."""
+    total = sum(r.value for r in rows if r.value > 0)
+    value = next((r.value for r in rows if r.fact_id == fact_id), 0.0)
+    return value / total if total and value > 0 else 0.0
+
+
+def _seg_key(label: str) -> str:
+    return normal_label(label)
 
 
 def _runs(points: list[tuple[int, float]], years: list[int]) -> list[list[tuple[int, float]]]:

@@ -171,6 +171,45 @@ def open_document(path: Path) -> pypdfium2.PdfDocument:
         raise FilingError(f"{path.name}: not a readable PDF ({text}); the file may be truncated or corrupt, download it again") from None
 
 
+#: A running page footer or header printed in a table's rows ("2023 FORM 10-K" and the page number, "Table of Contents"):
+#: never a line item.
+RUNNING_ROW = re.compile(r"^(table of contents|(\d{4}\s+)?(annual report on )?form 10-[kq]|page \d+|\d{4} annual report)$", re.IGNORECASE)
+
+
+def damage_signs(path: Path, doc: pypdfium2.PdfDocument) -> list[str]:
+    """Signs that a PDF PDFium opened is damaged (PDFium repairs silently, so text may be missing or misplaced).
+
+    Checked: the file ends in ``%%EOF`` (else truncated); ``startxref`` points at a cross-reference
+    table or stream (else PDFium rebuilt it); every page's MediaBox has positive width and height
+    as written (an inverted or empty box puts text off the page). The PDF 1.7 specification
+    (ISO 32000-1, 7.5.5 and 14.11.2) defines these.
+
+    Returns:
+        One phrase per sign found, empty for a sound file.
+    """
+    data = path.read_bytes()
+    signs = []
+    if b"%%EOF" not in data[-1024:]:
+        signs.append("it does not end in %%EOF (truncated)")
+    found = re.findall(rb"startxref\s+(\d+)", data[-2048:])
+    if found:
+        offset = int(found[-1])
+        if not re.match(rb"\s*(xref|\d+\s+\d+\s+obj)", data[offset:offset + 40]):
+            signs.append("its cross-reference offset is wrong (rebuilt by the reader)")
+    elif b"%%EOF" in data[-1024:]:
+        signs.append("it has no startxref")
+    bad = []
+    for i in range(len(doc)):
+        page = doc[i]
+        left, bottom, right, top = page.get_mediabox()
+        page.close()
+        if right <= left or top <= bottom:
+            bad.append(i + 1)
+    if bad:
+        signs.append(f"page box inverted or empty on page(s) {', '.join(map(str, bad[:10]))}")
+    return signs
+
+
 def page_texts(doc: pypdfium2.PdfDocument) -> list[str]:
     """Every page's text in reading order (PDFium), index 0 for page 1."""
     texts = []
@@ -486,6 +525,8 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
             words = pending + label_words
         pending = []
         label = " ".join(w.text for w in words)
+        if RUNNING_ROW.match(label.strip()):
+            continue  # Nike's "2023 FORM 10-K 57" footer under its income statement
         all_words = words + [v[3] for v in values]
         bbox = (min(w.x0 for w in all_words), min(w.top for w in all_words), max(w.x1 for w in all_words), max(w.bottom for w in all_words))
         seen: dict[int, tuple[int, str, float, tuple[float, float, float, float]]] = {}

@@ -3,7 +3,9 @@
 A document that cannot be read (encrypted, truncated, corrupt, no text layer) gets a
 ``documents`` row with status ``error`` and a message saying what was wrong and what to do;
 the other documents are ingested regardless. A readable document in which no main statement is
-recognised gets status ``no_statements`` (its pages stay searchable). A document whose primary
+recognised gets status ``no_statements`` (its pages stay searchable), or ``damaged`` when the file
+also shows signs of damage that PDFium repaired silently (``extract.damage_signs``: truncated, a
+wrong cross-reference offset, an inverted page box), with what to do. A document whose primary
 statements were not all located with confidence (``plugins.finance.locate``), or on whose values
 no accounting identity could be compared (``plugins.finance.checks``), gets ``ok_with_warnings``
 and the reasons in ``error``: its values are stored and usable, but deserve a look. ``INGESTED``
@@ -34,6 +36,7 @@ from plugins.finance.extract import (
     FilingError,
     best_concepts,
     concept_signs,
+    damage_signs,
     extract_statements,
     open_document,
     page_texts,
@@ -43,9 +46,10 @@ from plugins.finance.store import write_document
 from plugins.finance.tables import extract_tables, table_facts
 
 #: Part of the parse cache's key: bump it whenever parsing changes what is stored (9: located and
-#: scored statements, concepts by meaning with signs, every table's values).
-PARSER_VERSION = "9"
-#: Statuses of a document whose values were stored (the others: ``no_statements``, ``error``).
+#: scored statements, concepts by meaning with signs, every table's values; 10: table counts with unit count,
+#: no running headers in column labels or as rows, damage signs cached).
+PARSER_VERSION = "10"
+#: Statuses of a document whose values were stored (the others: ``no_statements``, ``damaged``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 
 
@@ -55,7 +59,7 @@ class DocumentStatus:
 
     Attributes:
         doc_name: the file name without ``.pdf``.
-        status: ``ok``, ``ok_with_warnings``, ``no_statements`` or ``error``.
+        status: ``ok``, ``ok_with_warnings``, ``no_statements``, ``damaged`` or ``error``.
         error: what was wrong and what to do (empty when ``ok``; the warnings when ``ok_with_warnings``).
         pages: pages in the PDF (0 when it could not be opened).
         facts: values stored.
@@ -77,13 +81,13 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("HORIZON_FINANCE_CACHE") or horizon_home() / "cache" / "finance")
 
 
-def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[str, Any]]], list[str]]:
+def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[str, Any]]], list[str], list[str]]:
     """Parse one PDF into table rows: the main statements (``extract``), then every other table
     (``tables``: a cheap pass over the PDFium text picks the pages, pdfplumber parses them).
 
     Returns:
         ``(page count, {"pages": [...], "facts": [...], "cells": [...], "statement_locations": [...]},
-        statement kinds found)``.
+        statement kinds found, signs of damage (``extract.damage_signs``))``.
 
     Raises:
         FilingError: unreadable, encrypted, or no text layer.
@@ -92,6 +96,7 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
     doc = open_document(path)
     try:
         texts = page_texts(doc)
+        damage = damage_signs(path, doc)
     finally:
         doc.close()
     if not texts:
@@ -129,7 +134,7 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
     tables, _ = extract_tables(path, texts, statement_pages)
     facts.extend(table_facts(name, sha256, tables))
     rows["facts"] = facts
-    return len(texts), rows, [st.kind for st in statements]
+    return len(texts), rows, [st.kind for st in statements], damage
 
 
 def location_row(doc_name: str, where: Location) -> dict[str, Any]:
@@ -190,7 +195,7 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
         cached = cache_dir / f"{sha}-{PARSER_VERSION}.json"
         if cached.is_file():
             saved = json.loads(cached.read_text())
-            pages, rows, kinds = saved["pages_count"], saved["rows"], saved["statements"]
+            pages, rows, kinds, damage = saved["pages_count"], saved["rows"], saved["statements"], saved.get("damage", [])
             for fact in rows["facts"]:  # the same bytes under another file name
                 fact["doc_name"] = name
                 fact["fact_id"] = f"{name}:{fact['fact_id'].split(':', 1)[1]}"
@@ -199,17 +204,22 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
                     row["doc_name"] = name
             document["from_cache"] = True
         else:
-            pages, rows, kinds = parse_document(path, sha)
+            pages, rows, kinds, damage = parse_document(path, sha)
             cache_dir.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds}))
+            tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds, "damage": damage}))
             os.replace(tmp, cached)
         document.update(pages=pages, statements=",".join(kinds), status="ok" if kinds else "no_statements")
         blank = [r["page"] for r in rows["pages"] if not r["text"].strip()]
         if blank:
             listed = ", ".join(map(str, blank[:20])) + (" ..." if len(blank) > 20 else "")
             document["note"] = f"{len(blank)} page(s) have no text layer (scanned?) and were not read: {listed}; OCR them to include them"
-        if not kinds:
+        if not kinds and damage:  # PDFium opened it by repairing it: what it read is not to be trusted as the filing
+            document.update(status="damaged", error=(
+                f"{path.name}: the PDF is damaged ({'; '.join(damage)}), and no statement was recognised in what could be "
+                "read; repair it (e.g. `qpdf --replace-input FILE.pdf`, or print it to a new PDF) or download the filing "
+                "again, then ingest the repaired copy; the pages read are searchable with search_filing meanwhile"))
+        elif not kinds:
             document["error"] = (f"{path.name}: no income statement, balance sheet or cash-flow statement was recognised; "
                                  "its pages are searchable with search_filing")
     except FilingError as exc:

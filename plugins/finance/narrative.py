@@ -39,3 +39,59 @@ def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]]) -> list[st
     rest = _DATES.sub(" ", _CITED.sub(check, text))
     bad += re.findall(r"[-$]?[\d,]*\d(?:\.\d+)?%?", rest)
     return bad
+
+
+class UntracedNarrativeError(ValueError):
+    """A narrative states a number that is not a figure of the report; the message lists them and says what to do."""
+
+
+def check_narrative(text: str, manifest: list[dict[str, Any]], where: str = "the narrative") -> None:
+    """Refuse a narrative that is not plain traced paragraphs.
+
+    A narrative is Markdown paragraphs: no headings (a heading such as ``## Sources`` would change
+    which tables the report's reward checks) and no tables or HTML; every number is a figure shown
+    as the report shows it (``untraced_prose_numbers``).
+
+    Raises:
+        UntracedNarrativeError: with the offending lines or tokens and how to cite.
+    """
+    structure = [line.strip()[:40] for line in text.splitlines() if line.lstrip().startswith(("#", "|", "<"))]
+    if structure:
+        raise UntracedNarrativeError(
+            f"{where} may hold paragraphs only (no headings, tables or HTML): {'; '.join(structure[:5])}")
+    untraced = untraced_prose_numbers(text, manifest)
+    if untraced:
+        raise UntracedNarrativeError(
+            f"{where} states numbers that are not figures of the report: {', '.join(untraced[:10])}; write each number as "
+            "a figure's display and reference exactly as the report shows it (e.g. 9.6% [F12]; the figures with their refs "
+            "are in report/figures.json and the report's tables), or leave it out")
+
+
+def citable_figures(markdown: str, per_table: int = 4) -> list[str]:
+    """The main figures a narrative can cite, compactly: each table row's latest column as shown.
+
+    Args:
+        markdown: the report's Markdown (tables whose first header cell is "Line item" or "Metric").
+        per_table: rows listed per table.
+
+    Returns:
+        ``["3M_2018_10K Revenue FY2018 32,765 [F3]", ...]`` in report order.
+    """
+    out, section, header, taken = [], "", [], 0
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("Line item", "Metric"):
+            header, taken = cells, 0
+            continue
+        if not header or line.startswith("|---") or taken >= per_table:
+            continue
+        shown = [(h, c) for h, c in zip(header[1:], cells[1:], strict=False) if "[F" in c]
+        if shown:
+            out.append(f"{section} {cells[0]} {shown[-1][0]} {shown[-1][1]}")
+            taken += 1
+    return out

@@ -32,7 +32,9 @@ How to work:
 3. answer_question records each answer with its evidence page. A number must come from
    stored facts: give a formula over {fact_id}s (or one fact id); the tool recomputes it.
    State unit and scale explicitly (1577 with scale 'millions' is $1,577 million).
-4. When asked for a report, write_report builds it from the stored values.
+4. When asked for a report, write_report builds it from the stored values; its reply lists the
+   main figures with their refs. Add your analysis as `narrative` (paragraphs) in a second call:
+   every number in it must be a figure written exactly as the report shows it ("9.6% [F12]").
 5. finish with a short summary.
 
 Pages are 1-based. Amounts in parentheses are negative (cash outflows such as capital

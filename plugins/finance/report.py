@@ -39,6 +39,7 @@ from plugins.finance.checks import run_checks
 from plugins.finance.formula import FormulaError, evaluate, fact_ids
 from plugins.finance.ingest import INGESTED, ingest
 from plugins.finance.model import DCFAssumptions, create_views, discounted_cash_flow
+from plugins.finance.narrative import check_narrative
 from plugins.finance.numbers import SCALES
 from plugins.finance.store import connect
 
@@ -211,11 +212,17 @@ class FinanceReport:
         as_of: the report date (``YYYY-MM-DD``; today when None); market data after it is not used.
         answers: answers recorded by an agent run (``answer_question`` records: question, document,
             page, formula over fact ids, unit, scale, text), shown with their derivations.
+        narrative: Markdown paragraphs (an analyst's or the agent's) printed under "Narrative" after the
+            introduction; every number in it must be a figure of the report shown as the report shows
+            it (``9.6% [F12]``); figure numbers do not depend on the narrative, so a report generated
+            without it gives the refs. ``generate`` raises ``narrative.UntracedNarrativeError`` otherwise,
+            before writing report.md, report.html or figures.json.
     """
 
     def __init__(self, filings: list[str | Path], ticker: str | None = None, questions: list[dict[str, Any]] | None = None,
                  title: str | None = None, db: Path | None = None, dcf: DCFAssumptions | None = None,
-                 market: Any = None, as_of: str | None = None, answers: list[dict[str, Any]] | None = None) -> None:
+                 market: Any = None, as_of: str | None = None, answers: list[dict[str, Any]] | None = None,
+                 narrative: str | None = None) -> None:
         self.filings = [Path(p) for p in filings]
         if not self.filings:
             raise ValueError("FinanceReport needs at least one filing (a PDF path)")
@@ -227,6 +234,7 @@ class FinanceReport:
         self.market = market
         self.as_of = as_of
         self.answers = answers or []
+        self.narrative = (narrative or "").strip()
 
     def generate(self, out: str | Path, db_path: str | Path | None = None) -> ReportResult:
         """Ingest the filings (unless ``db`` was given) and write the report into ``out``.
@@ -289,8 +297,12 @@ class FinanceReport:
              figures.add(r.lhs_formula, "USD", 1e6), figures.add(r.rhs_formula, "USD", 1e6),
              "holds" if r.passed else "FAILS"] for r in summary.results])
         md += self._sources(con, figures)
+        manifest = [f.__dict__ for f in figures.items]
+        if self.narrative:  # checked against the finished figures, placed after the introduction
+            check_narrative(self.narrative, manifest)
+            md[4:4] = ["## Narrative", "", self.narrative, ""]
         # write_new: never through a link a copied task folder may hold at these names
-        write_new(out / "figures.json", json.dumps([f.__dict__ for f in figures.items], indent=1))
+        write_new(out / "figures.json", json.dumps(manifest, indent=1))
         text = "\n".join(md) + "\n"
         write_new(out / "report.md", text)
         write_new(out / "report.html", render_html(text, self.title))

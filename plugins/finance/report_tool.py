@@ -17,21 +17,31 @@ from pydantic import BaseModel, Field
 from core.api import ToolContext, ToolError, ToolResult, read_regular, tool
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.formula import FormulaError
+from plugins.finance.narrative import UntracedNarrativeError, citable_figures, untraced_prose_numbers
 from plugins.finance.report import FinanceReport, verify_figures
 
 REPORT_DIR = "report"
+#: Citable figures listed in the tool's output (all of them are in its data and in report.md).
+MAX_CITABLE_SHOWN = 24
 
 
 class WriteReportArgs(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="the report's title")
     documents: list[str] = Field(default_factory=list, description="documents to cover (names from list_documents); empty for all that were ingested")
+    narrative: str | None = Field(None, max_length=20_000, description=(
+        "optional: your analysis as Markdown paragraphs (no headings or tables), printed under 'Narrative'. Every number "
+        "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]'; write "
+        "the report once without a narrative to get the refs (they do not change when a narrative is added)"))
 
 
 @tool
 def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
-    """Write the research report (Markdown and HTML with tables, charts, the recorded answers, accounting checks and a sources section) to report/ in the workspace. Every figure in it is a stored value or a derivation from stored values.
+    """Write the research report (Markdown and HTML with tables, charts, the recorded answers, accounting checks and a sources section) to report/ in the workspace, with your narrative if given. Every figure in it is a stored value or a derivation from stored values; every number in the narrative must cite one as shown ('32,765 [F3]').
 
-    Returns a result whose ``data`` is ``{"figures": n, "checks": status, "files": [...]}``.
+    Returns a result whose ``data`` is ``{"figures": n, "checks": status, "files": [...], "citable": [...]}``;
+    ``citable`` lists the main figures as the report shows them (the latest column of each table's
+    first rows), so a narrative can cite them. A narrative with an uncited number, a heading or a
+    table is refused (``ToolError`` naming the offending tokens) before report.md, report.html and figures.json are written.
     """
     files = EpisodeFiles(ctx)
     spec = files.load_task()
@@ -43,21 +53,30 @@ def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
     questions = {q["qid"]: q["question"] for q in files.read_json(files.questions, [])}
     answers = [{**a, "question": questions.get(q, q)} for q, a in files.read_json(files.answers, {}).items() if a["document"] in chosen]
     out = ctx.resolve(REPORT_DIR)
-    report = FinanceReport(filings=[names[d] for d in chosen], ticker=spec.ticker, title=args.title, db=files.db, answers=answers)
+    report = FinanceReport(filings=[names[d] for d in chosen], ticker=spec.ticker, title=args.title, db=files.db, answers=answers,
+                           narrative=args.narrative)
     try:
         result = report.generate(out)
+    except UntracedNarrativeError as exc:
+        raise ToolError(f"the narrative was not accepted (report.md, report.html and figures.json were not written): {exc}") from None
     except (FormulaError, duckdb.Error) as exc:
         raise ToolError(f"the report could not be written: {exc}") from None
     written = [p.relative_to(ctx.workspace).as_posix() for p in [result.markdown, result.html, *result.charts, out / "figures.json"]]
-    return ToolResult(output=f"Wrote {', '.join(written)}: {len(result.figures)} figures, accounting checks {result.checks_status}.",
-                      data={"figures": len(result.figures), "checks": result.checks_status, "files": written})
+    citable = citable_figures(result.markdown.read_text())
+    shown = "; ".join(citable[:MAX_CITABLE_SHOWN])
+    more = f" (+{len(citable) - MAX_CITABLE_SHOWN} more in report/report.md)" if len(citable) > MAX_CITABLE_SHOWN else ""
+    return ToolResult(output=(f"Wrote {', '.join(written)}: {len(result.figures)} figures, accounting checks {result.checks_status}"
+                              f"{', with your narrative' if args.narrative else ''}.\nTo cite a figure in a narrative write it "
+                              f"exactly as shown with its ref; every figure with its ref and formula is in {REPORT_DIR}/figures.json. "
+                              f"Main figures: {shown}{more}"),
+                      data={"figures": len(result.figures), "checks": result.checks_status, "files": written, "citable": citable})
 
 
 def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tuple[float, dict[str, Any]]:
     """The share of the workspace report's figures that trace to stored values (0 when there is no report).
 
-    Every number in a table of ``report.md`` must be a listed figure (``[Fn]``) and every figure
-    must re-compute from the database (``verify_figures``). Both files are in the workspace, so
+    Every number in a table of ``report.md`` and in its narrative must be a listed figure (``[Fn]``)
+    and every figure must re-compute from the database (``verify_figures``). Both files are in the workspace, so
     they are read only as regular files (never through a link, a FIFO or a device) and any
     content scores, never crashes: a manifest that is not a list of figures, or nested past
     the JSON parser's limit, scores 0 with the reason.
@@ -85,9 +104,16 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     if not manifest:
         return 0.0, {"why": "the report has no figures"}
     traced, problems = verify_figures(con, manifest)
-    untraced = untraced_numbers(markdown_text, manifest)
+    untraced = untraced_numbers(markdown_text, manifest) + narrative_numbers(markdown_text, manifest)
     share = traced / (len(manifest) + len(untraced))
     return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
+
+
+def narrative_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
+    """Numbers in the report's "## Narrative" section that are not figures cited as shown (so an edit after
+    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell."""
+    match = re.search(r"^## Narrative\n(.*?)(?=^## |\Z)", markdown, re.MULTILINE | re.DOTALL)
+    return untraced_prose_numbers(match[1], manifest) if match else []
 
 
 def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:

@@ -50,6 +50,7 @@ from plugins.finance.extract import (
     _DURATION,
     _YEAR,
     MONTHS,
+    RUNNING_ROW,
     Column,
     FilingError,
     LineItem,
@@ -74,6 +75,18 @@ _NUMERIC_TOKEN = re.compile(r"^\(?\$?\(?[-−]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\)?
 _TRAILING_NUMBERS = re.compile(r"(?:\s+\(?\$?\s?\(?[-−]?\d[\d,]*(?:\.\d+)?\)?%?\)?|\s+[—–])\s*$")
 _SINGULAR_SCALE = re.compile(r"(?:\$|\bin)\s*(thousand|million|billion)\b", re.IGNORECASE)
 _SCALE_CAPTION = re.compile(r"^\(?\s*(\$|dollars|amounts)?\s*(in\s+)?(thousands|millions|billions|million|thousand|billion)\b.*\)?$", re.IGNORECASE)
+#: Running page headers and footers: never a column's header nor a table row ("Table of Contents" links, "2023 FORM 10-K").
+_RUNNING = re.compile(r"\btable of contents\b", re.IGNORECASE)
+#: A value counts things, not dollars, when its row label or its column's header names what is counted (``COUNT_WORDS``),
+#: or the table's caption does and names no money, and neither label nor header names money or shares (``MONEY_WORDS``):
+#: such values are stored with unit ``count`` and scale 1, whatever the caption's "(in millions)" says. Share counts keep
+#: the caption's scale (printed in millions as captioned).
+#: Not "countries" or "locations": "Other countries" is a revenue row of a geography table.
+COUNT_WORDS = re.compile(r"\b(number of (?!shares)|stores|store count|employees|associates|team members|headcount|"
+                         r"restaurants|warehouses|stores (opened|closed))\b", re.IGNORECASE)
+MONEY_WORDS = re.compile(r"\b(costs?|expenses?|sales|revenues?|income|profit|loss|tax|compensation|benefits?|plans?|projects?|"
+                         r"related|assets?|liabilit|lease|payments?|capital|depreciation|amortization|impairment|charges?|"
+                         r"stock|shares?|per|\$|dollars?|price|value|amounts?)", re.IGNORECASE)
 _TITLE = re.compile(r"^[A-Z][A-Z&,'’-]+(\s+[A-Z&,'’-]+)+$")  # "REGIONAL SALES RESULTS"
 _REGIONS = re.compile(r"^(united states|u\.\s?s\.|us|international|europe|emea|asia|asia pacific|apac|latin america|latam|lacc|north america|"
                       r"canada|china|japan|mexico|brazil|germany|united kingdom|uk|france|india|africa|middle east|americas|rest of (the )?world|"
@@ -367,7 +380,10 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
     left_edge = min(c.x0 for c in columns)
     header_text, caption_lines = [], []
     for h in block["header"]:
-        phrases = _phrases(rows[h])
+        phrases = [p for p in _phrases(rows[h]) if not RUNNING_ROW.match(p.text.strip())]
+        for p in phrases:  # a "Table of Contents" link printed over the header joins the phrase next to it
+            p.text = re.sub(r"\s+", " ", _RUNNING.sub(" ", p.text)).strip()
+        phrases = [p for p in phrases if p.text]
         in_zone = [p for p in phrases if (p.center >= left_edge - 5 or p.x1 > left_edge - 3) and not _SCALE_CAPTION.search(p.text)
                    and not _TITLE.match(p.text)
                    and not (p.x0 < left_edge - 5 and len(p.text.split()) >= 6)]  # a sentence introducing the table
@@ -394,6 +410,8 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
             continue
         if not label_words and not pending and len(values) == 1:
             continue  # a page number or a stray figure, not a table row
+        if RUNNING_ROW.match(" ".join(w.text for w in label_words).strip()):
+            continue  # a running footer ("2023 FORM 10-K" and its page number)
         words = label_words
         if pending and (not label_words or label_words[0].text[:1].islower()):
             words = pending + label_words  # a label wrapped onto the line of its numbers
@@ -444,11 +462,25 @@ def extract_tables(path: Path, texts: list[str], skip: set[int]) -> tuple[list[T
     return tables, pages
 
 
+def is_count(label: str, column_label: str, caption: str, raw: str) -> bool:
+    """True when a value is a count of things (stores, employees), by the rule at ``COUNT_WORDS``.
+
+    Args:
+        label: the row label; column_label: the value's column header; caption: the table's caption;
+        raw: the value as printed (a count is a whole number: no decimal point, no %).
+    """
+    if MONEY_WORDS.search(label) or MONEY_WORDS.search(column_label) or "." in raw or "%" in raw:
+        return False  # a share-repurchase table's "Total Number of Shares Purchased" and its dollar columns stay as read
+    return bool(COUNT_WORDS.search(label) or COUNT_WORDS.search(column_label)
+                or (COUNT_WORDS.search(caption) and not MONEY_WORDS.search(caption)))
+
+
 def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[str, Any]]:
     """``facts`` rows for every value of ``tables`` (same provenance fields as the statements').
 
-    Per-share values (``LineItem.unit``) and percentages (a ``%`` token, a percentage column, or
-    a label starting with "%") are not scaled; other amounts take the table's scale. A column
+    Per-share values (``LineItem.unit``), percentages (a ``%`` token, a percentage column, or
+    a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
+    not scaled; other amounts take the table's scale. A column
     whose header names no year has no period (``period_label`` and ``fiscal_year`` NULL); its
     header text is in ``column_label`` either way.
     """
@@ -461,6 +493,8 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
                 percent = raw.rstrip(")").endswith("%") or column.percent or line.label.lstrip().startswith("%")
                 per_share = bool(re.search(r"\beps\b|per (common |diluted )?share", column.label.lower()))
                 unit = "percent" if percent else "USD/share" if per_share else line.unit
+                if unit == "USD" and is_count(line.label, column.label, table.caption, raw):
+                    unit = "count"
                 scale_word, scale = (table.scale_word, table.scale) if unit in ("USD", "shares") else ("units", 1.0)
                 if unit == "USD/share" and re.search(r"\bcents\b", f"{column.label} {line.label}".lower()):
                     scale_word, scale = "cents", 0.01

@@ -71,7 +71,7 @@ def list_documents(args: NoArgs, ctx: ToolContext) -> ToolResult:
             lines.append(f"{name}: {pages} pages; {where.get(name, '')}{other}"
                          + (f"; location confidence: {located[name]}" if name in located else "")
                          + (f"; WARNING: {error}" if status == "ok_with_warnings" else "") + (f"; NOTE: {note}" if note else ""))
-        elif status == "no_statements" and values:
+        elif status in ("no_statements", "damaged") and values:
             lines.append(f"{name}: {pages} pages; no main statement recognised{other}" + (f"; NOTE: {note}" if note else ""))
         else:
             lines.append(f"{name}: {status.upper()}: {error}" + (f"; NOTE: {note}" if note else ""))
@@ -287,8 +287,8 @@ class AnswerArgs(BaseModel):
     document: str = Field(description="the document holding the evidence")
     page: int = Field(ge=1, description="1-based page of the evidence (a page of the cited facts when there are any)")
     value: float | None = Field(None, description="the numeric answer as you state it, e.g. 1577 for '$1,577 million'; omit for a text answer")
-    unit: Literal["USD", "USD/share", "shares", "percent", "ratio", "days", "times", "text"] = Field(
-        "text", description="the unit of value: 'percent' for 30.8 meaning 30.8%, 'ratio' for 0.68, 'text' for a prose answer")
+    unit: Literal["USD", "USD/share", "shares", "count", "percent", "ratio", "days", "times", "text"] = Field(
+        "text", description="the unit of value: 'percent' for 30.8 meaning 30.8%, 'ratio' for 0.68, 'count' for stores or employees, 'text' for a prose answer")
     scale: Literal["units", "thousands", "millions", "billions"] = Field("units", description="the scale of value: 1577 with 'millions' is 1,577,000,000")
     formula: str = Field("", description=(
         "how value follows from stored facts: arithmetic over {fact_id} (each the fact's value in USD, unscaled), e.g. "

@@ -69,11 +69,22 @@ def test_each_bad_document_gets_a_clear_error(mixed, name, words):
     assert con.execute("SELECT count(*) FROM facts WHERE doc_name = ?", [name]).fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("name", ["malformed-from-issue-932", "issue-71-duplicate-chars", "issue-842-example"])
+@pytest.mark.parametrize("name", ["issue-71-duplicate-chars", "issue-842-example"])
 def test_readable_documents_without_statements_stay_searchable(mixed, name):
     statuses, con = mixed
     assert statuses[name].status == "no_statements" and "no income statement" in statuses[name].error
     assert con.execute("SELECT count(*) FROM pages WHERE doc_name = ?", [name]).fetchone()[0] == statuses[name].pages >= 1
+
+
+def test_a_damaged_pdf_that_pdfium_opens_says_it_is_damaged_and_what_to_do(mixed):
+    statuses, con = mixed
+    status = statuses["malformed-from-issue-932"]  # its page box is written upside down ([0 841.68 631.08 0])
+    assert status.status == "damaged" and "the PDF is damaged" in status.error and "page box inverted" in status.error
+    assert "repair it" in status.error and "qpdf" in status.error and status.facts == 0
+    assert con.execute("SELECT status FROM documents WHERE doc_name = 'malformed-from-issue-932'").fetchone()[0] == "damaged"
+    assert con.execute("SELECT count(*) FROM pages WHERE doc_name = 'malformed-from-issue-932'").fetchone()[0] == 1  # searchable
+    for name in ("NETFLIX_2017_10K", "issue-71-duplicate-chars", "issue-842-example"):  # sound files show no sign
+        assert statuses[name].status != "damaged"
 
 
 def test_good_filings_around_bad_ones_are_ingested(mixed):

@@ -227,3 +227,53 @@ def test_multiples_use_a_dated_price_snapshot_and_the_filings(company_db, tmp_pa
     assert "| EV / EBITDA" in nike and table_cells(nike, "EV / EBITDA (operating income + depreciation and amortisation, FY2023)") == ["n/a"]
     # no snapshot for Adobe: not available, and the reason
     assert "not available: they need a share price from a dated market snapshot (no snapshot of ADBE prices" in markdown
+
+
+def _breakdowns(company_db, docs):
+    from plugins.finance.company_report import company_data
+    from plugins.finance.segments import company_breakdowns
+    con = connect(company_db, read_only=True)
+    try:
+        data = company_data(con, docs)
+        revenue = {y: f["revenue"][0] for y, f in data.facts.items() if "revenue" in f}
+        income = {y: f["operating_income"][0] for y, f in data.facts.items() if "operating_income" in f}
+        found = company_breakdowns(con, data.docs, revenue, income)
+        values = dict(con.execute("SELECT fact_id, value FROM facts WHERE fact_id IN (SELECT unnest(?))",
+                                  [list(revenue.values())]).fetchall())
+        return found, {y: values[i] for y, i in revenue.items()}
+    finally:
+        con.close()
+
+
+def test_segment_rows_are_found_by_the_revenue_identity_on_real_filings(company_db):
+    nike, revenue = _breakdowns(company_db, ["NIKE_2021_10K", "NIKE_2023_10K"])
+    segments = nike["segment"]
+    assert [shown for _, shown in segments.labels][:6] == ["North America", "Europe, Middle East & Africa", "Greater China",
+                                                          "Asia Pacific & Latin America", "Global Brand Divisions", "Converse"]
+    assert sorted(segments.years) == [2019, 2020, 2021, 2022, 2023] and segments.measure == "EBIT"
+    fy23 = segments.years[2023]
+    assert (fy23.revenue.doc_name, fy23.revenue.page) == ("NIKE_2023_10K", 90)  # the later 10-K wins FY2021 too
+    assert {r.label: r.value for r in fy23.revenue.rows}["North America"] == 21_608e6
+    assert sum(r.value for r in fy23.revenue.rows) == revenue[2023] == 51_217e6
+    assert {r.label: r.value for r in fy23.profit[1].rows}["Greater China"] == 2_283e6
+    assert "geography" not in nike  # Nike prints no revenue-by-country table that adds up to revenue
+
+    msft, _ = _breakdowns(company_db, ["MICROSOFT_2016_10K", "MICROSOFT_2023_10K"])
+    assert [s for _, s in msft["segment"].labels][:3] == ["Productivity and Business Processes", "Intelligent Cloud",
+                                                          "More Personal Computing"]
+    assert msft["segment"].measure == "operating income"  # its total is the income statement's operating income
+    assert {r.label: r.value for r in msft["segment"].years[2023].profit[1].rows}["Intelligent Cloud"] == 37_884e6
+    assert {s for _, s in msft["geography"].labels} == {"United States", "Other countries"}
+
+
+def test_a_company_without_a_segment_table_that_adds_up_says_so(generated):
+    _, out, markdown = generated
+    adobe = section(markdown, "## Adobe (ADBE)")
+    # Adobe's 2022 10-K prints its segment table with segments as columns: not recognised, and said so
+    assert "Revenue by reportable segment: not available" in adobe
+    assert "#### Revenue by geography ($ millions)" in adobe and "| Americas |" in adobe
+    nike = section(markdown, "## Nike (NKE)")
+    assert "| North America |" in nike and "#### Segment EBIT" in nike and "charts/NKE-segments.png" in nike
+    sums = [c.split(" [")[0] for c in table_cells(nike, "Sum of the rows above")]
+    assert sums == [c.split(" [")[0] for c in table_cells(nike, "Revenue (income statement)")] and "51,217" in sums
+    assert (out / "charts" / "NKE-segments.png").stat().st_size > 10_000

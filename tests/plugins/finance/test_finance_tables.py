@@ -146,9 +146,10 @@ def test_odd_pdfs_go_through_the_table_pass_with_a_clear_status(tmp_path, financ
     names = ["malformed-from-issue-932", "issue-912", "issue-67-example"]
     statuses = ingest(con, [PDFS / f"{n}.pdf" for n in names], finance_cache)
     for status in statuses:
-        assert status.status in ("ok", "no_statements"), status
+        assert status.status in ("ok", "no_statements", "damaged"), status
         assert "parser failed" not in status.error
-        assert status.status == "ok" or "no income statement" in status.error
+        assert status.status == "ok" or "no income statement" in status.error or "the PDF is damaged" in status.error
+    assert statuses[0].status == "damaged"  # its page box is inverted (test_finance_bad_input)
     stored = con.execute("SELECT count(*) FROM facts WHERE doc_name = 'malformed-from-issue-932'").fetchone()[0]
     assert stored == statuses[0].facts
     con.close()

@@ -10,6 +10,7 @@ import pytest
 from core.tools import ToolContext
 from plugins.finance import tools
 from plugins.finance.episode import EpisodeFiles
+from plugins.finance.store import connect
 
 
 @pytest.fixture
@@ -87,3 +88,46 @@ def test_search_ranks_pages_by_relevance_not_page_order(ctx):
     assert "Yardbird" in found.output.splitlines()[1]
     empty = tools.search_filing({"query": "the of and"}, ctx)
     assert not empty.is_error and "only stop words" in empty.output
+
+
+def test_write_report_takes_a_narrative_only_when_every_number_is_a_cited_figure(ctx):
+    from plugins.finance.report_tool import report_traceability, write_report
+    from tests.plugins.finance.conftest import FILINGS
+
+    files = EpisodeFiles(ctx)
+    files.write_json(files.task, {"filings": [str(FILINGS / "3M_2018_10K.pdf")], "ticker": "MMM"})
+    report = ctx.workspace / "report" / "report.md"
+    made_up = write_report({"title": "3M", "narrative": "Revenue grew 3.5% in FY2018 to $32.8 billion."}, ctx)
+    assert made_up.is_error and "3.5%" in made_up.output and "32.8" in made_up.output and "[F12]" in made_up.output
+    assert "figures.json" in made_up.output and not report.exists()  # nothing written
+
+    plain = write_report({"title": "3M"}, ctx)
+    assert not plain.is_error and "figures.json" in plain.output and "Main figures:" in plain.output
+    first = plain.data["citable"][0]
+    assert first.startswith("3M_2018_10K Revenue FY2018 32,765 [F") and first in plain.output
+    cited = first.split(" FY2018 ")[1]  # "32,765 [F3]"
+    figures = plain.data["figures"]
+
+    heading = write_report({"title": "3M", "narrative": f"Revenue was {cited}.\n\n## Sources\n\n| a | 1 |"}, ctx)
+    assert heading.is_error and "paragraphs only" in heading.output
+    wrong_ref = write_report({"title": "3M", "narrative": f"Revenue was {cited.replace('32,765', '32,766')}."}, ctx)
+    assert wrong_ref.is_error and "32,766 [F" in wrong_ref.output
+
+    told = write_report({"title": "3M", "narrative": f"In FY2018 revenue was {cited}, read from the income statement."}, ctx)
+    assert not told.is_error and told.data["figures"] == figures  # a narrative adds no figure, only cites them
+    text = report.read_text()
+    assert f"## Narrative\n\nIn FY2018 revenue was {cited}, read from the income statement." in text
+    con = connect(files.db, read_only=True)
+    try:
+        share, detail = report_traceability(con, ctx.workspace)
+    finally:
+        con.close()
+    assert share == 1.0 and detail["figures"] == figures and not detail["numbers_without_figure"]
+    # a number slipped into the narrative after the tool checked it lowers the report's share
+    report.write_text(text.replace("read from the income statement.", "up 3.5% on FY2017."))
+    con = connect(files.db, read_only=True)
+    try:
+        share, detail = report_traceability(con, ctx.workspace)
+    finally:
+        con.close()
+    assert share < 1.0 and detail["numbers_without_figure"] == ["3.5%"]
