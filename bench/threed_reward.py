@@ -7,7 +7,7 @@
 
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
-calls), then the plugin's ``reward`` (``threed-geometry/3``). Each right build is built once and
+calls), then the plugin's ``reward`` (``threed-geometry/4``). Each right build is built once and
 compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
 the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
 separates the pair most (the largest weighted drop from right to twin).
@@ -62,10 +62,12 @@ def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Pat
     start = time.perf_counter()
     try:
         plugin.setup(task, ctx)
+        done = []  # what the reward sees of the episode's calls (it scores 0 for a run that built nothing)
         for name, args in calls:
             result = TOOLS[name](args, ctx)
             if result.is_error:
                 raise RuntimeError(f"{name}({args}) failed: {result.output}")
+            done.append({"tool": name, "arguments": args, "is_error": False, "data": result.data})
         if preview is not None:
             out = TOOLS["render_preview"]({"path": "preview.png", "engine": "eevee", "width": 480, "height": 360, "samples": 16,
                                            "time_limit_s": 300}, ctx)
@@ -73,7 +75,7 @@ def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Pat
                 raise RuntimeError(f"render failed: {out.output}")
             preview.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(workspace / "preview.png", preview)
-        verdict = plugin.reward(task, Trajectory(context=ctx))
+        verdict = plugin.reward(task, Trajectory(context=ctx, tool_data=done))
     finally:
         close_worker(ctx)
     return verdict, time.perf_counter() - start

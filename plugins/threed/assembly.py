@@ -62,11 +62,22 @@ def touching_pairs(pairs: list[tuple[str, str]], distances: dict[frozenset[str],
     return Check("contacts", ok, 1.0 if ok else (n - len(apart)) / n, message, {"apart": apart, "tolerance_m": tolerance_m})
 
 
-def connected(parts: list[str], distances: dict[frozenset[str], float], tolerance_m: float) -> Check:
+def connected(parts: list[str], distances: dict[frozenset[str], float], tolerance_m: float, present: set[str] | None = None) -> Check:
     """The parts form one piece in the contact graph (edges: pairs within ``tolerance_m``).
 
-    Value: the share of parts in the largest connected group.
+    Args:
+        present: the parts that are in the scene (None: all); an absent part joins no group.
+
+    Value: the share of all ``parts`` in the largest connected group of present parts (0 when
+    none is present: a scene without the object is not half connected).
     """
+    if present is not None and not present & set(parts):
+        return Check("connected", False, 0.0, "none of the assembly's parts is in the scene", {"groups": []})
+    absent = [p for p in parts if present is not None and p not in present]
+    if absent:
+        found = connected([p for p in parts if p not in absent], distances, tolerance_m)
+        largest = len(found.detail["groups"][0])
+        return Check("connected", False, largest / len(parts), f"missing part(s) {', '.join(absent[:6])}; {found.message}", found.detail)
     index = {p: i for i, p in enumerate(parts)}
     graph = np.zeros((len(parts), len(parts)), dtype=bool)
     for pair, d in distances.items():

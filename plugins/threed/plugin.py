@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
-from plugins.threed.reward import REWARD_VERSION, grade
+from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
 
@@ -75,12 +75,16 @@ class ThreeDPlugin:
         and grade it (``plugins.threed.reward.grade``); then stop the episode's worker.
 
         Returns:
-            The verdict, version ``threed-geometry/N``; a scene the worker cannot read scores 0.
+            The verdict, version ``threed-geometry/N``; a scene the worker cannot read scores 0,
+            and so does a run that changed nothing (``reward.built_nothing``).
 
         Raises:
             ValueError: the trajectory has no live ``context`` (the scene is read by its worker).
         """
         ctx = trajectory.require_context(self.name)
+        if (nothing := built_nothing(trajectory.tool_data)) is not None:
+            close_worker(ctx)
+            return nothing
         spec = task_spec(ctx)
         folder = ctx.scratch / "verify-meshes"
         try:

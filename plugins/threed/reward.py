@@ -11,7 +11,10 @@ With no ``task.json`` (a free-form request), every visible mesh must be a closed
 material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene scores 0.
 ``REWARD_VERSION`` is stored with every verdict and changes whenever this definition does
 (2: meshes welded at ``checks.MERGE_DISTANCE_M`` before the checks, OBJ objects kept apart,
-bodies joined through non-manifold edges too; 3: the whole-object checks below).
+bodies joined through non-manifold edges too; 3: the whole-object checks below; 4: a run whose
+successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
+light and camera would otherwise pass a task's light and camera checks for doing nothing), and
+a part missing from the scene joins no group of ``assembly/connected``).
 
 The object as a whole (``task.json``'s ``assembly``; ``plugins.threed.assembly``) adds
 ``assembly/contacts``, ``connected``, ``on_floor``, ``stands``, ``cavity``, ``symmetry`` and
@@ -37,7 +40,7 @@ from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/3"
+REWARD_VERSION = "threed-geometry/4"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -110,7 +113,7 @@ def assembly_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, lis
     else:
         skipped["contacts"] = "task.json names no pairs of parts that must touch"
     if a.connected and len(parts) > 1:
-        found["connected"] = assembly.connected(parts, distances, tol)
+        found["connected"] = assembly.connected(parts, distances, tol, present=set(present))
     else:
         skipped["connected"] = "not asked" if not a.connected else "the assembly has one part"
     if not present:
@@ -144,6 +147,23 @@ def assembly_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, lis
     else:
         skipped["cavity"] = "task.json asks no cavity"
     return found, skipped
+
+
+#: Tools that look at or save the scene without changing it: calling only these builds nothing.
+LOOKING_TOOLS = frozenset({"inspect_scene", "render_preview", "export_scene", "finish"})
+
+
+def built_nothing(tool_data: list[dict[str, Any]]) -> RewardResult | None:
+    """The verdict for a run none of whose successful tool calls could change the scene, else None.
+
+    Args:
+        tool_data: ``Trajectory.tool_data`` (``{"tool", "is_error", ...}`` per executed call).
+    """
+    if any(not c.get("is_error") and c.get("tool") not in LOOKING_TOOLS for c in tool_data):
+        return None
+    why = "no successful tool call changed the scene (only looked at it, or every change failed): a run that built nothing scores 0"
+    return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=why,
+                        components={"scene/built": RewardComponent(value=0.0, detail={"passed": False, "message": why})})
 
 
 def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> RewardResult:

@@ -37,3 +37,15 @@ def test_mug_script_holds_water_and_a_solid_lathe_profile_does_not():
     wrong, wrong_stored = run_episode(EXAMPLES / "mug", solid)
     assert wrong.reward < result.reward
     assert wrong_stored["rewards"]["assembly/cavity"]["value"] < 1.0, failing(wrong_stored)
+
+
+def test_a_run_that_builds_nothing_scores_0_though_the_start_scene_has_a_light_and_a_camera():
+    """Only looking, or only failed changes: reward 0 (threed-geometry/4), not the starting
+    scene's light and camera checks nor a half-connected empty assembly."""
+    turns = [{"tool": "lathe", "arguments": {"name": "Body", "profile": [[-1, 0]]}},  # refused: a failed change
+             {"tool": "inspect_scene", "arguments": {}},
+             {"tool": "finish", "arguments": {"summary": "looked"}}]  # fmt: skip
+    result, stored = run_episode(EXAMPLES / "mug", turns)
+    assert result.reward == 0.0
+    assert list(stored["rewards"]) == ["scene/built"], stored["rewards"]
+    assert "built nothing" in stored["rewards"]["scene/built"]["detail"]["message"]
