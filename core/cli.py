@@ -254,7 +254,7 @@ def resume(
             console.print(f"run {_safe(run_id)} has already finished")
         else:
             done = state.step if state else 0
-            console.print(f"resuming {_safe(run_id)} after step {done}")
+            console.print(f"resuming {_safe(run_id)} from its checkpoint at step {done} (a step cut short runs again)")
         _run_and_report(opened, apply)
     except HorizonError as exc:
         _fail(exc)

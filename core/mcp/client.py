@@ -18,7 +18,7 @@ land in the run store like any call, so they are recorded, exported and resumed 
   cancelled and becomes an error observation naming the server and the limit. A server that
   dies or returns ``isError`` gives an error observation too; the episode goes on.
 - **Logs**: a stdio server's stderr goes to ``scratch/mcp-<name>.stderr.log`` (its last lines
-  are quoted when it fails to start).
+  are quoted in the error when it fails to start: that run is removed, its scratch with it).
 - **Threads**: the SDK is asynchronous and its connection must be opened and closed in one
   task, so each toolset runs one event loop in a thread of its own, holding each connection in
   a task that lives until ``close``; a tool call is a coroutine submitted to that loop.
@@ -233,7 +233,7 @@ class McpToolset:
         except Exception as exc:  # noqa: BLE001 - any failure to start or reach the server is the user's to fix
             said = _tail(log) if log is not None else ""
             raise UserError(f"MCP server {spec.name!r} ({spec.where()}) could not be reached: {_reason(exc)}"
-                            + (f"; it said: {said} (whole log: {log})" if said else "")
+                            + (f"; it said: {said}" if said else "")  # the log's folder goes with the run that could not start
                             + "; check its command or url (a stdio server runs in the episode's sandbox: it sees the "
                             "workspace and loopback only)") from None  # fmt: skip
         self._clients[spec.name] = client

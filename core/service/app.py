@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,6 +61,14 @@ class SubmitRequest(BaseModel):
     tool_format: str | None = None
     limits: Limits = Field(default_factory=Limits)
     isolated: bool = True
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _known_limits(cls, value: Any) -> Any:
+        # Limits ignores unknown keys; here a misspelt one ("max_stepz") would silently drop the limit
+        if isinstance(value, dict) and (unknown := sorted(set(value) - set(Limits.model_fields))):
+            raise ValueError(f"unknown limit(s) {', '.join(unknown)}; known: {', '.join(Limits.model_fields)}")
+        return value
 
 
 def queued_request(body: SubmitRequest) -> dict[str, Any]:

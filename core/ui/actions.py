@@ -19,7 +19,7 @@ from core.config import horizon_home
 from core.errors import UserError
 from core.runs import reading_store
 
-__all__ = ["Review", "apply_patch", "queued_runs", "resume_run", "review_patch", "start_run", "stop_run"]
+__all__ = ["Review", "apply_patch", "in_service", "queued_runs", "resume_run", "review_patch", "start_run", "stop_run"]
 
 #: The form fields of "Start a run" (``core.service.app.SubmitRequest``'s, flat).
 START_FIELDS = ("plugin", "task", "repo", "policy", "script", "base_url", "model", "max_steps")
@@ -98,6 +98,13 @@ def resume_run(run_id: str, home: Path | None = None) -> str:
     return f"run {run_id}: {detail}"
 
 
+def in_service(run_id: str, home: Path | None = None) -> bool:
+    """Whether the service's queue holds ``run_id`` (only such a run can be stopped from the UI)."""
+    from core.service.queue import queue_path
+
+    return queue_path(home).is_file() and _queue(home).get(run_id) is not None
+
+
 def queued_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """The service's runs that have no run store yet or are still in its hands (queued, running,
     cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]``; empty when
@@ -156,5 +163,6 @@ def apply_patch(run_id: str, home: Path | None = None) -> str:
         raise UserError("not applied: " + "; ".join(refused) + "; your files are unchanged")
     outcome = transaction.apply_run_patch(run_id, home, review=review)
     notes = " ".join(outcome.notes)
-    return (f"applied the patch of run {run_id} to {transaction.printable(str(outcome.repo))}: {outcome.files:,} paths changed"
+    paths = f"{outcome.files:,} path{'' if outcome.files == 1 else 's'}"
+    return (f"applied the patch of run {run_id} to {transaction.printable(str(outcome.repo))}: {paths} changed"
             + (f". {notes}" if notes else "") + f"; undo with: agent apply --undo {run_id}")  # fmt: skip

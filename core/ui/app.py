@@ -83,7 +83,8 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
             info = await asyncio.to_thread(data.run_page, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), **info)
+        in_service = await asyncio.to_thread(actions.in_service, run_id, home)
+        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), in_service=in_service, **info)
 
     async def run_file(request: Request) -> Response:
         try:
@@ -115,7 +116,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         run_id = request.path_params["run_id"]
 
         def render() -> str:
-            return templates.get_template("run_body.html").render(**data.run_page(run_id, home))
+            return templates.get_template("run_body.html").render(in_service=actions.in_service(run_id, home), **data.run_page(run_id, home))
 
         return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
 
@@ -157,7 +158,11 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
             review = await asyncio.to_thread(actions.review_patch, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("apply.html", run_id=run_id, review=review)
+        try:
+            patch = await asyncio.to_thread(data.run_page, run_id, home)
+        except HorizonError as exc:
+            return problem(exc)
+        return page("apply.html", run_id=run_id, review=review, patch=patch["patch"])
 
     static = Path(__file__).with_name("static")
     routes = [

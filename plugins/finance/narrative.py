@@ -2,8 +2,11 @@
 
 A paragraph, written by a script from figures or by the agent, may state numbers only as a
 figure's display followed by its reference (``revenue grew 9.6% [F12]``); dates are allowed as
-``FY2023`` or ``2023-05-31``, and document names (``NIKE_2023_10K``) are not numbers. Anything else with a digit is reported, so a narrative cannot
-carry a number that the figures manifest (``figures.json``) does not derive from stored facts.
+``FY2023`` or ``2023-05-31``; document names (``NIKE_2023_10K``), the names of the companies
+whose filings the figures come from (``3M``, read from the figures' fact ids), SEC form names
+(``10-K``, ``10-Q``, ``8-K``, ``20-F``) and period labels (``Q4``, ``H1``) are not numbers. Anything
+else with a digit is reported, so a narrative cannot carry a number that the figures manifest
+(``figures.json``) does not derive from stored facts.
 """
 
 from __future__ import annotations
@@ -13,7 +16,20 @@ from typing import Any
 
 _CITED = re.compile(r"(-?\$?[\d,]*\d(?:\.\d+)?%?)\s\[F(\d+)\]")
 #: not numbers: fiscal years, dates, figure references, document names (``NIKE_2023_10K``)
-_DATES = re.compile(r"\bFY\d{4}\b|\b\d{4}-\d{2}-\d{2}\b|\[F\d+\]|\[F\*n\*\]|\b[A-Za-z0-9-]*_[A-Za-z0-9_-]+")
+_DATES = re.compile(r"\bFY\d{4}\b|\b\d{4}-\d{2}-\d{2}\b|\[F\d+\]|\[F\*n\*\]|\b[A-Za-z0-9-]*_[A-Za-z0-9_-]+"
+                    r"|\b(?:10-K|10-Q|8-K|20-F|40-F|6-K|S-1)\b|\b[QH][1-4]\b")
+#: a document stem's company part: ``3M`` of ``3M_2018_10K``
+_COMPANY = re.compile(r"^(.+?)_(?:FY)?\d{4}")
+
+
+def _company_names(manifest: list[dict[str, Any]]) -> set[str]:
+    """The company parts of the documents the figures' facts come from (``3M``, ``NIKE``)."""
+    names = set()
+    for figure in manifest:
+        for fact in figure.get("fact_ids", []) if isinstance(figure, dict) else []:
+            if match := _COMPANY.match(str(fact).split(":")[0]):
+                names.add(match[1])
+    return {n for n in names if any(ch.isdigit() for ch in n)}  # only names with a digit could be taken for a number
 
 
 def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]]) -> list[str]:
@@ -33,10 +49,13 @@ def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]]) -> list[st
     def check(match: re.Match[str]) -> str:
         shown = match[1].replace("$", "")
         if displays.get(match[2]) != shown:
-            bad.append(match[0])
+            listed = displays.get(match[2])
+            bad.append(match[0] + (f" (F{match[2]} is shown as {listed})" if listed else f" (there is no F{match[2]})"))
         return " "
 
     rest = _DATES.sub(" ", _CITED.sub(check, text))
+    for name in _company_names(manifest):
+        rest = re.sub(rf"(?<![\w$.,-]){re.escape(name)}(?![\w%])", " ", rest, flags=re.IGNORECASE)
     bad += re.findall(r"[-$]?[\d,]*\d(?:\.\d+)?%?", rest)
     return bad
 

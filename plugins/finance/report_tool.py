@@ -58,7 +58,7 @@ def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
     try:
         result = report.generate(out)
     except UntracedNarrativeError as exc:
-        raise ToolError(f"the narrative was not accepted (report.md, report.html and figures.json were not written): {exc}") from None
+        raise ToolError(f"the narrative was not accepted (report.md, report.html and figures.json were not written this time; a report written before stays as it was): {exc}") from None
     except (FormulaError, duckdb.Error) as exc:
         raise ToolError(f"the report could not be written: {exc}") from None
     written = [p.relative_to(ctx.workspace).as_posix() for p in [result.markdown, result.html, *result.charts, out / "figures.json"]]

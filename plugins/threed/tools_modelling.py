@@ -48,7 +48,8 @@ def duplicate(args: DuplicateArgs, ctx: ToolContext) -> ToolResult:
     Args: ``DuplicateArgs``. Returns ``data["copies"]`` (object descriptions).
     """
     data = worker(ctx).call("duplicate", args.model_dump())
-    return _result(f"made {len(data['copies'])} copies of {args.name!r}: {', '.join(c['name'] for c in data['copies'])}", data)
+    n = len(data["copies"])
+    return _result(f"made {n} {'copy' if n == 1 else 'copies'} of {args.name!r}: {', '.join(c['name'] for c in data['copies'])}", data)
 
 
 class JoinArgs(Args):

@@ -69,6 +69,7 @@ def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path
            ({"plugin": "coding", "task": "x", "repo": str(repo), "policy": "scripted"}, "needs --script"),
            ({"plugin": "coding", "task": "x", "policy": "human"}, "cannot run --policy human"),
            ({"plugin": "coding", "task": "x", "limits": {"max_steps": 0}}, "limits.max_steps"),
+           ({"plugin": "coding", "task": "x", "limits": {"max_stepz": 3}}, "unknown limit(s) max_stepz"),
            ({"plugin": "coding", "task": "x", "colour": 1}, "colour")]
     for body, words in bad:
         answer = client.post("/api/runs", json=body)

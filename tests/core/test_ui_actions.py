@@ -107,8 +107,9 @@ def test_a_finished_runs_patch_is_reviewed_then_applied(horizon_home, repo):
     assert 'id="apply-run"' in page
     review = client.get(f"/runs/{result.run_id}/apply").text
     assert "users/service.py" in review and 'id="confirm-apply"' in review
+    assert '<span class="add">+        nickname = (user.nickname or &#34;&#34;).strip()</span>' in review  # the diff itself
     assert "user.nickname or" not in (repo / "users/service.py").read_text()  # the review changed nothing
     assert client.post(f"/runs/{result.run_id}/apply", data={"csrf": "x"}).status_code == 403
     applied = client.post(f"/runs/{result.run_id}/apply", data={"csrf": token_of(review)})
-    assert f"applied the patch of run {result.run_id}" in applied.text and "agent apply --undo" in applied.text
+    assert f"applied the patch of run {result.run_id}" in applied.text and "1 path changed" in applied.text and "agent apply --undo" in applied.text
     assert '(user.nickname or "").strip()' in (repo / "users/service.py").read_text()

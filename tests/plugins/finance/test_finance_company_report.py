@@ -163,9 +163,18 @@ def test_concepts_the_filings_lack_are_not_available_never_numbers(generated):
 def test_the_prose_check_catches_numbers_without_a_matching_figure():
     manifest = [{"ref": 1, "display": "9.6%"}, {"ref": 2, "display": "51,217"}]
     assert untraced_prose_numbers("Revenue was 51,217 [F2] in FY2023, up 9.6% [F1] by 2023-05-31.", manifest) == []
-    assert untraced_prose_numbers("Revenue grew 9.7% [F1].", manifest) == ["9.7% [F1]"]
-    assert untraced_prose_numbers("Revenue grew 9.6% [F3].", manifest) == ["9.6% [F3]"]
+    assert untraced_prose_numbers("Revenue grew 9.7% [F1].", manifest) == ["9.7% [F1] (F1 is shown as 9.6%)"]
+    assert untraced_prose_numbers("Revenue grew 9.6% [F3].", manifest) == ["9.6% [F3] (there is no F3)"]
     assert untraced_prose_numbers("Revenue was about 52,000 in FY2023.", manifest) == ["52,000"]
+
+
+def test_company_form_and_quarter_names_are_not_numbers_but_amounts_still_are():
+    """A newcomer's narrative about 3M was refused for "3M" and "10-K"; names with digits that the
+    figures' own documents carry, SEC form names and quarter labels are words."""
+    manifest = [{"ref": 3, "display": "32,765", "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]
+    assert untraced_prose_numbers("Per its 10-K, 3M reported revenue of 32,765 [F3] in FY2018 (Q4 strong).", manifest) == []
+    assert untraced_prose_numbers("3M sold $3M more, 13M units.", manifest) == ["$3", "13"]
+    assert untraced_prose_numbers("3M reported 32,765 [F3].", [{"ref": 3, "display": "32,765"}]) == ["3"]  # not a company of these figures
 
 
 def test_bad_input_is_refused_with_what_to_do(tmp_path):

@@ -113,10 +113,10 @@ def test_write_report_takes_a_narrative_only_when_every_number_is_a_cited_figure
     wrong_ref = write_report({"title": "3M", "narrative": f"Revenue was {cited.replace('32,765', '32,766')}."}, ctx)
     assert wrong_ref.is_error and "32,766 [F" in wrong_ref.output
 
-    told = write_report({"title": "3M", "narrative": f"In FY2018 revenue was {cited}, read from the income statement."}, ctx)
+    told = write_report({"title": "3M", "narrative": f"In FY2018 (its 10-K) 3M's revenue was {cited}, read from the income statement."}, ctx)
     assert not told.is_error and told.data["figures"] == figures  # a narrative adds no figure, only cites them
     text = report.read_text()
-    assert f"## Narrative\n\nIn FY2018 revenue was {cited}, read from the income statement." in text
+    assert f"## Narrative\n\nIn FY2018 (its 10-K) 3M's revenue was {cited}, read from the income statement." in text
     con = connect(files.db, read_only=True)
     try:
         share, detail = report_traceability(con, ctx.workspace)
