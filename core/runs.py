@@ -139,7 +139,7 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     rows = []
     for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb"), reverse=True):  # not half-made ones
         try:
-            with closing(_read_only_or_live(path)) as store:
+            with closing(open_store_for_reading(path)) as store:
                 row = store.run()
                 if row["status"] == "running":  # killed, or live: its totals are not written yet; count its steps
                     row["steps"] = store.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
@@ -155,7 +155,7 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_only_or_live(path: Path) -> RunStore:
+def open_store_for_reading(path: Path) -> RunStore:
     """The store at ``path`` read-only, or, while its writer holds it, rebuilt from the writer's
     live mirror (``RunStore.from_mirror``; ``store.live`` is True then).
 
@@ -200,7 +200,7 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool, live: bool =
         if not read_only:
             store = RunStore(path)
         else:
-            store = _read_only_or_live(path) if live else RunStore(path, read_only=True)
+            store = open_store_for_reading(path) if live else RunStore(path, read_only=True)
     except duckdb.Error as exc:
         raise store_error(run_id, path, exc) from None
     try:

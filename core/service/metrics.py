@@ -33,6 +33,7 @@ import duckdb
 
 from core.config import runs_dir
 from core.errors import RunNotFound
+from core.runs import open_store_for_reading
 from core.service.queue import RunQueue
 from core.state import Pricing, Usage
 
@@ -50,10 +51,8 @@ def run_numbers(path: Path) -> dict[str, Any] | None:
         {"prompt", "cached_prompt", "completion"}, "cost"}``, or None when the store cannot be read
         now (damaged, or held by a program that keeps no mirror).
     """
-    from core.runs import _read_only_or_live
-
     try:
-        with closing(_read_only_or_live(path)) as store:
+        with closing(open_store_for_reading(path)) as store:
             run = store.run()
             live = store.live
             tools: dict[str, list[int]] = defaultdict(lambda: [0, 0])
