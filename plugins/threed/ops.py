@@ -597,14 +597,18 @@ def add_light(args: dict[str, Any]) -> dict[str, Any]:
     return {"added": describe(obj)}
 
 
+def scene_camera(scene: Any) -> tuple[Any, bool]:
+    """The scene's camera object, made (named ``Camera``) and set as the scene camera when it has
+    none. Returns ``(camera object, whether it was made)``."""
+    if scene.camera is not None:
+        return scene.camera, False
+    scene.camera = _link(bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera")))
+    return scene.camera, True
+
+
 def set_camera(args: dict[str, Any]) -> dict[str, Any]:
     """Create or move the scene camera to ``location``, aimed at ``target``, with ``lens_mm``."""
-    scene = bpy.context.scene
-    cam = scene.camera
-    created = cam is None
-    if created:
-        cam = _link(bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera")))
-        scene.camera = cam
+    cam, created = scene_camera(bpy.context.scene)
     cam.location = args["location"]
     _aim(cam, args["target"])
     cam.data.lens = args.get("lens_mm", 50.0)

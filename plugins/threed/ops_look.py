@@ -17,7 +17,7 @@ import bmesh
 import bpy
 from mathutils import Vector
 
-from plugins.threed.ops import OpError, _aim, _link, _mesh_object, _real_folder, _set_world_color, describe
+from plugins.threed.ops import OpError, _aim, _link, _mesh_object, _real_folder, _set_world_color, describe, scene_camera
 
 PRESET_TAG = "horizon_preset"  # custom property on objects a lighting preset made
 
@@ -453,11 +453,7 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
         a += (u0 + u1) / 2 * d
         b += (v0 + v1) / 2 * d
     scene = bpy.context.scene
-    cam = scene.camera
-    created = cam is None
-    if created:
-        cam = _link(bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera")))
-        scene.camera = cam
+    cam, created = scene_camera(scene)
     cam.location = centre + d * back + a * right + b * up
     cam.rotation_euler = forward.to_track_quat("-Z", "Y").to_euler()
     cam.data.lens, cam.data.sensor_width, cam.data.sensor_fit = lens, 36.0, "AUTO"
