@@ -9,7 +9,7 @@ import pytest
 
 from core.sandbox import open_sandbox
 from core.tools import ToolContext
-from plugins.threed.tools import close_worker
+from plugins.threed.tools import close_worker, worker
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "threed"
@@ -30,13 +30,20 @@ def ctx(tmp_path):
 @pytest.fixture(scope="module")
 def shared_ctx(tmp_path_factory):
     """One workspace and one Blender worker for a whole test module (starting Blender costs
-    seconds); a module's own ``ctx`` fixture gives it to each test on a fresh scene."""
+    seconds); ``scene_ctx`` gives it to each test on a fresh scene."""
     root = tmp_path_factory.mktemp("threed-shared")
     (root / "ws").mkdir()
     (root / "scratch").mkdir()
     context = ToolContext(workspace=root / "ws", sandbox=open_sandbox(root / "ws", root / "scratch"), scratch=root / "scratch")
     yield context
     close_worker(context)
+
+
+@pytest.fixture
+def scene_ctx(shared_ctx):
+    """The module's shared context (``shared_ctx``) on a fresh, empty scene."""
+    worker(shared_ctx).call("new_scene", {})
+    return shared_ctx
 
 
 @pytest.fixture

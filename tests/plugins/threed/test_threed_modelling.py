@@ -13,109 +13,91 @@ from PIL import Image
 from plugins.threed import tools
 from plugins.threed import tools_modelling as tm
 from plugins.threed.reward import load_scene_meshes
+from tests.plugins.threed.tool_calls import call, fails
 
 
-@pytest.fixture
-def ctx(shared_ctx):
-    """The shared context on a fresh, empty scene."""
-    tools.worker(shared_ctx).call("new_scene", {})
-    return shared_ctx
+def exported(scene_ctx, relations=False):
+    return tools.worker(scene_ctx).call("mesh_data", {"folder": str(scene_ctx.scratch / "m"), "relations": relations}, save=False)
 
 
-def call(tool, ctx, **arguments):
-    result = tool(arguments, ctx)
-    assert not result.is_error, result.output
-    return result
+def meshes(scene_ctx):
+    return load_scene_meshes(exported(scene_ctx))
 
 
-def fails(tool, ctx, **arguments) -> str:
-    result = tool(arguments, ctx)
-    assert result.is_error, result.output
-    return result.output
+def objects(scene_ctx):
+    return {o["name"]: o for o in call(tools.inspect_scene, scene_ctx, limit=200).data["objects"]}
 
 
-def exported(ctx, relations=False):
-    return tools.worker(ctx).call("mesh_data", {"folder": str(ctx.scratch / "m"), "relations": relations}, save=False)
-
-
-def meshes(ctx):
-    return load_scene_meshes(exported(ctx))
-
-
-def objects(ctx):
-    return {o["name"]: o for o in call(tools.inspect_scene, ctx, limit=200).data["objects"]}
-
-
-def cube(ctx, name, size=(0.2, 0.2, 0.2), location=(0, 0, 0.1)):
-    call(tools.add_primitive, ctx, name=name, kind="cube", size=list(size), location=list(location))
+def cube(scene_ctx, name, size=(0.2, 0.2, 0.2), location=(0, 0, 0.1)):
+    call(tools.add_primitive, scene_ctx, name=name, kind="cube", size=list(size), location=list(location))
 
 
 # -- duplicate, join, parent, apply, shade -------------------------------------------------
 
 
-def test_duplicate_by_count_and_by_offsets_makes_independent_copies(ctx):
-    cube(ctx, "Leg", (0.04, 0.04, 0.4), (0, 0, 0.2))
-    out = call(tm.duplicate, ctx, name="Leg", count=2, offset=[0.5, 0, 0])
+def test_duplicate_by_count_and_by_offsets_makes_independent_copies(scene_ctx):
+    cube(scene_ctx, "Leg", (0.04, 0.04, 0.4), (0, 0, 0.2))
+    out = call(tm.duplicate, scene_ctx, name="Leg", count=2, offset=[0.5, 0, 0])
     assert [c["name"] for c in out.data["copies"]] == ["Leg.001", "Leg.002"]
-    call(tm.duplicate, ctx, name="Leg", offsets=[[0, 0.3, 0], [0.5, 0.3, 0]], names=["Leg.B1", "Leg.B2"])
-    found = objects(ctx)
+    call(tm.duplicate, scene_ctx, name="Leg", offsets=[[0, 0.3, 0], [0.5, 0.3, 0]], names=["Leg.B1", "Leg.B2"])
+    found = objects(scene_ctx)
     assert found["Leg.002"]["location"] == [1.0, 0.0, 0.2] and found["Leg.B2"]["location"] == [0.5, 0.3, 0.2]
-    call(tools.transform, ctx, name="Leg.B1", dimensions=[0.04, 0.04, 0.2])  # unlinked: the others keep 0.4 m
-    found = objects(ctx)
+    call(tools.transform, scene_ctx, name="Leg.B1", dimensions=[0.04, 0.04, 0.2])  # unlinked: the others keep 0.4 m
+    found = objects(scene_ctx)
     assert found["Leg.B1"]["dimensions"][2] == pytest.approx(0.2) and found["Leg"]["dimensions"][2] == pytest.approx(0.4)
-    assert "one name per copy" in fails(tm.duplicate, ctx, name="Leg", count=2, names=["A"])
-    assert "already exists" in fails(tm.duplicate, ctx, name="Leg", names=["Leg.B1"])
+    assert "one name per copy" in fails(tm.duplicate, scene_ctx, name="Leg", count=2, names=["A"])
+    assert "already exists" in fails(tm.duplicate, scene_ctx, name="Leg", names=["Leg.B1"])
 
 
-def test_join_merges_meshes_and_refuses_live_modifiers(ctx):
-    cube(ctx, "A")
-    cube(ctx, "B", location=(0.5, 0, 0.1))
-    cube(ctx, "C", location=(1.0, 0, 0.1))
-    call(tools.add_modifier, ctx, name="C", kind="bevel", width=0.01)
-    assert "apply_modifier" in fails(tm.join, ctx, into="A", objects=["B", "C"])
-    out = call(tm.join, ctx, into="A", objects=["A", "B"])
+def test_join_merges_meshes_and_refuses_live_modifiers(scene_ctx):
+    cube(scene_ctx, "A")
+    cube(scene_ctx, "B", location=(0.5, 0, 0.1))
+    cube(scene_ctx, "C", location=(1.0, 0, 0.1))
+    call(tools.add_modifier, scene_ctx, name="C", kind="bevel", width=0.01)
+    assert "apply_modifier" in fails(tm.join, scene_ctx, into="A", objects=["B", "C"])
+    out = call(tm.join, scene_ctx, into="A", objects=["A", "B"])
     assert out.data["joined"] == ["B"] and out.data["after"]["faces"] == 12
-    found = meshes(ctx)
+    found = meshes(scene_ctx)
     assert "B" not in found
     mesh = found["A"][0]
     assert mesh.bounds[1][0] - mesh.bounds[0][0] == pytest.approx(0.7)  # both cubes, in world space
 
 
-def test_parent_keeps_the_world_transform_and_then_carries_the_child(ctx):
-    cube(ctx, "Seat", location=(1, 0, 0.5))
-    call(tools.transform, ctx, name="Seat", rotation_deg=[0, 0, 90])
-    cube(ctx, "Back", location=(1, 0.3, 0.8))
-    call(tm.parent, ctx, parent="Seat", children=["Back"])
-    assert objects(ctx)["Back"]["dimensions"] == [0.2, 0.2, 0.2]
-    before = meshes(ctx)["Back"][0].bounds.mean(axis=0)
+def test_parent_keeps_the_world_transform_and_then_carries_the_child(scene_ctx):
+    cube(scene_ctx, "Seat", location=(1, 0, 0.5))
+    call(tools.transform, scene_ctx, name="Seat", rotation_deg=[0, 0, 90])
+    cube(scene_ctx, "Back", location=(1, 0.3, 0.8))
+    call(tm.parent, scene_ctx, parent="Seat", children=["Back"])
+    assert objects(scene_ctx)["Back"]["dimensions"] == [0.2, 0.2, 0.2]
+    before = meshes(scene_ctx)["Back"][0].bounds.mean(axis=0)
     assert before == pytest.approx([1, 0.3, 0.8], abs=1e-6)  # it did not jump
-    call(tools.transform, ctx, name="Seat", translate=[0, 0, 1])
-    assert meshes(ctx)["Back"][0].bounds.mean(axis=0) == pytest.approx([1, 0.3, 1.8], abs=1e-6)
-    assert "loop" in fails(tm.parent, ctx, parent="Back", children=["Seat"])
+    call(tools.transform, scene_ctx, name="Seat", translate=[0, 0, 1])
+    assert meshes(scene_ctx)["Back"][0].bounds.mean(axis=0) == pytest.approx([1, 0.3, 1.8], abs=1e-6)
+    assert "loop" in fails(tm.parent, scene_ctx, parent="Back", children=["Seat"])
 
 
-def test_apply_modifier_bakes_it_into_the_mesh(ctx):
-    cube(ctx, "Top", (1.0, 0.5, 0.04), (0, 0, 0.5))
-    call(tools.add_modifier, ctx, name="Top", kind="bevel", width=0.005, segments=3)
-    call(tools.add_modifier, ctx, name="Top", kind="array", count=2, offset=[0, 0, 0.1])
-    assert "no modifier 'Bend'" in fails(tm.apply_modifier, ctx, name="Top", modifier="Bend")
-    one = call(tm.apply_modifier, ctx, name="Top", modifier="Bevel")
+def test_apply_modifier_bakes_it_into_the_mesh(scene_ctx):
+    cube(scene_ctx, "Top", (1.0, 0.5, 0.04), (0, 0, 0.5))
+    call(tools.add_modifier, scene_ctx, name="Top", kind="bevel", width=0.005, segments=3)
+    call(tools.add_modifier, scene_ctx, name="Top", kind="array", count=2, offset=[0, 0, 0.1])
+    assert "no modifier 'Bend'" in fails(tm.apply_modifier, scene_ctx, name="Top", modifier="Bend")
+    one = call(tm.apply_modifier, scene_ctx, name="Top", modifier="Bevel")
     assert one.data["applied"] == ["Bevel"] and one.data["remaining"] == ["Array"]
-    rest = call(tm.apply_modifier, ctx, name="Top")
+    rest = call(tm.apply_modifier, scene_ctx, name="Top")
     assert rest.data["remaining"] == [] and rest.data["after"]["modifiers"] == []
     assert rest.data["after"]["faces"] == 2 * 98 and rest.data["non_manifold_edges"] == 0
-    assert "no modifiers" in fails(tm.apply_modifier, ctx, name="Top")
+    assert "no modifiers" in fails(tm.apply_modifier, scene_ctx, name="Top")
 
 
-def test_shade_smooth_keeps_edges_over_the_angle_sharp(ctx):
-    cube(ctx, "Box")
-    call(tools.add_primitive, ctx, name="Can", kind="cylinder", radius=0.1, depth=0.2, segments=64)
-    out = call(tm.shade_smooth, ctx, objects=["Box", "Can"], angle_deg=30).data["shading"]
+def test_shade_smooth_keeps_edges_over_the_angle_sharp(scene_ctx):
+    cube(scene_ctx, "Box")
+    call(tools.add_primitive, scene_ctx, name="Can", kind="cylinder", radius=0.1, depth=0.2, segments=64)
+    out = call(tm.shade_smooth, scene_ctx, objects=["Box", "Can"], angle_deg=30).data["shading"]
     assert out["Box"]["smooth_faces"] == 6 and out["Box"]["sharp_edges"] == 12  # every cube edge is 90 degrees
     assert out["Can"]["sharp_edges"] == 2 * 64  # only the rims; the 5.6-degree side edges are smooth
-    every = call(tm.shade_smooth, ctx, objects=["Box"], angle_deg=None).data["shading"]["Box"]
+    every = call(tm.shade_smooth, scene_ctx, objects=["Box"], angle_deg=None).data["shading"]["Box"]
     assert every["sharp_edges"] == 0
-    flat = call(tm.shade_smooth, ctx, objects=["Box"], smooth=False).data["shading"]["Box"]
+    flat = call(tm.shade_smooth, scene_ctx, objects=["Box"], smooth=False).data["shading"]["Box"]
     assert flat["smooth_faces"] == 0
 
 
@@ -124,71 +106,71 @@ def test_shade_smooth_keeps_edges_over_the_angle_sharp(ctx):
 MUG = [[0, 0], [0.04, 0], [0.04, 0.1], [0.035, 0.1], [0.035, 0.006], [0, 0.006]]
 
 
-def test_lathe_makes_a_hollow_closed_mug_of_the_right_volume(ctx):
-    out = call(tm.lathe, ctx, name="Body", profile=MUG, segments=256)
+def test_lathe_makes_a_hollow_closed_mug_of_the_right_volume(scene_ctx):
+    out = call(tm.lathe, scene_ctx, name="Body", profile=MUG, segments=256)
     assert out.data["closed_solid"] and out.data["added"]["dimensions"] == pytest.approx([0.08, 0.08, 0.1], abs=1e-4)
-    mesh = meshes(ctx)["Body"][0]
+    mesh = meshes(scene_ctx)["Body"][0]
     assert mesh.is_volume
     wall = math.pi * (0.04**2 * 0.1 - 0.035**2 * 0.094)  # outer cylinder minus the cavity
     assert mesh.volume == pytest.approx(wall, rel=0.01)
-    open_ring = call(tm.lathe, ctx, name="Ring", profile=[[0.05, 0], [0.05, 0.02]], segments=16)
+    open_ring = call(tm.lathe, scene_ctx, name="Ring", profile=[[0.05, 0], [0.05, 0.02]], segments=16)
     assert not open_ring.data["closed_solid"] and "open surface" in open_ring.output
-    torus = call(tm.lathe, ctx, name="Donut", profile=[[0.1, 0], [0.12, 0], [0.12, 0.02], [0.1, 0.02]], closed=True, segments=32)
+    torus = call(tm.lathe, scene_ctx, name="Donut", profile=[[0.1, 0], [0.12, 0], [0.12, 0.02], [0.1, 0.02]], closed=True, segments=32)
     assert torus.data["closed_solid"]
-    assert "r must be >= 0" in fails(tm.lathe, ctx, name="Bad", profile=[[-0.1, 0], [0.1, 0.1]])
-    assert "on the axis" in fails(tm.lathe, ctx, name="Bad", profile=[[0, 0], [0, 0.1]])
+    assert "r must be >= 0" in fails(tm.lathe, scene_ctx, name="Bad", profile=[[-0.1, 0], [0.1, 0.1]])
+    assert "on the axis" in fails(tm.lathe, scene_ctx, name="Bad", profile=[[0, 0], [0, 0.1]])
 
 
-def test_pipe_is_a_closed_tube_of_the_given_radius(ctx):
-    out = call(tm.pipe, ctx, name="Rod", points=[[0, 0, 0], [0, 0, 1]], radius=0.05, smooth=False)
+def test_pipe_is_a_closed_tube_of_the_given_radius(scene_ctx):
+    out = call(tm.pipe, scene_ctx, name="Rod", points=[[0, 0, 0], [0, 0, 1]], radius=0.05, smooth=False)
     assert out.data["closed_solid"]
-    mesh = meshes(ctx)["Rod"][0]
+    mesh = meshes(scene_ctx)["Rod"][0]
     assert mesh.is_volume and mesh.extents == pytest.approx([0.1, 0.1, 1.0], rel=0.01)
     sides = 4 + 2 * 4  # the default bevel_resolution: a 12-sided cross-section
     area = sides / 2 * 0.05**2 * math.sin(2 * math.pi / sides)
     assert mesh.volume == pytest.approx(area * 1.0, rel=0.01)
-    handle = call(tm.pipe, ctx, name="Handle", radius=0.005,
+    handle = call(tm.pipe, scene_ctx, name="Handle", radius=0.005,
                   points=[[0.039, 0, 0.08], [0.06, 0, 0.085], [0.07, 0, 0.055], [0.06, 0, 0.03], [0.039, 0, 0.027]])
     assert handle.data["closed_solid"] and handle.data["added"]["dimensions"][1] == pytest.approx(0.01, abs=1e-4)
-    assert "the same" in fails(tm.pipe, ctx, name="Bad", radius=0.01, points=[[0, 0, 0], [0, 0, 0]])
+    assert "the same" in fails(tm.pipe, scene_ctx, name="Bad", radius=0.01, points=[[0, 0, 0], [0, 0, 0]])
 
 
 # -- surfaces, light, camera ---------------------------------------------------------------
 
 
-def test_uv_unwrap_and_image_texture_from_the_workspace(ctx):
-    cube(ctx, "Box")
-    call(tools.add_light, ctx, name="Key", kind="sun", location=[0, 0, 3], target=[0, 0, 0], energy=3)
-    call(tools.set_camera, ctx, location=[1, -1, 1], target=[0, 0, 0.1])
-    call(tools.render_preview, ctx, path="tex/label.png", width=32, height=24, samples=1)
-    assert "no UV map" in fails(tm.set_surface, ctx, objects=["Box"], material="Label", preset="image", image_path="tex/label.png")
-    uv = call(tm.uv_unwrap, ctx, objects=["Box"]).data["uv_area"]["Box"]
+def test_uv_unwrap_and_image_texture_from_the_workspace(scene_ctx):
+    cube(scene_ctx, "Box")
+    call(tools.add_light, scene_ctx, name="Key", kind="sun", location=[0, 0, 3], target=[0, 0, 0], energy=3)
+    call(tools.set_camera, scene_ctx, location=[1, -1, 1], target=[0, 0, 0.1])
+    call(tools.render_preview, scene_ctx, path="tex/label.png", width=32, height=24, samples=1)
+    assert "no UV map" in fails(tm.set_surface, scene_ctx, objects=["Box"], material="Label", preset="image", image_path="tex/label.png")
+    uv = call(tm.uv_unwrap, scene_ctx, objects=["Box"]).data["uv_area"]["Box"]
     assert 0.3 < uv <= 1.0  # six islands packed into the unit square
-    out = call(tm.set_surface, ctx, objects=["Box"], material="Label", preset="image", image_path="tex/label.png")
+    out = call(tm.set_surface, scene_ctx, objects=["Box"], material="Label", preset="image", image_path="tex/label.png")
     assert out.data["settings"]["size"] == [32, 24]
-    assert "does not exist" in fails(tm.set_surface, ctx, objects=["Box"], material="L2", preset="image", image_path="tex/none.png")
-    assert "outside" in fails(tm.set_surface, ctx, objects=["Box"], material="L3", preset="image", image_path="../x.png")
-    assert "image_path goes with" in fails(tm.set_surface, ctx, objects=["Box"], material="L4", preset="oak", image_path="tex/label.png")
+    assert "does not exist" in fails(tm.set_surface, scene_ctx, objects=["Box"], material="L2", preset="image", image_path="tex/none.png")
+    assert "outside" in fails(tm.set_surface, scene_ctx, objects=["Box"], material="L3", preset="image", image_path="../x.png")
+    assert "image_path goes with" in fails(tm.set_surface, scene_ctx, objects=["Box"], material="L4", preset="oak", image_path="tex/label.png")
 
 
-def test_one_material_on_several_objects_and_oak_renders_brown(ctx):
-    cube(ctx, "Board", (0.6, 0.3, 0.03), (0, 0, 0.015))
-    cube(ctx, "Block", (0.1, 0.1, 0.1), (0.5, 0, 0.05))
-    call(tm.set_surface, ctx, objects=["Board", "Block"], material="Oak", preset="oak")
-    assert {name: slots for name, (_, slots) in meshes(ctx).items()} == {"Board": ["Oak"], "Block": ["Oak"]}
-    call(tm.light_preset, ctx, preset="three_point", objects=["Board"])
-    call(tm.frame_camera, ctx, objects=["Board"], elevation_deg=60, margin=0.0, width=48, height=36)
-    call(tools.render_preview, ctx, path="r/oak.png", width=48, height=36, samples=4)
-    pixels = np.asarray(Image.open(ctx.workspace / "r" / "oak.png").convert("RGB"), dtype=float)
+def test_one_material_on_several_objects_and_oak_renders_brown(scene_ctx):
+    cube(scene_ctx, "Board", (0.6, 0.3, 0.03), (0, 0, 0.015))
+    cube(scene_ctx, "Block", (0.1, 0.1, 0.1), (0.5, 0, 0.05))
+    call(tm.set_surface, scene_ctx, objects=["Board", "Block"], material="Oak", preset="oak")
+    assert {name: slots for name, (_, slots) in meshes(scene_ctx).items()} == {"Board": ["Oak"], "Block": ["Oak"]}
+    call(tm.light_preset, scene_ctx, preset="three_point", objects=["Board"])
+    call(tm.frame_camera, scene_ctx, objects=["Board"], elevation_deg=60, margin=0.0, width=48, height=36)
+    call(tools.render_preview, scene_ctx, path="r/oak.png", width=48, height=36, samples=4)
+    pixels = np.asarray(Image.open(scene_ctx.workspace / "r" / "oak.png").convert("RGB"), dtype=float)
     r, g, b = pixels[12:24, 16:32].reshape(-1, 3).mean(axis=0)  # the middle of the board
     assert r > g * 1.15 > b * 1.3, (r, g, b)  # a warm brown, not grey or beech-pale
 
 
-def test_light_presets_replace_each_other_and_the_backdrop_is_seamless(ctx):
-    call(tools.add_primitive, ctx, name="Vase", kind="cylinder", radius=0.05, depth=0.3, location=[0, 0, 0.15])
-    out = call(tm.light_preset, ctx, preset="studio")
+def test_light_presets_replace_each_other_and_the_backdrop_is_seamless(scene_ctx):
+    call(tools.add_primitive, scene_ctx, name="Vase", kind="cylinder", radius=0.05, depth=0.3, location=[0, 0, 0.15])
+    out = call(tm.light_preset, scene_ctx, preset="studio")
     assert [o["name"] for o in out.data["added"]] == ["Backdrop", "Softbox", "Key", "Fill"]
-    backdrop = meshes(ctx)["Backdrop"][0]
+    backdrop = meshes(scene_ctx)["Backdrop"][0]
     assert backdrop.is_volume and backdrop.body_count == 1
     top = backdrop.vertices[backdrop.vertices[:, 1] < -0.2]  # the floor part in front of the vase
     assert top[:, 2].max() == pytest.approx(0.0, abs=1e-6)  # flush with the vase's base, the slab below
@@ -197,21 +179,21 @@ def test_light_presets_replace_each_other_and_the_backdrop_is_seamless(ctx):
     floor = int(np.argmin(np.where(backdrop.face_normals[:, 2] > 0.99, np.linalg.norm(backdrop.triangles_center[:, :2] - [0, -0.3], axis=1), np.inf)))
     sheet = next(set(c) for c in trimesh.graph.connected_components(smooth, nodes=np.arange(len(backdrop.faces))) if floor in c)
     assert backdrop.triangles_center[list(sheet), 2].max() > 0.5  # up the wall, past the 0.2 m sweep
-    again = call(tm.light_preset, ctx, preset="sun_sky")
+    again = call(tm.light_preset, scene_ctx, preset="sun_sky")
     assert set(again.data["removed"]) == {"Backdrop", "Softbox", "Key", "Fill"}
-    lights = [o for o in objects(ctx).values() if o["type"] == "light"]
-    assert [o["name"] for o in lights] == ["Sun"] and "Ground" in objects(ctx)
-    back = call(tm.light_preset, ctx, preset="three_point")
+    lights = [o for o in objects(scene_ctx).values() if o["type"] == "light"]
+    assert [o["name"] for o in lights] == ["Sun"] and "Ground" in objects(scene_ctx)
+    back = call(tm.light_preset, scene_ctx, preset="three_point")
     assert set(back.data["removed"]) == {"Sun", "Ground"}
-    assert sorted(o["name"] for o in objects(ctx).values() if o["type"] == "light") == ["Fill", "Key", "Rim"]
+    assert sorted(o["name"] for o in objects(scene_ctx).values() if o["type"] == "light") == ["Fill", "Key", "Rim"]
 
 
-def test_frame_camera_fits_the_box_with_the_margin_centred(ctx):
-    cube(ctx, "Box", (0.4, 0.2, 0.6), (1, 2, 0.3))
-    cube(ctx, "Other", (0.1, 0.1, 0.1), (-3, 0, 0.05))
-    out = call(tm.frame_camera, ctx, objects=["Box"], azimuth_deg=-30, elevation_deg=25, lens_mm=35, margin=0.1, width=96, height=72)
+def test_frame_camera_fits_the_box_with_the_margin_centred(scene_ctx):
+    cube(scene_ctx, "Box", (0.4, 0.2, 0.6), (1, 2, 0.3))
+    cube(scene_ctx, "Other", (0.1, 0.1, 0.1), (-3, 0, 0.05))
+    out = call(tm.frame_camera, scene_ctx, objects=["Box"], azimuth_deg=-30, elevation_deg=25, lens_mm=35, margin=0.1, width=96, height=72)
     assert max(out.data["frame_filled"].values()) == pytest.approx(0.8, abs=0.005)
-    view = exported(ctx, relations=True)["view"]
+    view = exported(scene_ctx, relations=True)["view"]
     depth = np.load(view["file"])["depth"]  # (objects sorted by name, rows, columns)
     rows, cols = np.nonzero(np.isfinite(depth[0]))  # "Box"
     h, w = depth.shape[1:]
@@ -220,4 +202,4 @@ def test_frame_camera_fits_the_box_with_the_margin_centred(ctx):
     tightest = min((left + right) / w, (top + bottom) / h)
     assert tightest == pytest.approx(0.2, abs=0.04)  # 10% empty on each side of the tightest axis
     assert not np.isfinite(depth[1]).any()  # "Other" is out of the shot
-    assert "nothing to light or frame" not in call(tm.frame_camera, ctx).output
+    assert "nothing to light or frame" not in call(tm.frame_camera, scene_ctx).output

@@ -132,25 +132,19 @@ def test_a_text_only_server_reads_the_description_instead():
     assert run["render"]["data"]["images"]  # the image is kept all the same: a vision model could replay the run
 
 
-@pytest.fixture
-def ctx(shared_ctx):
-    tools.worker(shared_ctx).call("new_scene", {})
-    return shared_ctx
-
-
-def call(t, ctx, **args):
-    result = t.fn(t.parse(args), ctx)
+def call(t, scene_ctx, **args):
+    result = t.fn(t.parse(args), scene_ctx)
     assert not result.is_error, result.output
     return result
 
 
-def test_description_of_a_real_scene_names_what_is_off_camera_hidden_and_cut(ctx):
+def test_description_of_a_real_scene_names_what_is_off_camera_hidden_and_cut(scene_ctx):
     for name, args in SCENE:
-        call(getattr(tools, name), ctx, **args)
-    call(tools.add_primitive, ctx, kind="uv_sphere", name="Edge", radius=0.5, location=[2.1, 0, 0.5])  # at the frame's right edge
-    call(tools.add_primitive, ctx, kind="cube", name="Behind", size=[1, 1, 1], location=[0, -9, 2])  # behind the camera
-    result = call(tools.render_preview, ctx, width=96, height=72, samples=1)
-    assert result.images == [ctx.workspace / "renders" / "preview.png"]
+        call(getattr(tools, name), scene_ctx, **args)
+    call(tools.add_primitive, scene_ctx, kind="uv_sphere", name="Edge", radius=0.5, location=[2.1, 0, 0.5])  # at the frame's right edge
+    call(tools.add_primitive, scene_ctx, kind="cube", name="Behind", size=[1, 1, 1], location=[0, -9, 2])  # behind the camera
+    result = call(tools.render_preview, scene_ctx, width=96, height=72, samples=1)
+    assert result.images == [scene_ctx.workspace / "renders" / "preview.png"]
     view = {o["name"]: o for o in result.data["view"]["objects"]}
     assert view["Far"]["status"] == "off camera: right of the frame" and view["Far"]["outline"] == 0
     assert view["Behind"]["status"] == "off camera: behind the camera"
