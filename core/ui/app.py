@@ -131,7 +131,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     async def start(request: Request) -> Response:
         form = await form_of(request)
         if form is None:
-            return page("error.html", 403, message=FORBIDDEN)
+            return page("error.html", 403, title="Refused", message=FORBIDDEN)
         try:
             run_id = await asyncio.to_thread(actions.start_run, form, home)
         except HorizonError as exc:
@@ -142,7 +142,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         async def handle(request: Request) -> Response:
             run_id = request.path_params["run_id"]
             if await form_of(request) is None:
-                return page("error.html", 403, message=FORBIDDEN)
+                return page("error.html", 403, title="Refused", message=FORBIDDEN)
             try:
                 note = await asyncio.to_thread(action, run_id, home)
             except HorizonError as exc:
