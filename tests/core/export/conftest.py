@@ -1,6 +1,7 @@
 """Real runs to export, made once per test session: scripted policies on the example repositories.
 
-Eleven episodes, all through ``core.runner.Run`` with the real coding plugin, sandbox and run store:
+Eleven coding episodes (for the export tests that still need the coding plugin, issue 17), all
+through ``core.runner.Run`` with the real coding plugin, sandbox and run store:
 
 - ``py_fix``, ``java_fix``: the example scripts that fix the NPE (reward 1);
 - ``py_view``, ``py_edit``, ``py_search``, ``py_view_edit``, ``py_view_mid``: short, distinct
@@ -13,6 +14,9 @@ Eleven episodes, all through ``core.runner.Run`` with the real coding plugin, sa
 - ``py_view_again``: ``py_view``'s script again: a duplicate trajectory.
 
 The first ten are the "ten episodes" of the gate test; ``py_view_again`` is the eleventh.
+
+``notes_run``: one run of ``notes``, the test plugin (tests/notes_plugin), for the verl adapter's
+tests, which issue 17 moved off the coding plugin.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from core.plugin import Task
 from core.policy import ScriptedPolicy, load_script
 from core.runner import Run, RunResult
 from core.state import Limits, Pricing
+from tests.core.export.notes_task import NOTES_FIX, NOTES_PLUGIN, NOTES_TASK
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 TASK = "fix NPE in user module"
@@ -116,3 +121,39 @@ def episodes(tmp_path_factory) -> Episodes:
         results["py_view_again"] = _run("py_view_again", python_repo, home)
     (root / "ids.json").write_text(json.dumps({n: r.run_id for n, r in results.items()}))
     return Episodes(home=home, ids={n: r.run_id for n, r in results.items()}, results=results, scripts=SCRIPTS, ten=TEN)
+
+
+# --------------------------------------------------------------------------- a notes run (issue 17)
+
+
+@dataclass
+class NotesRun:
+    """A finished run of ``notes`` (the test plugin): its Horizon home, run id and starting folder."""
+
+    home: Path
+    run_id: str
+    repo: Path
+
+
+@pytest.fixture(scope="session")
+def notes_run(tmp_path_factory) -> NotesRun:
+    """One real ``notes`` run, made once: it views ANSWER.txt, makes the fix and finishes (reward 1).
+    Its starting folder stays where it was, as an exported run's repository does. A test that
+    drives the run's plugin again (the verl adapter) installs it with the ``notes_plugin`` fixture."""
+    root = tmp_path_factory.mktemp("notes-run")
+    repo = root / "notes"
+    repo.mkdir()
+    (repo / "log.md").write_text("# Log\n<!-- end -->\n")
+    (repo / "ANSWER.txt").write_text("todo\n")
+    script = [{"tool": "view_file", "arguments": {"path": "ANSWER.txt"}}, NOTES_FIX, FINISH]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(NOTES_PLUGIN))
+        run = Run.start(Task(plugin="notes", instruction=NOTES_TASK, repo=repo), ScriptedPolicy(script, name="scripted:notes_fix"),
+                        policy_config={"kind": "scripted", "script": "notes_fix"}, limits=Limits(max_steps=10), pricing=Pricing(),
+                        home=root / "home")  # fmt: skip
+        try:
+            result = run.execute()
+        finally:
+            run.close()
+    assert (result.status, result.reward) == ("finished", 1.0), result
+    return NotesRun(home=root / "home", run_id=result.run_id, repo=repo)
