@@ -1,8 +1,9 @@
 """The shared reward interface: results, not-applicable, sync and async reward functions, and
 the plugins' rewards stored with their version by real runs.
 
-Issue 17: the coding repository without tests (not applicable, not zero) moved unchanged to
-tests/plugins/coding/test_coding_export.py."""
+Issue 17: the stored verdict is of a ``notes`` run (conftest.py), the test plugin; the coding
+runs' verdict (and the coding reward's need of a ToolContext) and the coding repository without
+tests (not applicable, not zero) moved unchanged to tests/plugins/coding/test_coding_export.py."""
 
 import asyncio
 from contextlib import closing
@@ -12,11 +13,10 @@ from pydantic import ValidationError
 
 from core.export.sft import is_correct, reward_version
 from core.export.source import load_run
-from core.plugin import RewardComponent, Task
+from core.plugin import RewardComponent, Task, load_plugin
 from core.reward import NOT_APPLICABLE, RewardFn, RewardResult, Trajectory, aevaluate, evaluate
 from core.runner import open_store
 from core.state import Message
-from plugins.coding.plugin import CodingPlugin
 
 TASK = Task(plugin="coding", instruction="fix it")
 TRAJ = Trajectory(messages=[Message(role="user", content="fix it")])
@@ -32,19 +32,19 @@ def test_scored_result_is_the_weighted_mean_of_its_components():
 
 
 def test_a_finished_run_stores_the_verdict_with_its_version(episodes):
-    """The coding plugin's reward is judged through the interface and stored whole with the run."""
-    fixed, hacked = episodes.ids["py_fix"], episodes.ids["py_test_edit"]
+    """The notes plugin's reward is judged through the interface and stored whole with the run."""
+    fixed, unsolved = episodes.ids["fix"], episodes.ids["view"]
     with closing(open_store(fixed, episodes.home)) as store:
         row = store.run()
-    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/2", True)
-    assert row["reward_summary"] == "2/2 failing tests now pass, no regressions"
-    run = load_run(hacked, episodes.home)
-    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/2")
+    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "notes/1", True)
+    assert row["reward_summary"] == "ANSWER.txt holds 'done'"
+    run = load_run(unsolved, episodes.home)
+    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "notes/1")
     trajectory = Trajectory.from_run(fixed, episodes.home)
     assert trajectory.exit_status == "submitted" and trajectory.context is None
     assert any(d["tool"] == "edit_file" for d in trajectory.tool_data)
-    with pytest.raises(ValueError, match="ToolContext"):  # the coding reward runs the tests in the episode's sandbox
-        CodingPlugin().reward(Task(plugin="coding", instruction="x"), trajectory)
+    # the notes reward reads the episode's workspace: a stored trajectory has none, so nothing to judge
+    assert not load_plugin("notes").reward(Task(plugin="notes", instruction="x"), trajectory).applicable
 
 
 def test_not_applicable_is_not_zero():

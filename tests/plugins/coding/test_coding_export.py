@@ -1,6 +1,6 @@
-"""The coding plugin through core's export: its reward's not-applicable verdict in the gates and
-the metrics, its tests' outcomes as evidence of a flaky environment, Terminal-Bench tasks in the
-gates and in a verl rollout.
+"""The coding plugin through core's export: its reward's verdict stored with the run, its
+not-applicable verdict in the gates and the metrics, its tests' outcomes as evidence of a flaky
+environment (or of none), Terminal-Bench tasks in the gates and in a verl rollout.
 
 Moved unchanged from tests/core/export/ (issue 17: test_reward.py, test_gates.py,
 test_verl_rollout_faults.py): their subject is the coding plugin's reward, its tests and its
@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,13 +23,17 @@ import yaml
 from core import eval as ev
 from core.eval.metrics import summarize
 from core.export import apply_gates, export_runs, load_run
+from core.export.sft import is_correct, reward_version
 from core.plugin import Task
-from core.policy import ScriptedPolicy
-from core.runner import Run
+from core.policy import ScriptedPolicy, load_script
+from core.reward import Trajectory
+from core.runner import Run, open_store
 from core.state import Limits, Pricing
 from core.trainers import verl as adapter
 from core.trainers.verl import HorizonTool
+from plugins.coding.plugin import CodingPlugin
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SUITE = Path(__file__).resolve().parents[3] / "suites" / "terminal-bench"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 
@@ -46,6 +52,37 @@ def verl_export(run_id: str, home: Path, out: Path) -> tuple[dict, dict[str, Hor
 
 def create_kwargs(row: dict, name: str) -> dict:
     return row["extra_info"]["tools_kwargs"][name]["create_kwargs"]
+
+
+@dataclass
+class Episodes:
+    """The module's coding runs: their Horizon home and ``{name: run id}``."""
+
+    home: Path
+    ids: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory) -> Episodes:
+    """Two of the coding runs tests/core/export/conftest.py made before issue 17 (its runs are of
+    ``notes`` now), with the same scripts: ``py_fix``, the example script that fixes the NPE
+    (reward 1), and ``py_test_edit``, which "fixes" it by editing a test (reward 0)."""
+    root = tmp_path_factory.mktemp("coding-export-episodes")
+    repo = Path(shutil.copytree(EXAMPLES / "python-user-service", root / "python-user-service"))
+    test_edit = {"tool": "edit_file", "arguments": {"path": "tests/test_service.py", "old_text": "    assert user.active\n",
+                                                    "new_text": "    assert True\n"}}
+    scripts = {"py_fix": load_script(EXAMPLES / "scripts" / "fix-python-npe.jsonl"),
+               "py_test_edit": [test_edit, {"tool": "finish", "arguments": {"summary": "done"}}]}
+    ids = {}
+    for name, script in scripts.items():
+        run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(script, name=f"scripted:{name}"),
+                        policy_config={"kind": "scripted", "script": name}, limits=Limits(max_steps=10), pricing=Pricing(),
+                        home=root / "home")  # fmt: skip
+        try:
+            ids[name] = run.execute().run_id
+        finally:
+            run.close()
+    return Episodes(home=root / "home", ids=ids)
 
 
 @pytest.fixture
@@ -198,3 +235,27 @@ def test_terminal_bench_episode_sees_its_files_at_app(horizon_home, tmp_path, cl
     seen, _, metrics = asyncio.run(trajectory())
     assert metrics["is_error"] == 0.0, seen.text
     assert "def " in seen.text  # calc.py as the task's Dockerfile put it at /app
+
+
+def test_a_finished_run_stores_the_verdict_with_its_version(episodes):
+    """The coding plugin's reward is judged through the interface and stored whole with the run."""
+    fixed, hacked = episodes.ids["py_fix"], episodes.ids["py_test_edit"]
+    with closing(open_store(fixed, episodes.home)) as store:
+        row = store.run()
+    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/2", True)
+    assert row["reward_summary"] == "2/2 failing tests now pass, no regressions"
+    run = load_run(hacked, episodes.home)
+    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/2")
+    trajectory = Trajectory.from_run(fixed, episodes.home)
+    assert trajectory.exit_status == "submitted" and trajectory.context is None
+    assert any(d["tool"] == "edit_file" for d in trajectory.tool_data)
+    with pytest.raises(ValueError, match="ToolContext"):  # the coding reward runs the tests in the episode's sandbox
+        CodingPlugin().reward(Task(plugin="coding", instruction="x"), trajectory)
+
+
+def test_a_test_run_before_any_edit_agrees_with_the_set_up_run(episodes):
+    # py_fix runs the suite at step 3 after two read-only calls: the gate compared it and found agreement
+    run = load_run(episodes.ids["py_fix"], episodes.home)
+    assert run.tool_calls[2]["tool"] == "run_tests" and run.tool_calls[2]["data"]["tests"]
+    assert {"search_code", "view_file"} <= run.read_only_tools
+    assert apply_gates([run]).flags[run.run_id] == []
