@@ -7,14 +7,24 @@ the CLI; the CLI's own behaviour is tested on ``notes`` there.
 """
 
 import re
+import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from core.cli import app
 
-SCRIPT = Path(__file__).resolve().parents[3] / "examples" / "scripts" / "fix-python-npe.jsonl"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SCRIPT = EXAMPLES / "scripts" / "fix-python-npe.jsonl"
 runner = CliRunner()
+
+
+@pytest.fixture
+def python_repo(tmp_path):
+    """A private copy of examples/python-user-service, a plain folder as in tests/conftest.py (this
+    folder's conftest.py gives a ``Repo`` with a sandbox under that name)."""
+    return Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "python-user-service"))
 
 
 def test_run_show_runs_apply(python_repo):
