@@ -18,7 +18,7 @@ from core.reward import NOT_APPLICABLE, RewardFn, RewardResult, Trajectory, aeva
 from core.runner import open_store
 from core.state import Message
 
-TASK = Task(plugin="coding", instruction="fix it")
+TASK = Task(plugin="notes", instruction="fix it")
 TRAJ = Trajectory(messages=[Message(role="user", content="fix it")])
 
 
