@@ -1,9 +1,13 @@
 """agent ui: the pages over real scripted runs (HTTP, no browser), escaping of untrusted text,
 files served only from inside a run's folder, and reading a run while another process writes it.
-The browser tests are in test_ui_browser.py."""
+
+The runs are of ``notes``, the test plugin (tests/notes_plugin): issue 17 moved these tests off the
+coding plugin with the same assertions. The browser tests (a coding run and eval, a 3D preview, a
+finance chart) are in tests/integration/test_ui_browser.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,16 +23,37 @@ from core.store import RunStore
 from core.ui.app import create_app
 
 REPO = Path(__file__).resolve().parents[2]
+NOTES_PLUGIN = REPO / "tests" / "notes_plugin"
 XSS = "<script>document.title='pwned'</script>"
+TASK = "log the answer, then answer done"
+#: Six tool calls, one per step: the notes plugin's every tool, an edit whose text needs escaping
+#: ("done" in quotes) and one that replaces a line (todo -> done).
+SCRIPT = [
+    {"tool": "view_file", "arguments": {"path": "log.md"}},
+    {"tool": "shell", "arguments": {"command": "ls"}},
+    {"tool": "edit_file", "arguments": {"path": "log.md", "old_text": "<!-- end -->", "new_text": '- the answer is "done"\n<!-- end -->'}},
+    {"tool": "view_file", "arguments": {"path": "ANSWER.txt"}},
+    {"tool": "write_file", "arguments": {"path": "ANSWER.txt", "text": "done\n"}},
+    {"tool": "finish", "arguments": {"summary": "logged and answered"}},
+]
 
 
-def scripted_run(home: Path, task: str = "fix NPE in user module") -> str:
-    """A real `agent run` of the scripted Python fix into ``home``; returns its run id."""
-    env = {**os.environ, "HORIZON_HOME": str(home)}
+def scripted_run(home: Path, task: str = TASK) -> str:
+    """A real `agent run notes` of ``SCRIPT`` into ``home``, on a fresh folder (log.md and
+    ANSWER.txt saying todo) beside it; returns its run id."""
+    folder = home.parent / f"{home.name}-notes"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    (folder / "log.md").write_text("# Log\n<!-- end -->\n")
+    (folder / "ANSWER.txt").write_text("todo\n")
+    script = home.parent / f"{home.name}-script.jsonl"
+    script.write_text("".join(json.dumps(t) + "\n" for t in SCRIPT))
+    # the notes plugin is found on PYTHONPATH, as the notes_plugin fixture installs it for a test
+    env = {**os.environ, "HORIZON_HOME": str(home), "PYTHONPATH": os.pathsep.join(p for p in (str(NOTES_PLUGIN), os.environ.get("PYTHONPATH", "")) if p)}
     before = set((home / "runs").glob("*")) if (home / "runs").is_dir() else set()
     done = subprocess.run(
-        [sys.executable, "-c", "from core.cli import main; main()", "run", "coding", task, "--repo", str(REPO / "examples/python-user-service"),
-         "--policy", "scripted", "--script", str(REPO / "examples/scripts/fix-python-npe.jsonl")],
+        [sys.executable, "-c", "from core.cli import main; main()", "run", "notes", task, "--repo", str(folder),
+         "--policy", "scripted", "--script", str(script)],
         check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -55,18 +80,18 @@ def test_the_runs_list_shows_the_scripted_run(client, run_id):
     page = client.get("/")
     assert page.status_code == 200
     row = re.search(rf'<tr class="run-row" data-run="{run_id}">(.*?)</tr>', page.text, re.DOTALL).group(1)
-    assert "coding" in row and "fix NPE in user module" in row and "s-submitted" in row and "1.000" in row
+    assert "notes" in row and TASK in row and "s-submitted" in row and "1.000" in row
 
 
 def test_a_run_page_shows_every_step_the_diff_and_the_verdict(client, run_id):
     page = client.get(f"/runs/{run_id}").text
     assert page.count('<article class="step"') == 6  # the script's six tool calls, one per step
-    for tool in ("search_code", "view_file", "run_tests", "edit_file", "finish"):
+    for tool in ("view_file", "shell", "edit_file", "write_file", "finish"):
         assert f'<span class="tool mono">{tool}</span>' in page
     assert '<details class="observation">' in page  # observations folded
     added = re.findall(r'<span class="add">(.*?)</span>', page)
-    assert any("(user.nickname or &#34;&#34;).strip()" in line for line in added), added
-    assert re.search(r'<span class="del">-\s+nickname = user.nickname.strip\(\)</span>', page)
+    assert any("- the answer is &#34;done&#34;" in line for line in added), added
+    assert re.search(r'<span class="del">-todo</span>', page)
     assert "Verdict" in page and "solved" in page and "<h2>Final patch</h2>" in page
 
 
@@ -79,7 +104,7 @@ def test_files_are_served_only_from_inside_the_run_folder(client, home, run_id, 
     good = client.get(f"/runs/{run_id}/files/workspace/preview.png")
     assert good.status_code == 200 and good.content[:4] == b"\x89PNG" and "sandbox" in good.headers["content-security-policy"]
     for path in ("../../../../etc/passwd", "%2e%2e/%2e%2e/secret.png", "workspace/escape.png", str(secret), "patch.diff",
-                 "trajectory.duckdb", "workspace/users/service.py"):
+                 "trajectory.duckdb", "workspace/log.md"):
         answer = client.get(f"/runs/{run_id}/files/{path}")
         assert answer.status_code in (403, 404), path
         assert b"not yours" not in answer.content
@@ -92,7 +117,7 @@ def test_untrusted_text_is_escaped(home, client):
     folder = home / "runs" / "20990101-000000-0bad"
     folder.mkdir(parents=True)
     store = RunStore(folder / "trajectory.duckdb")
-    store.create_run("20990101-000000-0bad", plugin="coding", task=f"fix {XSS}", policy="scripted", config={})
+    store.create_run("20990101-000000-0bad", plugin="notes", task=f"fix {XSS}", policy="scripted", config={})
     store.append_opening([Message(role="system", content="system"), Message(role="user", content=f"task {XSS}")])
     call = ToolCall(id="c1", name="shell", arguments='{"command": "cat page.html"}')
     store.append_model_turn(2, 1, Message(role="assistant", content=f"looking {XSS}", tool_calls=[call]), Usage(), model="m",
@@ -115,7 +140,7 @@ from core.state import Message, ToolCall, Usage
 from core.store import RunStore
 folder = Path(sys.argv[1]); folder.mkdir(parents=True)
 s = RunStore(folder / "trajectory.duckdb")
-s.create_run(folder.name, plugin="coding", task="a run in progress", policy="scripted", config={})
+s.create_run(folder.name, plugin="notes", task="a run in progress", policy="scripted", config={})
 s.append_opening([Message(role="system", content="system"), Message(role="user", content="task")])
 call = ToolCall(id="c1", name="view_file", arguments='{"path": "a.py"}')
 s.append_model_turn(2, 1, Message(role="assistant", content="first look", tool_calls=[call]), Usage(prompt_tokens=10), model="m",
@@ -146,7 +171,7 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
         shown = CliRunner().invoke(app, ["show", folder.name], env=env)
         assert shown.exit_code == 0 and "view_file(" in shown.output and "running: 3 messages so far" in shown.output, shown.output
         listed = CliRunner().invoke(app, ["runs"], env=env).output
-        assert re.search(rf"{folder.name}\s+coding\s+running", listed), listed
+        assert re.search(rf"{folder.name}\s+notes\s+running", listed), listed
         with pytest.raises(UserError, match="in use by another process"):  # export, apply, resume: only a finished store
             open_store(folder.name, home)
         assert select_runs([], all_runs=True, home=home)[1] == [f"{folder.name} (running)"]  # export --all skips it
@@ -154,7 +179,7 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
         writer.kill()
         writer.wait()
     listed = CliRunner().invoke(app, ["runs"], env=env).output  # its process is gone: the store itself is read
-    assert re.search(rf"{folder.name}\s+coding\s+killed", listed), listed
+    assert re.search(rf"{folder.name}\s+notes\s+killed", listed), listed
     shutil.rmtree(folder)
 
 
@@ -175,9 +200,9 @@ def test_an_evaluation_page_shows_pass_at_k_per_suite_and_task(home, client):
 
     folder = home / "evals" / "20990101-000000-e0a1"
     folder.mkdir(parents=True)
-    results = [{"task": "t-easy", "attempt": a, "plugin": "coding", "resolved": True, "reward": 1.0, "cost": 0.0, "exit_status": "submitted",
+    results = [{"task": "t-easy", "attempt": a, "plugin": "notes", "resolved": True, "reward": 1.0, "cost": 0.0, "exit_status": "submitted",
                 "run_id": "", "steps": 3, "seconds": 1.0, "summary": "ok"} for a in range(2)]
-    results += [{"task": "t-hard", "attempt": a, "plugin": "coding", "resolved": a == 1, "reward": float(a == 1), "cost": 0.0,
+    results += [{"task": "t-hard", "attempt": a, "plugin": "notes", "resolved": a == 1, "reward": float(a == 1), "cost": 0.0,
                  "exit_status": "submitted", "run_id": "", "steps": 3, "seconds": 1.0, "summary": "?"} for a in range(2)]
     (folder / "results.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in results))
     page = client.get(f"/evals/{folder.name}").text  # in progress: scored from results.jsonl

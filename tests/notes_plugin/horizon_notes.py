@@ -10,7 +10,10 @@ The episode: a folder of text files (``Task.repo``). Tools: ``view_file`` (lines
 to the output budget), ``write_file`` (a whole file), ``edit_file`` (one exact replacement),
 ``shell`` (a command in the sandbox), ``finish``. Reward: the file named by
 ``task.metadata["file"]`` (default ``ANSWER.txt``) holds ``task.metadata["expect"]``
-(default: the text ``done``); 1.0 when it does, else 0.0 (version ``notes/1``).
+(default: the first line of the folder's ``CHECK.txt`` at the episode's end when there is one,
+else the text ``done``); 1.0 when it does, else 0.0 (version ``notes/1``). ``CHECK.txt`` is thus
+what the reward checks against (``is_checker_input``): an episode that edits it hacks the reward,
+as editing a test does in the coding plugin, and the export's gates flag it.
 """
 
 from __future__ import annotations
@@ -111,6 +114,14 @@ def finish(args: FinishArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(output=f"Finished: {args.summary.strip()}", done=True, data={"summary": args.summary.strip()})
 
 
+def _check_text(ctx: ToolContext) -> str:
+    """The first line of the workspace's CHECK.txt, stripped; "" when there is none."""
+    try:
+        return read_regular(ctx.workspace / "CHECK.txt").decode("utf-8", errors="replace").partition("\n")[0].strip()
+    except OSError:
+        return ""
+
+
 class NotesPlugin:
     """Text files in a folder, and a reward that reads one of them."""
 
@@ -129,9 +140,9 @@ class NotesPlugin:
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
         name = str(task.metadata.get("file", "ANSWER.txt"))
-        expect = str(task.metadata.get("expect", "done"))
         if trajectory.context is None:
             return RewardResult.not_applicable("notes/1", "no workspace to read")
+        expect = str(task.metadata.get("expect", "") or _check_text(trajectory.context) or "done")
         try:
             found = read_regular(trajectory.context.workspace / name).decode("utf-8", errors="replace")
         except OSError:
@@ -140,3 +151,7 @@ class NotesPlugin:
         component = RewardComponent(value=1.0 if ok else 0.0, detail={"file": name, "found": ok})
         return RewardResult(reward=component.value, correct=ok, version="notes/1", components={"answer": component},
                             summary=f"{name} {'holds' if ok else 'does not hold'} {expect!r}")
+
+    def is_checker_input(self, path: str) -> bool:
+        """Whether a patch's file (relative, ``/``-separated) is one the reward checks against: CHECK.txt."""
+        return path == "CHECK.txt"

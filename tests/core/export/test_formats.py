@@ -1,4 +1,7 @@
-"""Every export format, written from real runs and read back by its consumer's library or schema."""
+"""Every export format, written from real runs and read back by its consumer's library or schema.
+
+The runs are of ``notes``, the test plugin (conftest.py): issue 17 moved these tests off the coding
+plugin with the same assertions (``fix``/``other_fix`` stand where ``py_fix``/``java_fix`` did)."""
 
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from core.errors import UserError
 from core.export import export_runs, load_run
 from core.export.openai_ft import validate_line
 from core.export.tokens import default_retokenizer
+from tests.core.export.notes_task import NOTES_PLUGIN
 
-EXPECTED = {"py_fix", "java_fix", "py_view", "py_edit", "py_search", "py_view_edit", "py_view_mid"}  # pass every gate
-PYTHON_GROUP = EXPECTED - {"java_fix"}
+EXPECTED = {"fix", "other_fix", "view", "edit", "shell", "view_edit", "view_log"}  # pass every gate
+FIRST_GROUP = EXPECTED - {"other_fix"}
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +30,11 @@ def exported(episodes, tmp_path_factory):
     out = tmp_path_factory.mktemp("exports")
     ids = list(episodes.ids.values())
     results = {}
-    for fmt, name in [("sft-jsonl", "sft.jsonl"), ("sft-parquet", "sft.parquet"), ("openai", "openai.jsonl"),
-                      ("verl", "verl.parquet"), ("skyrl", "skyrl.parquet"), ("tokens", "tokens.parquet"), ("grpo", "grpo.jsonl")]:
-        results[fmt] = export_runs(ids, fmt, out / name, home=episodes.home)
+    with pytest.MonkeyPatch.context() as mp:  # the export reads the plugin's tool schemas and checker inputs
+        mp.syspath_prepend(str(NOTES_PLUGIN))
+        for fmt, name in [("sft-jsonl", "sft.jsonl"), ("sft-parquet", "sft.parquet"), ("openai", "openai.jsonl"),
+                          ("verl", "verl.parquet"), ("skyrl", "skyrl.parquet"), ("tokens", "tokens.parquet"), ("grpo", "grpo.jsonl")]:
+            results[fmt] = export_runs(ids, fmt, out / name, home=episodes.home)
     return results
 
 
@@ -44,23 +50,23 @@ def read_jsonl(path):
 def test_gates_leave_out_the_flagged_runs(episodes, exported):
     for result in exported.values():
         assert names(episodes, result.exported) == EXPECTED
-        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "py_test_edit", "py_view_again"}
+        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "check_edit", "view_again"}
 
 
 def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
     rows = read_jsonl(exported["sft-jsonl"].files[0])
     assert len(rows) == 7
-    row = next(r for r in rows if r["run_id"] == episodes.ids["py_fix"])
+    row = next(r for r in rows if r["run_id"] == episodes.ids["fix"])
     assert [m["role"] for m in row["messages"]] == ["system", "user"] + ["assistant", "tool"] * 6
     calls = [m["tool_calls"][0] for m in row["messages"] if m["role"] == "assistant"]
-    assert [c["function"]["name"] for c in calls] == [t["tool"] for t in episodes.scripts["py_fix"]]
-    assert json.loads(calls[3]["function"]["arguments"]) == episodes.scripts["py_fix"][3]["arguments"]
+    assert [c["function"]["name"] for c in calls] == [t["tool"] for t in episodes.scripts["fix"]]
+    assert json.loads(calls[3]["function"]["arguments"]) == episodes.scripts["fix"][3]["arguments"]
     answers = [m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"]
     assert answers == [c["id"] for c in calls]
     tool_names = {t["function"]["name"] for t in row["tools"]}
     assert {c["function"]["name"] for c in calls} <= tool_names and all(t["type"] == "function" for t in row["tools"])
-    assert (row["reward"], row["correct"], row["plugin"]) == (1.0, True, "coding")
-    assert "2/2" in load_run(row["run_id"], episodes.home).row["exit_detail"] or row["exit_status"] == "submitted"
+    assert (row["reward"], row["correct"], row["plugin"]) == (1.0, True, "notes")
+    assert "holds" in load_run(row["run_id"], episodes.home).row["reward_summary"] and row["exit_status"] == "submitted"
 
 
 def test_sft_parquet_loads_with_datasets_and_matches_the_jsonl(exported):
@@ -89,16 +95,16 @@ def test_verl_task_parquet_and_tool_config(episodes, exported):
     result = exported["verl"]
     parquet, config = result.files
     ds = load_dataset("parquet", data_files=str(parquet), split="train")
-    assert len(ds) == 2  # two tasks: the Python one (six runs) and the Java one
+    assert len(ds) == 2  # two tasks: the first (six runs) and the other
     assert set(ds.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info", "agent_name"}
     tools = yaml.safe_load(config.read_text())["tools"]
     tool_names = {t["tool_schema"]["function"]["name"] for t in tools}
     for row in ds:
-        assert row["data_source"] == "horizon/coding" and row["ability"] == "coding" and row["agent_name"] == "tool_agent"
-        assert [m["role"] for m in row["prompt"]] == ["system", "user"] and "fix NPE" in row["prompt"][1]["content"]
+        assert row["data_source"] == "horizon/notes" and row["ability"] == "notes" and row["agent_name"] == "tool_agent"
+        assert [m["role"] for m in row["prompt"]] == ["system", "user"] and "say done" in row["prompt"][1]["content"]
         assert row["reward_model"]["style"] == "rule"
         truth = json.loads(row["reward_model"]["ground_truth"])
-        assert len(truth["targets"]) == 2 and truth["start_tree"]
+        assert truth["plugin"] == "notes" and truth["start_tree"]
         kwargs = row["extra_info"]["tools_kwargs"]
         assert set(kwargs) >= tool_names and row["extra_info"]["need_tools_kwargs"] is True
         assert all(kwargs[n]["create_kwargs"]["start_tree"] == truth["start_tree"] for n in tool_names)
@@ -111,10 +117,10 @@ def test_verl_task_parquet_and_tool_config(episodes, exported):
 
 def assert_reward_labels_per_run(episodes, ds):
     """Each task row's ``extra_info`` names, per run of ``run_ids``, the reward that judged it, how, and the outcome."""
-    solved = {"py_fix", "java_fix", "py_edit", "py_view_edit"}
+    solved = {"fix", "other_fix", "edit", "view_edit"}
     for row in ds:
         info = row["extra_info"]
-        assert info["reward_version"] == ["coding-tests/2"] * len(info["run_ids"])
+        assert info["reward_version"] == ["notes/1"] * len(info["run_ids"])
         assert info["reward_status"] == ["scored"] * len(info["run_ids"])
         assert info["correct"] == [name in solved for name in [next(n for n, i in episodes.ids.items() if i == r) for r in info["run_ids"]]]
 
@@ -125,15 +131,15 @@ def test_skyrl_rows_follow_skyrls_dataset_format(episodes, exported):
     assert len(ds) == 2
     assert {"data_source", "prompt", "env_class", "reward_spec"} <= set(ds.column_names)
     for row in ds:
-        assert row["env_class"] == "horizon_coding" and row["reward_spec"]["method"] == "rule"
-        assert json.loads(row["reward_spec"]["ground_truth"])["targets"]
+        assert row["env_class"] == "horizon_notes" and row["reward_spec"]["method"] == "rule"
+        assert json.loads(row["reward_spec"]["ground_truth"])["start_tree"]
         assert all(isinstance(m["content"], str) and m["role"] in ("system", "user") for m in row["prompt"])
 
 
 def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
     tok = default_retokenizer()
     rows = pq.read_table(exported["tokens"].files[0]).to_pylist()
-    for name in ("py_fix", "java_fix"):
+    for name in ("fix", "other_fix"):
         run = load_run(episodes.ids[name], episodes.home)
         mine = [r for r in rows if r["run_id"] == run.run_id]
         whole = next(r for r in mine if r["kind"] == "trajectory")
@@ -148,7 +154,7 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         masked = [t for t, keep in zip(whole["response_ids"], whole["loss_mask"]) if keep]
         assert tok.decode(masked) == "".join(said)
         unmasked = tok.decode([t for t, keep in zip(whole["response_ids"], whole["loss_mask"]) if not keep])
-        assert "<|im_start|>tool" in unmasked and "passed" in unmasked  # observations are there, unmasked
+        assert "<|im_start|>tool" in unmasked and "Finished: done" in unmasked  # observations are there, unmasked
         assert not any(s.removesuffix("<|im_end|>") in unmasked for s in said)
         assert len(whole["loss_mask"]) == len(whole["response_ids"]) and set(whole["loss_mask"]) == {0, 1}
         assert tok.decode(whole["prompt_ids"]).endswith("<|im_start|>assistant\n")
@@ -156,7 +162,7 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
         assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
         for r in mine:  # step rows and the trajectory row alike
-            assert (r["reward_version"], r["reward_status"], r["correct"]) == ("coding-tests/2", "scored", True)
+            assert (r["reward_version"], r["reward_status"], r["correct"]) == ("notes/1", "scored", True)
         assert [tok.decode(s["response_ids"]) for s in steps] == said
         assert all(set(s["loss_mask"]) == {1} for s in steps)
         assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [1.0]
@@ -174,20 +180,20 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
         groups.setdefault(r["group_id"], []).append(r)
     sizes = sorted(len(g) for g in groups.values())
     assert sizes == [1, 6]
-    python = next(g for g in groups.values() if len(g) == 6)
-    assert names(episodes, [r["run_id"] for r in python]) == PYTHON_GROUP
-    by_name = {n: r for n in PYTHON_GROUP for r in python if r["run_id"] == episodes.ids[n]}
+    first = next(g for g in groups.values() if len(g) == 6)
+    assert names(episodes, [r["run_id"] for r in first]) == FIRST_GROUP
+    by_name = {n: r for n in FIRST_GROUP for r in first if r["run_id"] == episodes.ids[n]}
     assert {n: r["reward"] for n, r in by_name.items()} == {
-        "py_fix": 1.0, "py_edit": 1.0, "py_view_edit": 1.0, "py_view": 0.0, "py_search": 0.0, "py_view_mid": 0.0}
-    rewards = [r["reward"] for r in python]
+        "fix": 1.0, "edit": 1.0, "view_edit": 1.0, "view": 0.0, "shell": 0.0, "view_log": 0.0}
+    rewards = [r["reward"] for r in first]
     mean, std = sum(rewards) / 6, statistics.stdev(rewards)  # 0.5 and sqrt(0.3)
-    for r in python:
+    for r in first:
         assert r["advantage"] == pytest.approx((r["reward"] - mean) / (std + 1e-6))
-    assert by_name["py_fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
-    (java,) = next(g for g in groups.values() if len(g) == 1)
-    assert java["advantage"] == 0.0 and java["group_size"] == 1
-    for name, r in {**by_name, "java_fix": java}.items():
-        assert (r["reward_version"], r["reward_status"]) == ("coding-tests/2", "scored")
+    assert by_name["fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
+    (other,) = next(g for g in groups.values() if len(g) == 1)
+    assert other["advantage"] == 0.0 and other["group_size"] == 1
+    for name, r in {**by_name, "other_fix": other}.items():
+        assert (r["reward_version"], r["reward_status"]) == ("notes/1", "scored")
         assert r["correct"] is (r["reward"] == 1.0), name
 
 
@@ -195,22 +201,22 @@ def test_bad_requests_are_clear_errors_and_lose_nothing(episodes, exported, tmp_
     existing = exported["openai"].files[0]
     before = existing.read_bytes()
     with pytest.raises(UserError, match="exists; choose another --out or pass --overwrite"):
-        export_runs([episodes.ids["py_fix"]], "openai", existing, home=episodes.home)
+        export_runs([episodes.ids["fix"]], "openai", existing, home=episodes.home)
     assert existing.read_bytes() == before
     with pytest.raises(UserError, match="unknown export format 'csv'"):
-        export_runs([episodes.ids["py_fix"]], "csv", tmp_path / "x", home=episodes.home)
+        export_runs([episodes.ids["fix"]], "csv", tmp_path / "x", home=episodes.home)
     with pytest.raises(UserError, match="no run 'nope'"):
         export_runs(["nope"], "openai", tmp_path / "y.jsonl", home=episodes.home)
     assert not (tmp_path / "y.jsonl").exists()
 
 
 def test_keep_flagged_exports_flagged_runs_with_their_reasons(episodes, tmp_path):
-    ids = [episodes.ids[n] for n in ("py_fix", "py_test_edit", "infra_mid")]
+    ids = [episodes.ids[n] for n in ("fix", "check_edit", "infra_mid")]
     result = export_runs(ids, "sft-jsonl", tmp_path / "all.jsonl", home=episodes.home, keep_flagged=True)
     rows = {r["run_id"]: r for r in read_jsonl(result.files[0])}
     assert set(rows) == set(ids) and result.left_out == {}
-    assert rows[episodes.ids["py_fix"]]["quality_flags"] == []
-    assert rows[episodes.ids["py_test_edit"]]["quality_flags"][0].startswith("reward_hacking: ")
+    assert rows[episodes.ids["fix"]]["quality_flags"] == []
+    assert rows[episodes.ids["check_edit"]]["quality_flags"][0].startswith("reward_hacking: ")
     crashed = rows[episodes.ids["infra_mid"]]
     assert crashed["quality_flags"][0].startswith("infrastructure_failure: run crashed")
     assert crashed["reward"] is None and crashed["correct"] is None  # never verified: not applicable, not 0
@@ -224,7 +230,7 @@ def test_grpo_says_which_runs_it_left_out_for_want_of_a_reward(episodes, tmp_pat
 
     from core.export.grpo import left_out_reason, write_grpo
 
-    runs = [load_run(episodes.ids[n], episodes.home) for n in ("py_fix", "py_view", "infra_setup", "infra_mid")]
+    runs = [load_run(episodes.ids[n], episodes.home) for n in ("fix", "view", "infra_setup", "infra_mid")]
     inapplicable = replace(runs[1], run_id="inapplicable", row={**runs[1].row, "reward": None, "reward_status": "not_applicable",
                                                                 "correct": None, "reward_summary": "no tests to run"})
     assert write_grpo([*runs, inapplicable], tmp_path / "grpo.jsonl") == 2 and len(read_jsonl(tmp_path / "grpo.jsonl")) == 2
@@ -232,9 +238,9 @@ def test_grpo_says_which_runs_it_left_out_for_want_of_a_reward(episodes, tmp_pat
     assert left_out_reason(inapplicable) == ("reward not applicable", "no tests to run")
     assert left_out_reason(runs[3])[0] == "not judged" and left_out_reason(runs[3])[1].startswith("run crashed")
     # through export_runs (the CLI's call, which prints left_out): the run without a reward is named
-    result = export_runs([episodes.ids[n] for n in ("py_fix", "infra_mid")], "grpo", tmp_path / "all.jsonl", home=episodes.home,
+    result = export_runs([episodes.ids[n] for n in ("fix", "infra_mid")], "grpo", tmp_path / "all.jsonl", home=episodes.home,
                          keep_flagged=True)
-    assert result.rows == 1 and result.exported == [episodes.ids["py_fix"]]
+    assert result.rows == 1 and result.exported == [episodes.ids["fix"]]
     assert result.left_out[episodes.ids["infra_mid"]].startswith("not judged: run crashed")
 
 

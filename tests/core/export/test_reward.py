@@ -1,5 +1,9 @@
 """The shared reward interface: results, not-applicable, sync and async reward functions, and
-the plugins' rewards stored with their version by real runs."""
+the plugins' rewards stored with their version by real runs.
+
+Issue 17: the stored verdict is of a ``notes`` run (conftest.py), the test plugin; the coding
+runs' verdict (and the coding reward's need of a ToolContext) and the coding repository without
+tests (not applicable, not zero) moved unchanged to tests/plugins/coding/test_coding_export.py."""
 
 import asyncio
 from contextlib import closing
@@ -7,18 +11,14 @@ from contextlib import closing
 import pytest
 from pydantic import ValidationError
 
-from core.eval.metrics import summarize
-from core.export.gates import apply_gates
 from core.export.sft import is_correct, reward_version
 from core.export.source import load_run
-from core.plugin import RewardComponent, Task
-from core.policy import ScriptedPolicy
+from core.plugin import RewardComponent, Task, load_plugin
 from core.reward import NOT_APPLICABLE, RewardFn, RewardResult, Trajectory, aevaluate, evaluate
-from core.runner import Run, open_store
-from core.state import Limits, Message, Pricing
-from plugins.coding.plugin import CodingPlugin
+from core.runner import open_store
+from core.state import Message
 
-TASK = Task(plugin="coding", instruction="fix it")
+TASK = Task(plugin="notes", instruction="fix it")
 TRAJ = Trajectory(messages=[Message(role="user", content="fix it")])
 
 
@@ -32,43 +32,19 @@ def test_scored_result_is_the_weighted_mean_of_its_components():
 
 
 def test_a_finished_run_stores_the_verdict_with_its_version(episodes):
-    """The coding plugin's reward is judged through the interface and stored whole with the run."""
-    fixed, hacked = episodes.ids["py_fix"], episodes.ids["py_test_edit"]
+    """The notes plugin's reward is judged through the interface and stored whole with the run."""
+    fixed, unsolved = episodes.ids["fix"], episodes.ids["view"]
     with closing(open_store(fixed, episodes.home)) as store:
         row = store.run()
-    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/2", True)
-    assert row["reward_summary"] == "2/2 failing tests now pass, no regressions"
-    run = load_run(hacked, episodes.home)
-    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/2")
+    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "notes/1", True)
+    assert row["reward_summary"] == "ANSWER.txt holds 'done'"
+    run = load_run(unsolved, episodes.home)
+    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "notes/1")
     trajectory = Trajectory.from_run(fixed, episodes.home)
     assert trajectory.exit_status == "submitted" and trajectory.context is None
     assert any(d["tool"] == "edit_file" for d in trajectory.tool_data)
-    with pytest.raises(ValueError, match="ToolContext"):  # the coding reward runs the tests in the episode's sandbox
-        CodingPlugin().reward(Task(plugin="coding", instruction="x"), trajectory)
-
-
-def test_a_repository_without_tests_is_not_applicable_not_zero(tmp_path):
-    """Nothing to judge the change by: the run's reward is None with status not_applicable, the
-    eval metrics leave it out of the mean, and the export gates flag it."""
-    repo = tmp_path / "tool"
-    repo.mkdir()
-    (repo / "tool.py").write_text("def double(x):\n    return x * 3\n")
-    run = Run.start(Task(plugin="coding", instruction="double() triples", repo=repo),
-                    ScriptedPolicy([{"tool": "finish", "arguments": {"summary": "looked"}}]), policy_config={"kind": "scripted"},
-                    limits=Limits(max_steps=3), pricing=Pricing(), home=tmp_path / "home")  # fmt: skip
-    try:
-        result = run.execute()
-    finally:
-        run.close()
-    assert result.status == "finished" and result.reward is None and result.correct is None
-    record = load_run(result.run_id, tmp_path / "home")
-    assert (record.row["reward_status"], record.row["reward_version"]) == ("not_applicable", "coding-tests/2")
-    assert "no test suite" in record.row["reward_summary"]
-    report = apply_gates([record])
-    assert [f.reason for f in report.flags[result.run_id]] == ["reward_not_applicable"]
-    summary = summarize([{"task": "t", "resolved": False, "reward": None, "reward_status": "not_applicable", "cost": 0.0},
-                         {"task": "u", "resolved": True, "reward": 1.0, "reward_status": "scored", "cost": 0.0}], k=1)
-    assert summary["tasks"]["t"]["mean_reward"] is None and summary["mean_reward"] == 1.0
+    # the notes reward reads the episode's workspace: a stored trajectory has none, so nothing to judge
+    assert not load_plugin("notes").reward(Task(plugin="notes", instruction="x"), trajectory).applicable
 
 
 def test_not_applicable_is_not_zero():

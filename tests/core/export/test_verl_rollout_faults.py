@@ -1,27 +1,26 @@
-"""``HorizonTool`` where a rollout goes wrong in ways the newcomer found: a Terminal-Bench task's
-files at /app, a plugin reward that raises, an exported repository that is gone from this machine."""
+"""``HorizonTool`` where a rollout goes wrong in ways the newcomer found: a plugin reward that
+raises, an exported repository that is gone from this machine.
+
+Issue 17: the Terminal-Bench task's files at /app (a coding-plugin format) moved unchanged to
+tests/plugins/coding/test_coding_export.py; the other two run on ``notes``, the test plugin, with
+the same assertions."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from core import eval as ev
 from core.errors import UserError
 from core.export import export_runs
 from core.plugin import load_plugin
 from core.trainers import verl as adapter
 from core.trainers.verl import HorizonTool
 
-SUITE = Path(__file__).resolve().parents[3] / "suites" / "terminal-bench"
 FINISH = {"summary": "done"}
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 
 
 class _AgentData:
@@ -54,43 +53,17 @@ def closing_episodes():
     adapter.close_all()
 
 
-@needs_bwrap
-def test_terminal_bench_episode_sees_its_files_at_app(horizon_home, tmp_path, closing_episodes):
-    (task,) = ev.load_suite(SUITE, ["fix-calc"])
-    (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy="reference", policy_config=None, limits={"max_steps": 5},
-                               pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path / "scripts")  # fmt: skip
-    result = ev.run_episode(spec)
-    assert result.run_id and result.reward == 1.0, result
-    row, tools = verl_export(result.run_id, horizon_home, tmp_path / "export" / "tasks.parquet")
-    assert "/app" in row["prompt"][-1]["content"]  # the prompt tells the model where its files are
-    assert json.loads(create_kwargs(row, "shell")["metadata"])["workspace_alias"] == "/app"
-
-    async def trajectory():
-        kwargs = create_kwargs(row, "shell")
-        for tool in tools.values():
-            await tool.create("req-tb", **kwargs)
-        try:
-            return await tools["shell"].execute("req-tb", {"command": "cat /app/calc.py"})
-        finally:
-            for tool in tools.values():
-                await tool.release("req-tb")
-
-    seen, _, metrics = asyncio.run(trajectory())
-    assert metrics["is_error"] == 0.0, seen.text
-    assert "def " in seen.text  # calc.py as the task's Dockerfile put it at /app
-
-
-@pytest.fixture(scope="module")
-def coding_export(episodes, tmp_path_factory):
-    """The verl export of the real ``py_fix`` run (row and tool config path)."""
+@pytest.fixture
+def notes_export(notes_plugin, notes_run, tmp_path_factory):
+    """The real notes run that made the fix (conftest.py), with the notes plugin installed: its id, home and an export path."""
     out = tmp_path_factory.mktemp("verl-faults") / "tasks.parquet"
-    return episodes.ids["py_fix"], episodes.home, out
+    return notes_run.run_id, notes_run.home, out
 
 
-def test_a_reward_that_raises_is_an_observation_not_a_crash(coding_export, tmp_path, monkeypatch, closing_episodes):
-    run_id, home, _out = coding_export
+def test_a_reward_that_raises_is_an_observation_not_a_crash(notes_export, tmp_path, monkeypatch, closing_episodes):
+    run_id, home, _out = notes_export
     row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
-    plugin_class = type(load_plugin("coding"))
+    plugin_class = type(load_plugin("notes"))
 
     def broken(self, task, trajectory):
         raise RuntimeError("the test runner is gone")
@@ -110,7 +83,7 @@ def test_a_reward_that_raises_is_an_observation_not_a_crash(coding_export, tmp_p
     assert reward == 0.0 and metrics["done"] == 1.0 and metrics["reward_failed"] == 1.0
     assert agent_data.extra_fields[adapter.REWARD_FIELD] == 0.0 and agent_data.extra_fields[adapter.SCORED_FIELD] is False
     assert "the test runner is gone" in agent_data.extra_fields[adapter.REWARD_ERROR_FIELD]
-    assert adapter.compute_score("horizon/coding", "", "{}", extra_info={**row["extra_info"], **agent_data.extra_fields}) == {
+    assert adapter.compute_score("horizon/notes", "", "{}", extra_info={**row["extra_info"], **agent_data.extra_fields}) == {
         "score": 0.0, "horizon_scored": False}
 
     async def per_trajectory():  # verl's SGLang rollout asks calc_reward at the end: 0.0, not an exception
@@ -125,17 +98,17 @@ def test_a_reward_that_raises_is_an_observation_not_a_crash(coding_export, tmp_p
     assert asyncio.run(per_trajectory()) == 0.0
 
 
-def test_a_moved_repository_names_the_exported_path(coding_export, tmp_path, closing_episodes):
-    run_id, home, _ = coding_export
+def test_a_moved_repository_names_the_exported_path(notes_export, tmp_path, closing_episodes):
+    run_id, home, _ = notes_export
     row, tools = verl_export(run_id, home, tmp_path / "tasks.parquet")
-    gone = tmp_path / "moved-away" / "python-user-service"
+    gone = tmp_path / "moved-away" / "notes"
     kwargs = {**create_kwargs(row, "view_file"), "repo": str(gone)}
 
     async def start():
         with pytest.raises(UserError) as caught:
             await tools["view_file"].create("req-m", **kwargs)
         instance_id, _ = await tools["view_file"].create(create_kwargs=kwargs)
-        seen = await tools["view_file"].execute(instance_id, {"path": "users/service.py"}, agent_data=_AgentData("m"))
+        seen = await tools["view_file"].execute(instance_id, {"path": "ANSWER.txt"}, agent_data=_AgentData("m"))
         return caught.value, seen
 
     error, (seen, _, metrics) = asyncio.run(start())

@@ -8,6 +8,10 @@ the per-trajectory use of ``verl/workers/rollout/sglang_rollout/sglang_rollout.p
 every tool's ``create(request_id, **create_kwargs)``, ``execute(request_id, arguments)`` per call,
 every tool's ``calc_reward`` and ``release`` at the end); and ``verl/tools/tool_registry.py``
 (0.9.1) for how the tool config is read.
+
+The run is of ``notes``, the test plugin (tests/notes_plugin): issue 17 moved these tests off the
+coding plugin; each asserts what it asserted on the coding run (the fix is ANSWER.txt's todo
+made done, and ``shell`` stands where ``run_tests`` did).
 """
 
 from __future__ import annotations
@@ -26,14 +30,12 @@ from pydantic import BaseModel, Field
 
 from core.errors import UserError
 from core.export import export_runs
-from core.policy import load_script
 from core.trainers import verl as adapter
 from core.trainers.verl import HorizonTool, compute_score
+from tests.core.export.notes_task import NOTES_FIX as FIX
+from tests.core.export.notes_task import NOTES_PLUGIN, NOTES_TASK
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-FIX = next(c for c in load_script(EXAMPLES / "scripts" / "fix-python-npe.jsonl") if c["tool"] == "edit_file")  # the example's fix
-
-FINISH = {"summary": "made a missing nickname count as empty"}
+FINISH = {"summary": "ANSWER.txt says done"}
 
 
 class _Property(BaseModel):  # verl 0.9.1 schemas.py: OpenAIFunctionPropertySchema
@@ -68,10 +70,12 @@ class _AgentData:
 
 
 @pytest.fixture(scope="module")
-def export(episodes, tmp_path_factory):
-    """The verl export of the real ``py_fix`` run: its one row and its tool config."""
+def export(notes_run, tmp_path_factory):
+    """The verl export of the real notes run that made the fix: its one row and its tool config."""
     out = tmp_path_factory.mktemp("verl-export") / "tasks.parquet"
-    result = export_runs([episodes.ids["py_fix"]], "verl", out, home=episodes.home)
+    with pytest.MonkeyPatch.context() as mp:  # the export reads the plugin's tool schemas
+        mp.syspath_prepend(str(NOTES_PLUGIN))
+        result = export_runs([notes_run.run_id], "verl", out, home=notes_run.home)
     parquet, config = result.files
     rows = pq.read_table(parquet).to_pylist()
     assert len(rows) == 1
@@ -79,8 +83,8 @@ def export(episodes, tmp_path_factory):
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A Horizon home for the episodes; every episode is closed after the test."""
+def home(notes_plugin, tmp_path, monkeypatch):
+    """A Horizon home for the episodes, with the notes plugin installed; every episode is closed after the test."""
     monkeypatch.setenv("HORIZON_HOME", str(tmp_path / "home"))
     yield tmp_path / "home"
     adapter.close_all()
@@ -118,16 +122,16 @@ def open_episodes(home: Path) -> list[Path]:
 def test_tool_config_loads_and_names_importable_tools_with_verl_schemas(export, home):
     config = export["config"]
     names = {entry["tool_schema"]["function"]["name"] for entry in config["tools"]}
-    assert {"view_file", "edit_file", "run_tests", "finish"} <= names
+    assert {"view_file", "edit_file", "shell", "finish"} <= names
     for entry in config["tools"]:
-        assert entry["class_name"] == "core.trainers.verl.HorizonTool" and entry["config"] == {"type": "native", "plugin": "coding"}
+        assert entry["class_name"] == "core.trainers.verl.HorizonTool" and entry["config"] == {"type": "native", "plugin": "notes"}
         _ToolSchema.model_validate(entry["tool_schema"])  # optional arguments carry a type, required is a list
     view = next(e for e in config["tools"] if e["tool_schema"]["function"]["name"] == "view_file")
     assert view["tool_schema"]["function"]["parameters"]["properties"]["end_line"]["type"] == "integer"
     tools = make_tools(config, home)
     assert set(tools) == names and all(type(t) is HorizonTool for t in tools.values())
     kwargs = create_kwargs(export["row"])
-    assert kwargs["plugin"] == "coding" and kwargs["instruction"] == "fix NPE in user module" and kwargs["start_tree"]
+    assert kwargs["plugin"] == "notes" and kwargs["instruction"] == NOTES_TASK and kwargs["start_tree"]
     assert Path(kwargs["repo"]).is_dir() and json.loads(kwargs["metadata"]) == {}
 
 
@@ -139,16 +143,16 @@ def test_per_trajectory_episode_fixes_the_bug_scores_one_and_is_released(export,
         ids = await asyncio.gather(*(t.create("req-1", **kwargs) for t in tools.values()))
         assert {i for i, _ in ids} == {"req-1"}
         assert len(open_episodes(home)) == 1  # one episode for all the trajectory's tools
-        seen, reward, metrics = await tools["view_file"].execute("req-1", {"path": "users/service.py", "start_line": 54, "end_line": 67})
-        assert "nickname = user.nickname.strip()" in seen.text and reward == 0.0 and metrics["is_error"] == 0.0
+        seen, reward, metrics = await tools["view_file"].execute("req-1", {"path": "ANSWER.txt", "start_line": 1, "end_line": 1})
+        assert "1: todo" in seen.text and reward == 0.0 and metrics["is_error"] == 0.0
         edited, _, metrics = await tools["edit_file"].execute("req-1", FIX["arguments"])
         assert metrics["is_error"] == 0.0, edited.text
-        tested, _, metrics = await tools["run_tests"].execute("req-1", "{}")
-        assert metrics["is_error"] == 0.0 and "passed" in tested.text.lower(), tested.text
+        tested, _, metrics = await tools["shell"].execute("req-1", '{"command": "cat ANSWER.txt"}')
+        assert metrics["is_error"] == 0.0 and "done" in tested.text.lower(), tested.text
         _, _, metrics = await tools["finish"].execute("req-1", FINISH)
         assert metrics["done"] == 1.0 and metrics["duration_s"] >= 0
         workspace = open_episodes(home)[0] / "workspace"
-        assert '(user.nickname or "").strip()' in (workspace / "users" / "service.py").read_text()
+        assert (workspace / "ANSWER.txt").read_text() == "done\n"
         rewards = await asyncio.gather(*(t.calc_reward("req-1") for t in tools.values()))
         assert rewards == [1.0] * len(tools)
         for t in list(tools.values())[:-1]:
@@ -165,12 +169,12 @@ def test_agent_loop_trajectories_are_separate_episodes_judged_at_finish(export, 
     fixer, idler = _AgentData("det-0"), _AgentData("det-0")  # full_determinism: the same request id
 
     async def fix(agent_data):
-        await agent_loop_call(tools, row, agent_data, "view_file", {"path": "users/service.py"})
+        await agent_loop_call(tools, row, agent_data, "view_file", {"path": "ANSWER.txt"})
         await agent_loop_call(tools, row, agent_data, "edit_file", json.dumps(FIX["arguments"]))
         return await agent_loop_call(tools, row, agent_data, "finish", FINISH)
 
     async def idle(agent_data):
-        await agent_loop_call(tools, row, agent_data, "view_file", {"path": "users/service.py"})
+        await agent_loop_call(tools, row, agent_data, "view_file", {"path": "ANSWER.txt"})
         return await agent_loop_call(tools, row, agent_data, "finish", FINISH)
 
     async def both(a, b):
@@ -181,13 +185,13 @@ def test_agent_loop_trajectories_are_separate_episodes_judged_at_finish(export, 
     assert fixer.extra_fields[adapter.EPISODE_FIELD] != idler.extra_fields[adapter.EPISODE_FIELD]
     folders = open_episodes(home)
     assert len(folders) == 2  # they outlive each call: they live as long as their trajectory
-    texts = {(f / "workspace" / "users" / "service.py").read_text() for f in folders}
-    assert len(texts) == 2 and sum('(user.nickname or "")' in t for t in texts) == 1  # the fix is in one workspace only
-    assert compute_score("horizon/coding", "", "{}", extra_info={**row["extra_info"], **fixer.extra_fields}) == {
+    texts = {(f / "workspace" / "ANSWER.txt").read_text() for f in folders}
+    assert len(texts) == 2 and sum("done" in t for t in texts) == 1  # the fix is in one workspace only
+    assert compute_score("horizon/notes", "", "{}", extra_info={**row["extra_info"], **fixer.extra_fields}) == {
         "score": 1.0, "horizon_scored": True}
-    assert compute_score("horizon/coding", "", "{}", extra_info={**row["extra_info"], **idler.extra_fields}) == {
+    assert compute_score("horizon/notes", "", "{}", extra_info={**row["extra_info"], **idler.extra_fields}) == {
         "score": 0.0, "horizon_scored": True}
-    assert compute_score("horizon/coding", "", "{}", extra_info=row["extra_info"]) == {"score": 0.0, "horizon_scored": False}
+    assert compute_score("horizon/notes", "", "{}", extra_info=row["extra_info"]) == {"score": 0.0, "horizon_scored": False}
     del fixer
     gc.collect()
     assert len(open_episodes(home)) == 1  # the finished trajectory's episode is gone with its AgentData
@@ -203,9 +207,9 @@ def test_bad_calls_are_error_observations_and_the_episode_goes_on(export, home):
     async def calls():
         out = []
         for name, arguments in [("view_file", {"path": 3}), ("view_file", "{not json"), ("view_file", {"path": "../../etc/passwd"}),
-                                ("edit_file", {"path": "users/service.py", "old_text": "no such text", "new_text": "x"}),
-                                ("view_file", {"path": "users/service.py", "start_line": 1, "end_line": 3}),
-                                ("finish", FINISH), ("view_file", {"path": "users/service.py"})]:
+                                ("edit_file", {"path": "ANSWER.txt", "old_text": "no such text", "new_text": "x"}),
+                                ("view_file", {"path": "log.md", "start_line": 1, "end_line": 2}),
+                                ("finish", FINISH), ("view_file", {"path": "ANSWER.txt"})]:
             out.append(await agent_loop_call(tools, row, agent_data, name, arguments))
         return out
 
@@ -225,7 +229,7 @@ def test_a_changed_repository_is_refused(export, home):
         with pytest.raises(UserError, match="not the task's starting files"):
             await tools["view_file"].create("req-2", **kwargs)
         instance_id, _ = await tools["view_file"].create(create_kwargs=kwargs)
-        return await tools["view_file"].execute(instance_id, {"path": "users/service.py"}, agent_data=_AgentData("x"))
+        return await tools["view_file"].execute(instance_id, {"path": "ANSWER.txt"}, agent_data=_AgentData("x"))
 
     text, reward, metrics = asyncio.run(start())
     assert "could not start" in text.text and metrics["is_error"] == 1.0 and reward == 0.0

@@ -3,6 +3,10 @@ list, a run updating live while another process writes it, a run page with its d
 evaluation page from a real `agent eval`, a 3D preview and a finance chart shown inline.
 
 HORIZON_UI_SCREENSHOTS=docs/ui saves the pages as PNG there (how docs/ui/ was made).
+
+Moved from tests/core/ (issue 17): its pages show a coding run, a coding eval, a 3D preview and a
+finance chart (issue 18's Must-show), so it is an integration test; the coding run it starts is
+``scripted_run`` below, which tests/core/test_ui.py used to share before it moved onto ``notes``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.test_ui import REPO, scripted_run
-
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install chromium; setup.sh does)")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 SHOTS = os.environ.get("HORIZON_UI_SCREENSHOTS")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scripted_run(home: Path, task: str = "fix NPE in user module") -> str:
+    """A real `agent run` of the scripted Python fix into ``home``; returns its run id."""
+    env = {**os.environ, "HORIZON_HOME": str(home)}
+    before = set((home / "runs").glob("*")) if (home / "runs").is_dir() else set()
+    done = subprocess.run(
+        [sys.executable, "-c", "from core.cli import main; main()", "run", "coding", task, "--repo", str(REPO / "examples/python-user-service"),
+         "--policy", "scripted", "--script", str(REPO / "examples/scripts/fix-python-npe.jsonl")],
+        check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (new,) = set((home / "runs").glob("*")) - before
+    return new.name
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,9 @@ and 1 finance task with their reference trajectories. The episode function is th
 episode exits on its first try and another's sandbox is reported unavailable on its first try
 (infrastructure failures: retried), and one extra episode creates its run and then hangs past
 its hard time limit (killed, its run marked as killed with the reason, not retried).
+
+Moved from tests/core/ (issue 17): it spans the coding, 3D and finance plugins, so it is an
+integration test, not one of core's.
 """
 
 from __future__ import annotations

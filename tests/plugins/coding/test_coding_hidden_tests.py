@@ -2,6 +2,8 @@
 test, the fixed release's test is built into the sources cache beside it, hidden from the
 episode's sandbox, and written into the grader's copy only. Real eval episodes (scripted
 policies, the real sandbox, grader and store) on two local sdists of a src-layout package.
+
+Moved from tests/core/eval/ (issue 17): hidden tests are graded by the coding plugin's reward.
 """
 
 from __future__ import annotations
