@@ -2,10 +2,10 @@
 
 A 30-step episode of the test plugin (``notes``, ``tests/notes_plugin``) runs through the real
 OpenAI policy, loop, plugin, sandbox and run store against a recording fake server on loopback
-(``tests/core/policy/episode.py``; ``bench/prefix_cache.py`` records a coding episode the same way). Every request must extend the previous one: the tool list
-identical, the previous request's messages a byte-identical prefix of this one's (key order
-included), the assistant turn in between exactly what the server returned, one cache salt for the
-whole run. Compaction (not yet in the loop) will be the one allowed exception, at a recorded step.
+(``tests/core/policy/episode.py``; ``bench/prefix_cache.py`` records a coding episode the same
+way). Every request must extend the previous one: the tool list identical, the previous request's
+messages a byte-identical prefix of this one's (key order included), the assistant turn in between
+exactly what the server returned, one cache salt for the whole run. Compaction (not yet in the loop) will be the one allowed exception, at a recorded step.
 """
 
 from __future__ import annotations
