@@ -5,7 +5,7 @@
 
 Records a ``--steps``-step coding episode on ``examples/python-user-service``: the real OpenAI
 policy, loop, coding plugin, sandbox and run store against the recording fake server of
-``tests/core/policy/episode.py`` (real HTTP on loopback; the server replays scripted tool calls).
+``tests/plugins/coding/episode.py`` (real HTTP on loopback; the server replays scripted tool calls).
 Every request body is kept, exactly as sent.
 
 Each request is then rendered as a ChatML prompt (``<|im_start|>system`` with the system text and
@@ -105,7 +105,7 @@ def main() -> int:
 
     from llama_cpp import Llama
 
-    from tests.core.policy.episode import run_episode
+    from tests.plugins.coding.episode import run_episode
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["HORIZON_HOME"] = str(Path(tmp) / "home")  # the recorded run stays out of ~/.horizon

@@ -1,6 +1,8 @@
-"""The loop end to end with a scripted policy, the real sandbox and run store: limits, malformed
-output, stuck detection and resume on the test plugin (``notes``); fixes that are verified, test
-edits that are refused and ``view_file``'s budget on the real coding plugin."""
+"""The loop end to end with a scripted policy, the real sandbox and run store on the test plugin
+(``notes``, ``tests/notes_plugin``): limits, malformed output, stuck detection, resume and the cap on
+one call's output. What is coding behaviour (a fix verified by the repository's tests and applied,
+a test edit the reward refuses, ``view_file`` fitting its own output to the budget) is tested in
+``tests/plugins/coding/test_coding_loop.py``."""
 
 import json
 import re
@@ -8,56 +10,25 @@ from contextlib import closing
 from pathlib import Path
 
 from core.plugin import Task
-from core.policy import ScriptedPolicy, load_script
-from core.runner import Run, RunResult, apply_run, open_store
+from core.policy import ScriptedPolicy
+from core.runner import Run, RunResult, open_store
 from core.state import ExitStatus, Limits, Pricing, ToolCall
+from core.tools import ToolContext
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-VIEW = {"tool": "view_file", "arguments": {"path": "users/service.py", "start_line": 1, "end_line": 5}}
-#: The same call for the notes plugin (``tests/notes_plugin``).
+#: A read of the notes folder's ``log.md`` (``notes_folder`` fixture).
 NOTE_VIEW = {"tool": "view_file", "arguments": {"path": "log.md", "start_line": 1, "end_line": 2}}
 FINISH = {"tool": "finish", "arguments": {"summary": "done"}}
 
 
-def run(repo: Path, turns: list[dict], pricing: Pricing | None = None, plugin: str = "coding", **limits) -> RunResult:
+def run(repo: Path, turns: list[dict], pricing: Pricing | None = None, plugin: str = "notes", **limits) -> RunResult:
     started = Run.start(
-        Task(plugin=plugin, instruction="fix NPE in user module", repo=repo), ScriptedPolicy(turns),
+        Task(plugin=plugin, instruction="write done in ANSWER.txt", repo=repo), ScriptedPolicy(turns),
         policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(**limits), pricing=pricing or Pricing(),
     )
     try:
         return started.execute()
     finally:
         started.close()
-
-
-def test_scripted_java_fix_is_verified_and_applies(java_repo):
-    result = run(java_repo, load_script(EXAMPLES / "scripts" / "fix-java-npe.jsonl"))
-    assert result.status == "finished"
-    assert result.exit_status == ExitStatus.SUBMITTED
-    assert result.reward == 1.0
-    patch = result.patch_path.read_text()
-    assert "UserService.java" in patch and "getNickname() == null" in patch
-    source = java_repo / "src/main/java/com/example/users/UserService.java"
-    assert "getNickname().trim();" in source.read_text()  # untouched until applied
-    with closing(open_store(result.run_id)) as store:
-        rewards = store.rewards()
-        steps = store.steps()
-        row = store.run()
-    assert rewards["fail_to_pass"]["value"] == 1.0
-    after = rewards["fail_to_pass"]["detail"]["after"]
-    assert after["com.example.users.UserServiceTest#displayNameFallsBackToFullNameWhenNicknameMissing"] == "passed"
-    assert all(outcome == "passed" for outcome in after.values()) and len(after) >= 10
-    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5, 6]
-    assert [c["tool"] for s in steps for c in s["tool_calls"]] == [
-        "search_code", "view_file", "run_tests", "edit_file", "run_tests", "finish"]
-    assert row["exit_status"] == "submitted" and row["steps"] == 6
-    apply_run(result.run_id)
-    assert "getNickname() == null" in source.read_text()
-
-
-def test_scripted_python_fix(python_repo):
-    result = run(python_repo, load_script(EXAMPLES / "scripts" / "fix-python-npe.jsonl"))
-    assert (result.exit_status, result.reward) == (ExitStatus.SUBMITTED, 1.0)
 
 
 def test_step_limit(notes_folder, notes_plugin):
@@ -110,17 +81,6 @@ def test_a_valid_call_resets_the_malformed_count(notes_folder, notes_plugin):
     assert result.exit_status == ExitStatus.SUBMITTED and result.steps == 6
 
 
-def test_editing_a_test_file_gives_no_reward(python_repo):
-    edit = {"tool": "edit_file", "arguments": {
-        "path": "tests/test_service.py", "old_text": "def test_display_name_falls_back_to_full_name_when_nickname_missing",
-        "new_text": "def skip_display_name_falls_back_to_full_name_when_nickname_missing"}}
-    result = run(python_repo, [edit, FINISH])
-    assert result.exit_status == ExitStatus.SUBMITTED
-    assert result.reward == 0.0
-    with closing(open_store(result.run_id)) as store:
-        assert store.rewards()["tests_untouched"]["detail"]["edited"] == ["tests/test_service.py"]
-
-
 def test_dead_policy_stops_resumably_and_resume_finishes(notes_folder, notes_plugin, tmp_path):
     script = tmp_path / "s.jsonl"
     script.write_text(json.dumps(NOTE_VIEW) + "\n")
@@ -149,52 +109,40 @@ def tool_outputs(run_id: str) -> list[str]:
         return [m.content for m in store.messages() if m.role == "tool"]
 
 
-def test_a_long_output_is_cut_on_lines_naming_the_missing_ones_and_the_call_that_shows_them(python_repo):
+def test_a_long_output_is_cut_on_lines_naming_the_missing_ones_and_the_call_that_shows_them(notes_folder, notes_plugin):
     script = "for i in $(seq 1 400); do printf 'line %04d %s\\n' $i xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done"
-    result = run(python_repo, [{"tool": "shell", "arguments": {"command": script}}, FINISH])
+    result = run(notes_folder, [{"tool": "shell", "arguments": {"command": script}}, FINISH], plugin=notes_plugin)
     observation = tool_outputs(result.run_id)[0]
     assert len(observation) < 8200 and ".horizon/observations/call-1.txt" in observation
     note = re.search(r"\[lines (\d+)-(\d+) of (\d+) not shown \(one call's output is cut at 8,000 characters\); "
                      r"view_file path=\.horizon/observations/call-1\.txt start_line=(\d+) end_line=(\d+) shows them\]", observation)
     assert note, observation[3000:5000]
     first, last, total = int(note[1]), int(note[2]), int(note[3])
-    assert (int(note[4]), int(note[5])) == (first, last) and total == 402  # exit code, "--- stdout ---", 400 lines
+    assert (int(note[4]), int(note[5])) == (first, last) and total == 401  # 400 lines, then notes' "[exit 0]"
     kept = observation.splitlines()
     assert all(len(line) < 200 for line in kept)  # whole lines, never a line cut in its middle
     numbered = {int(line[5:9]) for line in kept if line.startswith("line ")}
-    assert numbered == set(range(1, first - 2)) | set(range(last - 1, 401))  # output line n is "line n-2"
-    full = result.patch_path.parent / "workspace" / ".horizon" / "observations" / "call-1.txt"
-    from plugins.coding.files import view_file
+    assert numbered == set(range(1, first)) | set(range(last + 1, 401))  # output line n is "line n"
+    workspace = result.patch_path.parent / "workspace"
+    from horizon_notes import view_file  # the plugin's reads_lines tool, which the note names
 
-    shown = view_file(full.parents[2], full, first, last).splitlines()
-    assert shown[1] == f"{first:>3}\tline {first - 2:04d} " + "x" * 50  # the named call shows exactly the missing lines
+    ctx = ToolContext(workspace=workspace, sandbox=None, scratch=workspace)  # type: ignore[arg-type]
+    shown = view_file.fn(view_file.parse(json.dumps({"path": ".horizon/observations/call-1.txt", "start_line": first, "end_line": last})), ctx)
+    shown_lines = str(shown).splitlines()
+    assert len(shown_lines) == last - first + 1  # the named call shows exactly the missing lines
+    assert shown_lines[0] == f"{first}: line {first:04d} " + "x" * 50 and shown_lines[-1].startswith(f"{last}: line {last:04d} ")
     assert ".horizon" not in result.patch_path.read_text()  # never part of the patch
 
 
-def test_view_file_fits_its_output_to_the_call_budget_on_whole_lines(python_repo):
-    (python_repo / "big.txt").write_text("".join(f"line {i:04d} " + "x" * 90 + "\n" for i in range(1, 201)))
-    view = {"tool": "view_file", "arguments": {"path": "big.txt", "start_line": 1, "end_line": 200}}
-    result = run(python_repo, [view, FINISH])
-    lines = tool_outputs(result.run_id)[0].split("\n\n[")[0].splitlines()  # the budget note follows a blank line
-    assert sum(len(line) + 1 for line in lines) <= 8000
-    shown = int(lines[0].split("-")[1].split(" ")[0])
-    assert lines[0] == f"big.txt (lines 1-{shown} of 200)" and 60 < shown < 200
-    assert lines[-2] == f"{shown:>3}\tline {shown:04d} " + "x" * 90
-    # lines of one length: the next call fits as many again, and the note says it will not show all the rest
-    assert lines[-1] == (f"[lines {shown + 1}-200 of 200 not shown (this call's output is limited to 8,000 characters); "
-                         f"view_file path=big.txt start_line={shown + 1} end_line={2 * shown} shows the next {shown} of them]")  # fmt: skip
-    assert not (result.patch_path.parent / "workspace" / ".horizon" / "observations").exists()  # nothing for the loop to cut
-
-
-def test_every_call_of_a_reply_has_its_own_output_budget(python_repo):
+def test_every_call_of_a_reply_has_its_own_output_budget(notes_folder, notes_plugin):
     for name in ("a", "b", "c"):
-        (python_repo / f"{name}.txt").write_text("".join(f"{name} {i:03d} " + "y" * 90 + "\n" for i in range(1, 71)))
+        (notes_folder / f"{name}.txt").write_text("".join(f"{name} {i:03d} " + "y" * 90 + "\n" for i in range(1, 71)))
     views = [{"tool": "view_file", "arguments": {"path": f"{name}.txt"}} for name in ("a", "b", "c")]
-    result = run(python_repo, [{"tool_calls": views}, FINISH])
+    result = run(notes_folder, [{"tool_calls": views}, FINISH], plugin=notes_plugin)
     outputs = tool_outputs(result.run_id)[:3]
     assert sum(map(len, outputs)) > 20_000  # three calls, each about 7,000 characters: more than one budget
     for name, output in zip(("a", "b", "c"), outputs, strict=True):
-        assert output.startswith(f"{name}.txt (lines 1-70 of 70)") and f"70\t{name} 070" in output
+        assert output.startswith(f"1: {name} 001") and f"\n70: {name} 070" in output
         assert "not shown" not in output
 
 

@@ -1,8 +1,8 @@
 """External MCP servers' tools in an episode (``core.mcp.client``), against a real MCP server.
 
 The server is ``mcp_notes_server.py`` (the official SDK's ``MCPServer``), started over stdio
-through the episode's bwrap sandbox, or over streamable HTTP. A scripted episode of the coding
-plugin calls its tools next to the plugin's own; the run store must hold every call with the
+through the episode's bwrap sandbox, or over streamable HTTP. A scripted episode of the test plugin
+(``notes``, ``tests/notes_plugin``) calls its tools next to the plugin's own; the run store must hold every call with the
 observation the model saw, and the failures (a timeout, the server's own error, arguments that
 break its schema, a file outside the sandbox) must be observations, not crashes.
 """
@@ -30,14 +30,13 @@ from core.runs import open_store
 from core.sandbox import open_sandbox
 from core.state import Limits, Pricing
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python-user-service"
 SERVER = Path(__file__).resolve().parent / "mcp_notes_server.py"
 BUDGET_NOTE = re.compile(r"\n\n\[\d+ steps? and [\d,]+ tokens left\]$")  # the loop's, after each step
 STDIO = {"name": "notes", "command": [sys.executable, str(SERVER)], "timeout_s": 20}
 
 
-def run_episode(calls, servers, home):
-    run = Run.start(Task(plugin="coding", instruction="count the words of users/service.py", repo=EXAMPLE, metadata={"mcp_servers": servers}),
+def run_episode(calls, servers, home, folder):
+    run = Run.start(Task(plugin="notes", instruction="count the words of log.md", repo=folder, metadata={"mcp_servers": servers}),
                     ScriptedPolicy(calls, name="mcp-client"), policy_config={"kind": "scripted", "script": "mcp-client"},
                     limits=Limits(max_steps=20), pricing=Pricing(), home=home)  # fmt: skip
     try:
@@ -51,26 +50,26 @@ def run_episode(calls, servers, home):
     return tools, records, seen
 
 
-def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_path, horizon_home):
+def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_path, horizon_home, notes_plugin, notes_folder):
     secret = tmp_path / "outside.txt"  # outside the workspace: the sandbox hides it (tmp is its own tmpfs)
     secret.write_text("host secret")
-    words = len((EXAMPLE / "users" / "service.py").read_text().split())
+    words = len((notes_folder / "log.md").read_text().split())
     calls = [
-        {"tool": "notes__count_words", "arguments": {"path": "users/service.py"}},
+        {"tool": "notes__count_words", "arguments": {"path": "log.md"}},
         {"tool": "notes__write_note", "arguments": {"path": "NOTES.md", "text": "counted"}},
         {"tool": "notes__count_words", "arguments": {"path": str(secret)}},
-        {"tool": "notes__count_words", "arguments": {"file": "users/service.py"}},  # breaks the server's schema
+        {"tool": "notes__count_words", "arguments": {"file": "log.md"}},  # breaks the server's schema
         {"tool": "notes__fail", "arguments": {"reason": "the index is stale"}},
         {"tool": "notes__nap", "arguments": {"seconds": 30}},  # past the 3 s limit
         {"tool": "notes__count_words", "arguments": {"path": "NOTES.md"}},  # the server still answers after a timeout
         {"tool": "finish", "arguments": {"summary": "counted the words"}},
     ]
     spec = {**STDIO, "timeout_s": 3}
-    tools, records, seen = run_episode(calls, [spec], horizon_home)
+    tools, records, seen = run_episode(calls, [spec], horizon_home, notes_folder)
 
     assert {"notes__count_words", "notes__write_note", "notes__nap", "notes__fail", "view_file", "finish"} <= set(tools)
     assert [r["tool"] for r in records] == [c["tool"] for c in calls]
-    assert seen[0] == f"{words} words in users/service.py"
+    assert seen[0] == f"{words} words in log.md"
     assert records[0]["data"]["mcp_server"] == "notes" and records[0]["data"]["mcp_tool"] == "count_words"
     assert not records[1]["is_error"]
     assert records[2]["is_error"] and f"cannot read {secret}: No such file or directory" in seen[2] and "host secret" not in seen[2]
@@ -80,10 +79,10 @@ def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_
     assert seen[6] == "1 words in NOTES.md"
 
 
-def test_the_note_a_stdio_server_wrote_is_in_the_runs_patch_and_its_export(tmp_path, horizon_home):
+def test_the_note_a_stdio_server_wrote_is_in_the_runs_patch_and_its_export(tmp_path, horizon_home, notes_plugin, notes_folder):
     calls = [{"tool": "notes__write_note", "arguments": {"path": "NOTES.md", "text": "hello from MCP"}},
              {"tool": "finish", "arguments": {"summary": "wrote a note"}}]  # fmt: skip
-    run = Run.start(Task(plugin="coding", instruction="write a note", repo=EXAMPLE, metadata={"mcp_servers": [STDIO]}),
+    run = Run.start(Task(plugin=notes_plugin, instruction="write a note", repo=notes_folder, metadata={"mcp_servers": [STDIO]}),
                     ScriptedPolicy(calls, name="mcp-note"), policy_config={"kind": "scripted", "script": "mcp-note"},
                     limits=Limits(max_steps=5), pricing=Pricing(), home=horizon_home)  # fmt: skip
     try:
@@ -133,10 +132,10 @@ def test_an_http_servers_tools_are_read_only_and_answer(tmp_path):
         server.wait(timeout=10)
 
 
-def test_a_server_that_does_not_start_is_a_clear_error_before_the_run(tmp_path, horizon_home):
+def test_a_server_that_does_not_start_is_a_clear_error_before_the_run(tmp_path, horizon_home, notes_plugin, notes_folder):
     dead = {"name": "dead", "command": ["/nonexistent/mcp-server"], "timeout_s": 10}
     with pytest.raises(UserError, match=r"MCP server 'dead' \(/nonexistent/mcp-server\) could not be reached"):
-        run_episode([{"tool": "finish", "arguments": {"summary": "x"}}], [dead], horizon_home)
+        run_episode([{"tool": "finish", "arguments": {"summary": "x"}}], [dead], horizon_home, notes_folder)
     assert not list((horizon_home / "runs").iterdir())  # no half-made run left behind
 
 

@@ -1,11 +1,11 @@
 """The prompt prefix stays byte-stable for a whole run, so a model server's prefix cache keeps working.
 
-A 30-step coding episode on ``examples/python-user-service`` runs through the real OpenAI policy,
-loop, plugin, sandbox and run store against a recording fake server on loopback
-(``tests/core/policy/episode.py``). Every request must extend the previous one: the tool list
-identical, the previous request's messages a byte-identical prefix of this one's (key order
-included), the assistant turn in between exactly what the server returned, one cache salt for the
-whole run. Compaction (not yet in the loop) will be the one allowed exception, at a recorded step.
+A 30-step episode of the test plugin (``notes``, ``tests/notes_plugin``) runs through the real
+OpenAI policy, loop, plugin, sandbox and run store against a recording fake server on loopback
+(``tests/core/policy/episode.py``; ``bench/prefix_cache.py`` records a coding episode the same
+way). Every request must extend the previous one: the tool list identical, the previous request's
+messages a byte-identical prefix of this one's (key order included), the assistant turn in between
+exactly what the server returned, one cache salt for the whole run. Compaction (not yet in the loop) will be the one allowed exception, at a recorded step.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import pytest
 
 from core.policy import OpenAIServerPolicy
-from tests.core.policy.episode import run_episode
+from tests.core.policy.episode import NOTES_PLUGIN, run_episode
 from tests.core.policy.fault_server import FaultServer
 
 STEPS = 30
@@ -32,7 +32,9 @@ def without_nulls(message: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def episode(tmp_path_factory):
-    return run_episode(tmp_path_factory.mktemp("prefix"), STEPS)
+    with pytest.MonkeyPatch.context() as patch:  # the notes_plugin fixture's install, for the whole module
+        patch.syspath_prepend(str(NOTES_PLUGIN))
+        return run_episode(tmp_path_factory.mktemp("prefix"), STEPS)
 
 
 def test_episode_ran_all_steps_through_the_real_loop(episode):
@@ -43,7 +45,7 @@ def test_episode_ran_all_steps_through_the_real_loop(episode):
     assert cut, "no observation was long enough to be cut"
     assert "view_file path=.horizon/observations/" in cut[0]  # the cut names the call that shows the lines left out
     tools = [c["tool"] for s in calls for c in s["tool_calls"]]
-    assert {"search_code", "find_symbol", "view_file", "shell", "run_tests", "edit_file", "finish", "view_fil"} <= set(tools)
+    assert {"view_file", "shell", "edit_file", "finish", "view_fil"} <= set(tools)
 
 
 def test_each_request_extends_the_previous_one_byte_for_byte(episode):

@@ -167,11 +167,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_llama_cpp_server_serves_a_real_coding_episode(horizon_home, python_repo, tmp_path):
-    """The bundled SmolLM2 GGUF behind llama-cpp-python's server; `agent run` against it for 2 steps.
+#: A task long enough that the first prompt is over 200 tokens with the test plugin's short system
+#: prompt (SmolLM2's template leaves the tool schemas out): the usage checks below need a real prefix.
+LONG_TASK = (
+    "Read log.md, which keeps a dated log of the work on this folder, and add one line at its end saying "
+    "that the answer was checked today; keep every earlier line exactly as it is, including the comment "
+    "that marks the end of the log. Then open ANSWER.txt, which says todo, and replace its content with "
+    "the single word done, with no other text, no quotes and no trailing spaces, so that whoever reads "
+    "the folder next sees at once that the task is finished. Do not create other files, do not rename "
+    "or delete anything, and do not run commands that change files outside this folder. When both files "
+    "are written, look at each once more to check that the change is what was asked, and then call "
+    "finish with a one-sentence summary that names the two files you changed and what each now holds. "
+    "If a tool answers with an error, read the error, correct the call and try again rather than giving up."
+)
+
+
+def test_llama_cpp_server_serves_a_real_episode(horizon_home, notes_plugin, notes_folder, tmp_path):
+    """The bundled SmolLM2 GGUF behind llama-cpp-python's server; `agent run` against it for 2 steps,
+    on the test plugin (``notes``: its ``agent`` process finds it through ``PYTHONPATH``).
 
     The server uses the GGUF's own chat template (``chat_format="gguf"``): the default
-    ``chatml-function-calling`` renders the eight tool schemas into the prompt (about 1,900 more
+    ``chatml-function-calling`` renders the tool schemas into the prompt (over a thousand more
     tokens), which a 2-core machine prefills in tens of seconds. SmolLM2's template ignores tools,
     so the model answers in text and the loop's nudge follows: real calls, usage and trajectory.
     """
@@ -185,7 +201,7 @@ def test_llama_cpp_server_serves_a_real_coding_episode(horizon_home, python_repo
     try:
         write_config(opts.base_url, opts.name)
         env = {**os.environ, "HORIZON_MAX_COMPLETION_TOKENS": "24", "HORIZON_RETRY_MAX_ATTEMPTS": "1"}
-        run = subprocess.run([*AGENT, "run", "coding", "fix NPE in user module", "--repo", str(python_repo), "--max-steps", "2"],
+        run = subprocess.run([*AGENT, "run", notes_plugin, LONG_TASK, "--repo", str(notes_folder), "--max-steps", "2"],
                              check=False, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     finally:
         stop_server(process)

@@ -4,9 +4,9 @@ started again; every run finishes exactly once (one run folder per id, one verdi
 call once, none lost); ``/metrics`` scraped and checked against the run stores; a run's events
 streamed; a running and a queued run cancelled.
 
-Each run is a real coding-plugin episode (scripted: five ``edit_file`` calls then ``finish``) on a one-file
-repository without tests, the cheapest real run (a test suite would cost a sandboxed pytest
-twice per run).
+Each run is a real episode of the test plugin (``notes``, ``tests/notes_plugin``; scripted: five
+``edit_file`` calls then ``finish``) on a one-file folder, the cheapest real run: core's service
+needs no domain plugin.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from core.service.queue import RunQueue, queue_path
 from tests.core.test_service_parts import FIX, tiny_repo, write_script
 
 ROOT = Path(__file__).resolve().parents[2]
+NOTES_PLUGIN = ROOT / "tests" / "notes_plugin"  # the test plugin's folder (see the notes_plugin fixture)
 RUNS = 20
 #: Tool calls per run (one per step).
 STEPS = 6
@@ -46,8 +47,9 @@ def free_port() -> int:
 
 
 def start_server(home: Path, port: int, log: Path) -> subprocess.Popen:
-    """``agent server`` in a new session (its Ray processes with it), this checkout's code first."""
-    env = {**os.environ, "HORIZON_HOME": str(home), "HORIZON_TEST_ENV": "horizon", "PYTHONPATH": str(ROOT)}
+    """``agent server`` in a new session (its Ray processes with it), this checkout's code first, then
+    the test plugin (its Ray workers inherit ``PYTHONPATH`` and find ``notes`` as they find any plugin)."""
+    env = {**os.environ, "HORIZON_HOME": str(home), "HORIZON_TEST_ENV": "horizon", "PYTHONPATH": os.pathsep.join((str(ROOT), str(NOTES_PLUGIN)))}
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     code = "import sys; from core.cli import main; sys.argv[0] = 'agent'; main()"
     return subprocess.Popen([sys.executable, "-c", code, "server", "--port", str(port), "--workers", "2"], cwd=ROOT, env=env,
@@ -115,13 +117,13 @@ def scrape(client: httpx.Client) -> dict[tuple[str, tuple], float]:
     return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
 
 
-def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(horizon_home, tmp_path):
+def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(horizon_home, tmp_path, notes_plugin):
     # a few steps before the fix, so that the kill lands inside runs (each step is a distinct call: no stuck stop)
     steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"})]
     steps += [("edit_file", {"path": "calc.py", "old_text": f"# n{i}", "new_text": f"# n{i + 1}"}) for i in range(1, STEPS - 2)]
     steps += FIX
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", steps)
-    body = {"plugin": "coding", "task": "make add add", "repo": str(repo), "policy": "scripted", "script": str(script)}
+    body = {"plugin": notes_plugin, "task": "make add add", "repo": str(repo), "policy": "scripted", "script": str(script)}
     log = tmp_path / "server.log"
     port = free_port()
     server = start_server(horizon_home, port, log)
@@ -158,7 +160,7 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
                     run, tools = store.run(), store.tool_call_records()
                     model_calls += len(store.steps())
                 assert run["status"] == "finished" and run["exit_status"] == "submitted", run
-                assert run["reward_status"] is not None  # one verdict (not applicable: the repository has no tests)
+                assert run["reward_status"] is not None  # one verdict (0.0: the folder has no ANSWER.txt)
                 assert [t["tool"] for t in tools] == [tool for tool, _ in steps], (run_id, tools)  # each call once
                 assert len({t["tool_call_id"] for t in tools}) == STEPS and not any(t["is_error"] for t in tools)
                 assert (horizon_home / "runs" / run_id / "workspace" / "calc.py").read_text() == \
@@ -167,9 +169,9 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             metrics = scrape(client)
             assert metrics[("horizon_runs", (("status", "finished"),))] == RUNS
             for tool, n in (("edit_file", STEPS - 1), ("finish", 1)):
-                assert metrics[("horizon_tool_calls_total", (("plugin", "coding"), ("tool", tool)))] == n * RUNS
-                assert metrics[("horizon_tool_call_errors_total", (("plugin", "coding"), ("tool", tool)))] == 0
-            assert metrics[("horizon_model_latency_seconds_count", (("plugin", "coding"),))] == model_calls == STEPS * RUNS
+                assert metrics[("horizon_tool_calls_total", (("plugin", notes_plugin), ("tool", tool)))] == n * RUNS
+                assert metrics[("horizon_tool_call_errors_total", (("plugin", notes_plugin), ("tool", tool)))] == 0
+            assert metrics[("horizon_model_latency_seconds_count", (("plugin", notes_plugin),))] == model_calls == STEPS * RUNS
             assert metrics[("horizon_service_queue", (("state", "done"),))] == RUNS
             assert metrics[("horizon_interruptions_total", (("kind", "resumed"),))] == sum(r["starts"] - 1 for r in rows) >= 1
             assert metrics[("horizon_interruptions_total", (("kind", "killed"),))] == 0

@@ -1,6 +1,7 @@
 """The service's parts without Ray: the durable queue, the HTTP API's checks and cancel of a
 queued run, a real run executed by the worker function (traced with the OpenTelemetry SDK's
-in-memory exporter) and the metrics collector over its store."""
+in-memory exporter) and the metrics collector over its store. Runs are episodes of the test
+plugin (``notes``, ``tests/notes_plugin``): core's service needs no domain plugin."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from core.service.queue import RunQueue, queue_path
 
 
 def tiny_repo(tmp_path: Path) -> Path:
-    """A one-file repository with a bug and no test suite (the coding plugin's cheapest real run)."""
+    """A one-file folder with a bug (``calc.py``) for a ``notes`` episode: the cheapest real run.
+    It has no ``ANSWER.txt``, so the run's verdict is a reward of 0.0."""
     repo = tmp_path / "calc"
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
@@ -60,22 +62,22 @@ def test_queue_keeps_runs_across_instances_and_recovers_running_ones(horizon_hom
     assert again.get(ids[2])["state"] == "queued"
 
 
-def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path):
+def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path, notes_plugin):
     queue = RunQueue(queue_path(horizon_home))
     client = TestClient(create_app(queue, horizon_home))
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", FIX)
     bad = [({"plugin": "nope", "task": "x"}, "no plugin named 'nope'"),
-           ({"plugin": "coding", "task": "x", "repo": str(tmp_path / "missing")}, "is not a folder"),
-           ({"plugin": "coding", "task": "x", "repo": str(repo), "policy": "scripted"}, "needs --script"),
-           ({"plugin": "coding", "task": "x", "policy": "human"}, "cannot run --policy human"),
-           ({"plugin": "coding", "task": "x", "limits": {"max_steps": 0}}, "limits.max_steps"),
-           ({"plugin": "coding", "task": "x", "limits": {"max_stepz": 3}}, "unknown limit(s) max_stepz"),
-           ({"plugin": "coding", "task": "x", "colour": 1}, "colour")]
+           ({"plugin": notes_plugin, "task": "x", "repo": str(tmp_path / "missing")}, "is not a folder"),
+           ({"plugin": notes_plugin, "task": "x", "repo": str(repo), "policy": "scripted"}, "needs --script"),
+           ({"plugin": notes_plugin, "task": "x", "policy": "human"}, "cannot run --policy human"),
+           ({"plugin": notes_plugin, "task": "x", "limits": {"max_steps": 0}}, "limits.max_steps"),
+           ({"plugin": notes_plugin, "task": "x", "limits": {"max_stepz": 3}}, "unknown limit(s) max_stepz"),
+           ({"plugin": notes_plugin, "task": "x", "colour": 1}, "colour")]
     for body, words in bad:
         answer = client.post("/api/runs", json=body)
         assert answer.status_code == 400 and words in answer.json()["error"], (body, answer.json())
     assert client.post("/api/runs", content=b"{").status_code == 400
-    answer = client.post("/api/runs", json={"plugin": "coding", "task": "fix add", "repo": str(repo), "policy": "scripted",
+    answer = client.post("/api/runs", json={"plugin": notes_plugin, "task": "fix add", "repo": str(repo), "policy": "scripted",
                                             "script": str(script), "limits": {"max_steps": 5}})
     assert answer.status_code == 201
     run_id = answer.json()["run_id"]
@@ -91,14 +93,14 @@ def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path
     assert "event: state" in events and "event: end" in events
 
 
-def test_worker_runs_traces_and_never_reruns_a_finished_run(horizon_home, tmp_path, monkeypatch):
+def test_worker_runs_traces_and_never_reruns_a_finished_run(horizon_home, tmp_path, monkeypatch, notes_plugin):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     monkeypatch.setattr(tracing, "otlp_tracer_provider", lambda: provider)
     repo = tiny_repo(tmp_path)
     script = write_script(tmp_path / "s.jsonl", [("view_file", {"path": "missing.py"}), *FIX])
-    request = queued_request(SubmitRequest(plugin="coding", task="make add add", repo=str(repo), policy="scripted", script=str(script)))
+    request = queued_request(SubmitRequest(plugin=notes_plugin, task="make add add", repo=str(repo), policy="scripted", script=str(script)))
     queue = RunQueue(queue_path(horizon_home))
     run_id = queue.submit(request)
 
@@ -135,10 +137,10 @@ def test_worker_runs_traces_and_never_reruns_a_finished_run(horizon_home, tmp_pa
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(generate_latest(registry).decode()) for s in family.samples}
     assert samples[("horizon_runs", (("status", "finished"),))] == 1
-    assert samples[("horizon_tool_calls_total", (("plugin", "coding"), ("tool", "view_file")))] == 1
-    assert samples[("horizon_tool_call_errors_total", (("plugin", "coding"), ("tool", "view_file")))] == 1
-    assert samples[("horizon_tool_call_errors_total", (("plugin", "coding"), ("tool", "edit_file")))] == 0
-    assert samples[("horizon_model_latency_seconds_count", (("plugin", "coding"),))] == 3
+    assert samples[("horizon_tool_calls_total", (("plugin", notes_plugin), ("tool", "view_file")))] == 1
+    assert samples[("horizon_tool_call_errors_total", (("plugin", notes_plugin), ("tool", "view_file")))] == 1
+    assert samples[("horizon_tool_call_errors_total", (("plugin", notes_plugin), ("tool", "edit_file")))] == 0
+    assert samples[("horizon_model_latency_seconds_count", (("plugin", notes_plugin),))] == 3
     assert samples[("horizon_interruptions_total", (("kind", "killed"),))] == 0
 
 

@@ -1,13 +1,13 @@
 """agent ui's actions over real runs: start a run into the service's queue, stop it, resume a
 stopped run (the service's worker then resumes it from its checkpoint), and apply a finished run's
 patch after the review, as ``agent apply`` does. Forms from another origin or without the page's
-token are refused (a web page in the same browser must not drive Horizon)."""
+token are refused (a web page in the same browser must not drive Horizon). The runs are episodes of
+the test plugin (``notes``, ``tests/notes_plugin``): the UI's actions are core's, whatever the plugin."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from contextlib import closing
 from pathlib import Path
 
@@ -23,10 +23,8 @@ from core.service.worker import execute_queued_run
 from core.state import Limits, Pricing
 from core.ui.app import create_app
 
-REPO = Path(__file__).resolve().parents[2]
-FIX = [{"tool": "edit_file", "arguments": {"path": "users/service.py", "old_text": "        nickname = user.nickname.strip()",
-                                           "new_text": '        nickname = (user.nickname or "").strip()'}},
-       {"tool": "finish", "arguments": {"summary": "a missing nickname counts as empty"}}]  # fmt: skip
+FIX = [{"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},
+       {"tool": "finish", "arguments": {"summary": "the answer is written"}}]  # fmt: skip
 
 
 def token_of(page: str) -> str:
@@ -34,17 +32,18 @@ def token_of(page: str) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
-    copy = tmp_path / "repo"
-    shutil.copytree(REPO / "examples/python-user-service", copy)
-    return copy
+def repo(notes_plugin, notes_folder) -> Path:
+    """A ``notes`` folder (``ANSWER.txt`` says ``todo``; the reward wants ``done``), the plugin installed."""
+    return notes_folder
 
 
-def test_a_started_run_is_queued_for_the_service_and_can_be_dropped(horizon_home, repo):
+def test_a_started_run_is_queued_for_the_service_and_can_be_dropped(horizon_home, repo, tmp_path):
+    script = tmp_path / "fix.jsonl"
+    script.write_text("".join(json.dumps(call) + "\n" for call in FIX))
     client = TestClient(create_app(horizon_home))
     page = client.get("/")
-    form = {"plugin": "coding", "task": "fix NPE in user module", "repo": str(repo), "policy": "scripted",
-            "script": str(REPO / "examples/scripts/fix-python-npe.jsonl"), "max_steps": "12"}  # fmt: skip
+    form = {"plugin": "notes", "task": "write done in ANSWER.txt", "repo": str(repo), "policy": "scripted",
+            "script": str(script), "max_steps": "12"}  # fmt: skip
     assert client.post("/runs", data=form).status_code == 403  # no token
     assert client.post("/runs", data={**form, "csrf": "guess"}).status_code == 403
     assert client.post("/runs", data={**form, "csrf": token_of(page.text)}, headers={"origin": "http://evil.example"}).status_code == 403
@@ -67,7 +66,7 @@ def test_a_started_run_is_queued_for_the_service_and_can_be_dropped(horizon_home
 def test_a_stopped_run_is_resumed_by_the_service_from_its_checkpoint(horizon_home, repo, tmp_path):
     script = tmp_path / "fix.jsonl"
     script.write_text(json.dumps(FIX[0]) + "\n")  # the policy dies after the edit: a model error, resumable
-    run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy.from_file(script),
+    run = Run.start(Task(plugin="notes", instruction="write done in ANSWER.txt", repo=repo), ScriptedPolicy.from_file(script),
                     policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(max_steps=10),
                     pricing=Pricing(), home=horizon_home)  # fmt: skip
     try:
@@ -96,7 +95,7 @@ def test_a_stopped_run_is_resumed_by_the_service_from_its_checkpoint(horizon_hom
 
 
 def test_a_finished_runs_patch_is_reviewed_then_applied(horizon_home, repo):
-    run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(FIX, name="fix"),
+    run = Run.start(Task(plugin="notes", instruction="write done in ANSWER.txt", repo=repo), ScriptedPolicy(FIX, name="fix"),
                     policy_config={"kind": "scripted", "script": "fix"}, limits=Limits(max_steps=10), pricing=Pricing(), home=horizon_home)  # fmt: skip
     try:
         result = run.execute()
@@ -106,10 +105,10 @@ def test_a_finished_runs_patch_is_reviewed_then_applied(horizon_home, repo):
     page = client.get(f"/runs/{result.run_id}").text
     assert 'id="apply-run"' in page
     review = client.get(f"/runs/{result.run_id}/apply").text
-    assert "users/service.py" in review and 'id="confirm-apply"' in review
-    assert '<span class="add">+        nickname = (user.nickname or &#34;&#34;).strip()</span>' in review  # the diff itself
-    assert "user.nickname or" not in (repo / "users/service.py").read_text()  # the review changed nothing
+    assert "ANSWER.txt" in review and 'id="confirm-apply"' in review
+    assert '<span class="add">+done</span>' in review and '<span class="del">-todo</span>' in review  # the diff itself
+    assert (repo / "ANSWER.txt").read_text() == "todo\n"  # the review changed nothing
     assert client.post(f"/runs/{result.run_id}/apply", data={"csrf": "x"}).status_code == 403
     applied = client.post(f"/runs/{result.run_id}/apply", data={"csrf": token_of(review)})
     assert f"applied the patch of run {result.run_id}" in applied.text and "1 path changed" in applied.text and "agent apply --undo" in applied.text
-    assert '(user.nickname or "").strip()' in (repo / "users/service.py").read_text()
+    assert (repo / "ANSWER.txt").read_text() == "done\n"

@@ -1,6 +1,8 @@
-"""``agent mcp finance`` driven by the MCP SDK's stdio client: the finance tools over MCP on a real
-filing (3M's 2018 10-K), a query the database refuses (file access), an answer checked against
-FinanceBench's gold, finish with its reward; the session is then a stored, exported run."""
+"""``agent mcp finance`` through the MCP SDK's own clients: the finance plugin's tools listed with
+their schemas; a stdio session on a real filing (3M's 2018 10-K) with a query the database refuses
+(file access), an answer checked against FinanceBench's gold and finish with its reward, which is
+then a stored, exported run. (The listing test moved here from ``tests/core/test_mcp.py``; core's
+MCP machinery is tested there on the test plugin, ``notes``.)"""
 
 from __future__ import annotations
 
@@ -10,17 +12,39 @@ import sys
 from contextlib import closing
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from core.cli import app
-from core.runner import open_store
+from core.mcp import McpSession
+from core.mcp.server import build_server
+from core.plugin import Task, load_plugin
+from core.runner import Run, open_store
+from core.state import Limits, Pricing
 from tests.plugins.finance.conftest import FILINGS, ROOT, need_data
 
 AGENT = [sys.executable, "-c", "from core.cli import main; main()"]  # this checkout's core, as `agent` would run it
 QUESTION = "financebench_id_03029"  # 3M's FY2018 capital expenditure
 ANSWER = {"question_id": QUESTION, "document": "3M_2018_10K", "page": 60, "unit": "USD", "scale": "millions", "value": 1577,
           "formula": "-{3M_2018_10K:p60:l24:c0}"}  # as examples/finance/scripts/financebench.jsonl answers it
+
+
+def test_the_finance_plugin_lists_its_tools(horizon_home):
+    plugin = load_plugin("finance")
+    task = Task(plugin="finance", instruction="build it", repo=ROOT / "examples" / "finance" / "financebench")
+
+    def start(policy):
+        return Run.start(task, policy, policy_config={"kind": "mcp"}, limits=Limits(max_steps=10, compact_at_tokens=0), pricing=Pricing(),
+                         home=horizon_home)  # fmt: skip
+
+    async def listing():
+        async with Client(build_server(plugin, task, McpSession(start, plugin="finance"))) as client:
+            return (await client.list_tools()).tools
+
+    tools = anyio.run(listing)
+    assert [t.name for t in tools] == [t.name for t in plugin.tools()]
+    assert {"list_documents", "get_statement", "answer_question", "write_report", "finish"} <= {t.name for t in tools}
+    assert all(t.input_schema.get("type") == "object" for t in tools)
 
 
 def _text(result) -> str:
