@@ -527,6 +527,7 @@ def start_listening(settings: HorizonSettings, port: int) -> None:
     """
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # listening again at once: closed connections linger
         server.bind(("127.0.0.1", port))
         server.listen(8)
         token = secrets.token_urlsafe(24)
@@ -538,7 +539,7 @@ def start_listening(settings: HorizonSettings, port: int) -> None:
     inbox: queue.Queue = queue.Queue()
     thread = threading.Thread(target=_accept, args=(server, inbox, token), daemon=True, name="horizon-mcp-listener")
     thread.start()
-    _listener.update(server=server, thread=thread, queue=inbox, token=token, port=port, token_file=str(path), steps=[])
+    _listener.update(server=server, thread=thread, queue=inbox, token=token, port=port, token_file=str(path))
     settings.listening, settings.listen_port, settings.listen_token_file = True, port, str(path)
     if not bpy.app.timers.is_registered(serve_listener):
         bpy.app.timers.register(serve_listener, first_interval=POLL_INTERVAL_S)
@@ -546,9 +547,15 @@ def start_listening(settings: HorizonSettings, port: int) -> None:
 
 def stop_listening(settings: HorizonSettings | None) -> None:
     """Close the listener, delete its token file and the scene copies it handed out."""
-    server = _listener["server"]
+    server, thread = _listener["server"], _listener["thread"]
     if server is not None:
+        try:
+            server.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close() alone leaves the port bound
+        except OSError:
+            pass  # not every system lets a listening socket be shut down; close() then ends accept()
         server.close()
+    if thread is not None:
+        thread.join(timeout=2)
     if _listener["token_file"]:
         Path(_listener["token_file"]).unlink(missing_ok=True)
     for folder in _listener["scene_dirs"]:

@@ -4,7 +4,8 @@ puts a "Pedestal" in the open scene, presses Listen for MCP on PORT and pumps th
 function (background Blender runs no timers) until FOLDER/stop appears; then it records the open
 scene, undoes the applied steps one by one (each undo must take back exactly one step), draws the
 panel, stops listening, and writes FOLDER/result.json. FOLDER/ready holds the token file's path
-once it listens."""
+once it listens; FOLDER/pause stops listening (answered by FOLDER/paused), FOLDER/resume listens
+again (FOLDER/resumed)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,12 @@ def main(zip_path: str, port: str, folder: str) -> None:
     deadline = time.monotonic() + 240
     while not (out / "stop").exists() and time.monotonic() < deadline:
         horizon_agent.serve_listener()
+        if (out / "pause").exists() and not (out / "paused").exists():  # the artist presses Stop listening ...
+            result["pause"] = sorted(bpy.ops.horizon.listen())
+            (out / "paused").write_text(str(token_file.exists()))
+        if (out / "resume").exists() and not (out / "resumed").exists():  # ... and Listen for MCP again
+            result["resume"] = sorted(bpy.ops.horizon.listen(port=int(port)))
+            (out / "resumed").write_text("")
         time.sleep(0.02)
     objects = sorted(o.name for o in bpy.context.scene.objects)
     result.update(objects=objects, box=_box(), applied=settings.applied,
@@ -63,7 +70,7 @@ def main(zip_path: str, port: str, folder: str) -> None:
     undone = []
     for _ in range(settings.applied):  # one undo per applied step, newest first
         undo = sorted(bpy.ops.ed.undo())
-        undone.append({"result": undo, "box": _box(), "pedestal": "Pedestal" in bpy.data.objects})
+        undone.append({"result": undo, "box": _box(), "pedestal": "Pedestal" in bpy.data.objects, "knob": "Knob" in bpy.data.objects})
     result["undone"] = undone
     result["listen_again"] = sorted(bpy.ops.horizon.listen())  # the same button stops listening
     result["token_file_after"] = token_file.exists()
