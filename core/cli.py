@@ -699,10 +699,11 @@ def human_answer(
 MCP_TASK = "(an MCP session: the request is in the MCP client's conversation)"
 
 
-@app.command("mcp")
+@app.command("mcp", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def mcp_cmd(
+    context: typer.Context,
     plugin: str = typer.Argument(..., help="plugin whose tools to serve, e.g. coding"),
-    repo: Path = typer.Option(Path("."), "--repo", help="repository (or task folder) each run works on; copied, your files change only with agent apply"),
+    repo: Path | None = typer.Option(None, "--repo", help="repository (or task folder) each run works on (default: this folder); copied, your files change only with agent apply"),
     task: str | None = typer.Option(None, "--task", help="what the runs are for (default: whatever the client's user asks)"),
     transport: str = typer.Option("stdio", "--transport", help="stdio (the client starts this command) or http (clients connect to --port)"),
     host: str = typer.Option("127.0.0.1", "--host", help="http: address to bind"),
@@ -715,6 +716,8 @@ def mcp_cmd(
     """Serve PLUGIN's tools over MCP (stdio or streamable HTTP); each session is a run, ended by finish.
 
     A run starts at the first tool call; it is a run like any other (agent runs, show, export, apply).
+    A plugin may take options of its own after its name (see its README), e.g. the 3D plugin's
+    --blender PORT, which drives the artist's open Blender through the Horizon add-on.
     """
     from core.mcp import McpSession
     from core.mcp.server import bind_http, build_server, serve_http, serve_stdio
@@ -729,12 +732,17 @@ def mcp_cmd(
             raise UserError(f"--transport must be stdio or http, not {transport!r}")
         settings = load_settings()
         the_plugin = load_plugin(plugin)
+        extension = _mcp_extension(the_plugin, plugin, list(context.args))
         if resume is not None:
             the_task = _mcp_resumable(resume, plugin)
+        elif extension is not None and repo is None:  # the extension makes each run's folder (prepare)
+            if task is not None and not task.strip():
+                raise UserError("--task is empty; say what the runs are for, or leave it out")
+            the_task = Task(plugin=plugin, instruction=task or MCP_TASK, repo=None, metadata={} if task else {"instruction_unseen": True})
         else:
-            folder = repo.expanduser().resolve()
+            folder = (repo or Path(".")).expanduser().resolve()
             if not folder.is_dir():
-                raise UserError(f"{repo} is not a folder; pass --repo PATH to the repository the runs work on")
+                raise UserError(f"{repo or folder} is not a folder; pass --repo PATH to the repository the runs work on")
             if folder == Path(folder.anchor) or folder == Path.home().resolve():
                 raise UserError(f"agent mcp would copy {folder} for every run; pass --repo PATH to a repository (a desktop "
                                 "client starts the command in a folder of its own choosing)")
@@ -755,17 +763,21 @@ def mcp_cmd(
         return
 
     def start(policy: Any) -> Run:
-        return Run.start(the_task, policy, policy_config={"kind": "mcp"}, limits=limits, pricing=Pricing(), isolated=not no_sandbox,
+        run_task = extension.prepare(the_task) if extension is not None else the_task
+        return Run.start(run_task, policy, policy_config={"kind": "mcp"}, limits=limits, pricing=Pricing(), isolated=not no_sandbox,
                          keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(log))  # fmt: skip
 
     def reopen(policy: Any) -> Run:
         return Run.open(resume or "", settings=settings, policy=policy, on_event=StepPrinter(log))
 
-    session = McpSession(start, resume_run=reopen if resume else None, plugin=plugin)
+    session = McpSession(start, resume_run=reopen if resume else None, plugin=plugin, extension=extension)
     server = build_server(the_plugin, the_task, session)
     where = f"http://{host}:{port}/mcp" if transport == "http" else "stdio"
     first = f"run {resume} resumes" if resume else "a run starts"
-    log.print(f"[bold]horizon mcp[/] {_safe(plugin)} on {_safe(the_task.repo)}  [dim]({_safe(where)}; {first} at the first tool call)[/]")
+    on = the_task.repo if the_task.repo is not None else "what the extension gives each run"
+    log.print(f"[bold]horizon mcp[/] {_safe(plugin)} on {_safe(on)}  [dim]({_safe(where)}; {first} at the first tool call)[/]")
+    if extension is not None:
+        log.print(_safe(extension.start()))
     if no_sandbox:
         log.print("[yellow]warning: --no-sandbox: the client's commands run WITHOUT isolation, as you[/]")
     try:
@@ -779,6 +791,21 @@ def mcp_cmd(
         session.close()
         for run_id in session.run_ids:
             log.print(f"[dim]run {_safe(run_id)}: agent show {_safe(run_id)}[/]")
+
+
+def _mcp_extension(the_plugin: Any, plugin: str, options: list[str]) -> Any:
+    """The plugin's MCP extension for the options ``agent mcp`` does not know (``McpExtension``),
+    or None when there are none and the plugin adds nothing by default.
+
+    Raises:
+        UserError: options were given and the plugin takes none, or the plugin refused them.
+    """
+    hook = getattr(the_plugin, "mcp_extension", None)
+    if hook is None:
+        if options:
+            raise UserError(f"agent mcp {plugin} takes no option {options[0]!r}; see agent mcp --help")
+        return None
+    return hook(options)
 
 
 def _mcp_resumable(run_id: str, plugin: str) -> Any:

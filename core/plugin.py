@@ -71,6 +71,10 @@ class Plugin(Protocol):
     - ``is_checker_input(path: str) -> bool``: whether a patch's file (relative, ``/``-separated)
       is one the plugin's reward checks against (a test, the test runner's configuration); the
       export's reward-hacking gate flags a final patch that changes one. Without it, none is.
+    - ``mcp_extension(options: list[str]) -> McpExtension | None``: the plugin's own options of
+      ``agent mcp PLUGIN`` (those the command does not know, e.g. the 3D plugin's ``--blender
+      PORT``); the returned ``core.mcp.McpExtension`` makes each run's task and adds a note to
+      each call's answer. Raises ``UserError`` for an option it does not take; None: no extension.
 
     Optional attribute:
 

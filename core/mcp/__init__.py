@@ -22,12 +22,15 @@ the crash journal, checkpoints, limits and the reward's trigger, and would drift
 
 - ``session``: ``McpSession`` (runs started on demand, calls handed to the loop one at a time)
   and ``McpPolicy`` (the loop's side of the hand-off).
+- ``McpExtension``: what a plugin adds through its ``mcp_extension(options)`` hook (the options
+  ``agent mcp`` does not know): a task made per run (the 3D plugin: a copy of the artist's open
+  Blender scene) and a note after each call (the step applied to that Blender, or why not).
 - ``server``: the SDK's low-level ``Server`` built from a plugin and a session; stdio and HTTP.
 - ``client``: the other direction, external MCP servers whose tools join an episode's tools
   (``McpToolset``, made by ``core.environment.Environment``); not imported here, because the
   environment imports it and this package imports the loop.
 """
 
-from core.mcp.session import CallOutcome, McpPolicy, McpSession
+from core.mcp.session import CallNote, CallOutcome, McpExtension, McpPolicy, McpSession
 
-__all__ = ["CallOutcome", "McpPolicy", "McpSession"]
+__all__ = ["CallNote", "CallOutcome", "McpExtension", "McpPolicy", "McpSession"]

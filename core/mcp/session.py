@@ -23,20 +23,51 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.loop import StopRequested
 from core.policy.base import PolicyResponse
 from core.state import Message, ToolCall
 
 if TYPE_CHECKING:
+    from core.plugin import Task
     from core.reward import RewardResult
     from core.runner import Run, RunResult
+    from core.tools import ToolContext
 
 #: The model name an MCP session's turns are stored under (the store's ``model`` column).
 MODEL_NAME = "mcp-client"
 #: How long ``close`` waits for a run's thread to stop (seconds): a tool call may be running.
 CLOSE_WAIT_S = 30.0
+
+#: A note on a tool call for the MCP client from a plugin's MCP extension (``McpExtension.after_tool``):
+#: ``(text appended to the call's result, whether it makes the result an error)``.
+CallNote = tuple[str, bool]
+
+
+class McpExtension(Protocol):
+    """What a plugin adds to ``agent mcp PLUGIN`` through its optional hook
+    ``mcp_extension(options: list[str]) -> McpExtension`` (``options``: the command line's
+    arguments ``agent mcp`` does not know, e.g. the 3D plugin's ``--blender PORT`` to drive the
+    artist's open Blender). The hook raises ``UserError`` for options it does not take either.
+    """
+
+    def start(self) -> str:
+        """Check what the extension connects to, once, before serving; return a line for the log
+        (a problem is said there, never raised: the client may start before the application)."""
+        ...
+
+    def prepare(self, task: Task) -> Task:
+        """The task a new run (not a resumed one) starts on, e.g. on a copy of an open document;
+        called in the run's thread. Raises ``HorizonError`` saying what to do: the client's call
+        is answered "the run could not start: ..."."""
+        ...
+
+    def after_tool(self, ctx: ToolContext, event: dict[str, Any]) -> CallNote | None:
+        """Called after each tool call with the loop's ``tool`` event (``step``, ``call``,
+        ``is_error``, ``output``, ``duration_s``); a note is added to what the client reads."""
+        ...
+
 
 RunFactory = Callable[["McpPolicy"], "Run"]
 """Makes the run a session's calls go to: ``policy -> Run``, e.g. ``Run.start`` or ``Run.open``
@@ -56,6 +87,7 @@ class Answer:
         ended: how the run ended, when this call ended it (or found it ended).
         verdict: the plugin reward's verdict, when the run ended through the loop's verify node.
         problem: why the call could not be handed to a run (the run could not start, or crashed).
+        note: the MCP extension's note on the call (``CallNote``), if any.
     """
 
     observation: str | None = None
@@ -64,6 +96,7 @@ class Answer:
     ended: RunResult | None = None
     verdict: RewardResult | None = None
     problem: str | None = None
+    note: CallNote | None = None
 
 
 @dataclass
@@ -106,6 +139,7 @@ class McpPolicy:
         self._lock = threading.Lock()  # submit and settle: no call can be queued after the run ended
         self._answering: tuple[ToolCall, Future[Answer]] | None = None
         self._errors: dict[str, bool] = {}
+        self._notes: dict[str, CallNote] = {}
         self._opening: str | None = None
         self._opening_shown = False
         self._ended = False
@@ -138,6 +172,10 @@ class McpPolicy:
         if detail:
             self.stop_detail = detail
         self._calls.put(_CLOSE)
+
+    def note(self, call_id: str, note: CallNote) -> None:
+        """Attach the MCP extension's note to call ``call_id`` (its answer carries it)."""
+        self._notes[call_id] = note
 
     def observe(self, kind: str, data: dict[str, Any]) -> None:
         """The loop's event sink (``Episode.on_event``): keeps each call's error flag and the reward's verdict."""
@@ -192,7 +230,7 @@ class McpPolicy:
         observation = next((m.get("content") for m in reversed(messages) if m.get("role") == "tool" and m.get("tool_call_id") == call.id),
                            None)  # fmt: skip
         answer = Answer(observation=observation, is_error=self._errors.get(call.id, observation is None), ended=ended,
-                        verdict=self.verdict if ended else None, problem=problem)  # fmt: skip
+                        verdict=self.verdict if ended else None, problem=problem, note=self._notes.pop(call.id, None))  # fmt: skip
         future.set_result(self._with_opening(answer))
 
     def _with_opening(self, answer: Answer) -> Answer:
@@ -210,9 +248,13 @@ class McpSession:
             run ends.
         resume_run: makes the first run instead, continuing an existing one (``agent mcp --resume``).
         plugin: the plugin's name, for the resume hint stored with a run the client left.
+        extension: the plugin's MCP extension, whose ``after_tool`` notes join the calls' answers
+            (its ``prepare`` is the run factory's to call).
     """
 
-    def __init__(self, start_run: RunFactory, *, resume_run: RunFactory | None = None, plugin: str = "PLUGIN") -> None:
+    def __init__(self, start_run: RunFactory, *, resume_run: RunFactory | None = None, plugin: str = "PLUGIN",
+                 extension: McpExtension | None = None) -> None:
+        self._extension = extension
         self._start_run = start_run
         self._next_factory = resume_run or start_run
         self._plugin = plugin
@@ -282,6 +324,13 @@ class McpSession:
         def events(kind: str, data: dict[str, Any]) -> None:  # the policy learns each call's error flag and the verdict
             policy.observe(kind, data)
             sink(kind, data)
+            if kind == "tool" and data.get("call") is not None and self._extension is not None:
+                try:
+                    note = self._extension.after_tool(run.episode.ctx, data)
+                except Exception as exc:  # noqa: BLE001 - the call ran; its answer says what the extension could not do
+                    note = (f"[{self._plugin} MCP extension failed after this call: {type(exc).__name__}: {exc}]", True)
+                if note is not None:
+                    policy.note(data["call"].id, note)
 
         run.episode.on_event = events
         policy.stop_detail = (f"the MCP client left before calling finish; continue the run with: agent mcp {self._plugin} "
@@ -303,11 +352,14 @@ class McpSession:
             parts.append(f"[result]\n{answer.observation}" if answer.opening else answer.observation)
         elif answer.problem:
             parts.append(f"this call was not run: {answer.problem}")
+        if answer.note is not None:
+            parts.append(answer.note[0])
         if answer.ended is not None:
             parts.append(_ending(answer.ended, answer.verdict))
         elif answer.observation is None and not answer.problem:
             parts.append("this call was not run: the run stopped first")
         is_error = answer.is_error if answer.observation is not None else True
+        is_error = is_error or (answer.note is not None and answer.note[1])
         return CallOutcome("\n\n".join(parts), is_error, self._run_id, answer.ended)
 
     def close(self, detail: str | None = None) -> None:

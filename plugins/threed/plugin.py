@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
+from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
@@ -106,6 +107,15 @@ class ThreeDPlugin:
         """
         if task.repo is not None:
             load_spec(Path(task.repo))
+
+    def mcp_extension(self, options: list[str]) -> BlenderLink | None:
+        """``agent mcp threed --blender PORT``: drive the artist's open Blender through the add-on
+        listening on that port (``plugins.threed.live``); None without the option.
+
+        Raises:
+            UserError: an unknown option or a bad port.
+        """
+        return parse_options(options)
 
     def teardown(self, ctx: ToolContext) -> None:
         """Stop the episode's Blender worker when the run closes (ended, stopped or crashed)."""

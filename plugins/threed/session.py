@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.api import HorizonError, Limits, Pricing, Run, Task, ToolError, load_settings, make_policy, policy_spec
+from core.api import HorizonError, Limits, Pricing, Run, Task, ToolContext, ToolError, load_settings, make_policy, policy_spec
 from plugins.threed.tools import task_spec, threed_tools
 
 _TOOLS = {t.name: t for t in threed_tools()}
@@ -75,17 +75,41 @@ class SceneSnapshots:
         self.folder, self.replayed = folder, replayed
         self._digest = _digest(start)  # the scene the run started from (the task folder's copy)
 
-    def after_step(self, scene: Path, step: int, tool: str) -> str | None:
+    def after_step(self, scene: Path, step: int, tool: str, *, whole: bool = False) -> str | None:
         """Note the scene file ``scene``'s state after ``step``; return the path of a copy when
-        the step changed the scene and the add-on does not repeat ``tool``, else None."""
+        the step changed the scene and the add-on does not repeat ``tool`` (or ``whole``: the
+        add-on missed earlier steps and needs the whole scene), else None."""
         digest = _digest(scene)
         changed, self._digest = digest is not None and digest != self._digest, digest
-        if not changed or tool in self.replayed:
+        if not changed or (tool in self.replayed and not whole):
             return None
         self.folder.mkdir(parents=True, exist_ok=True)
         copy = self.folder / f"step-{step:03d}.blend"
         shutil.copyfile(scene, copy)
         return str(copy)
+
+
+def step_report(data: dict[str, Any], ctx: ToolContext, snapshots: SceneSnapshots, *, whole: bool = False) -> dict[str, Any]:
+    """The step report of the loop's ``tool`` event ``data`` (with a ``call``), as the add-on applies it.
+
+    Args:
+        data: the event (``step``, ``call``, ``is_error``, ``output``, ``duration_s``).
+        ctx: the run's tool context (its workspace holds the scene file the worker saves).
+        snapshots: the run's ``SceneSnapshots``; a scene-changing step not repeated from its
+            arguments gets a copy of the scene (``scene_file``).
+        whole: send a copy of the scene even for a step the add-on repeats (it missed earlier ones).
+
+    Returns:
+        ``{"type": "step", "step", "tool", "args" (validated, or None), "ok", "output" (2,000
+        characters at most), "seconds", "scene_file" (a path or None)}``.
+    """
+    call = data["call"]
+    scene_file = None
+    if not _TOOLS.get(call.name) or not _TOOLS[call.name].read_only:  # set-up has run: task_spec reads its copy
+        scene_file = snapshots.after_step(ctx.workspace / task_spec(ctx).scene, data["step"], call.name, whole=whole)
+    return {"type": "step", "step": data["step"], "tool": call.name, "args": _validated(call.name, call.arguments),
+            "ok": not data["is_error"], "output": data["output"][:2000], "seconds": round(data["duration_s"], 3),
+            "scene_file": scene_file}
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
@@ -106,14 +130,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind == "tool" and data["call"] is not None:
-            call = data["call"]
-            scene_file = None
-            if not _TOOLS.get(call.name) or not _TOOLS[call.name].read_only:  # set-up has run: task_spec reads its copy
-                ctx = run.episode.ctx
-                scene_file = snapshots.after_step(ctx.workspace / task_spec(ctx).scene, data["step"], call.name)
-            _emit(out, {"type": "step", "step": data["step"], "tool": call.name, "args": _validated(call.name, call.arguments),
-                        "ok": not data["is_error"], "output": data["output"][:2000], "seconds": round(data["duration_s"], 3),
-                        "scene_file": scene_file})
+            _emit(out, step_report(data, run.episode.ctx, snapshots))
         elif kind == "verify":
             _emit(out, {"type": "verify", "summary": data["reward"].summary, "reward": data["reward"].reward, "version": data["reward"].version})
 

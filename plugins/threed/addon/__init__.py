@@ -21,16 +21,25 @@ How it works:
   process that died, a model server that does not answer, a run that could not start.
 - **Stop** sends SIGINT: the run stops after the step in flight and stays resumable
   (``agent resume RUN_ID``).
+- **Listen for MCP** lets ``agent mcp threed --blender PORT`` drive this Blender: a listener on
+  127.0.0.1:PORT (a background thread) takes JSON-line messages carrying a secret token (shown
+  in the panel, written to ``token_file(PORT)`` with 0600 permissions) and queues them to a
+  timer on the main thread (``serve_listener``): ``hello``, ``scene`` (a copy of the open scene
+  for the MCP run to start on) and ``step`` (a step report, applied by ``apply_step`` exactly as
+  a panel run's, one undo step each).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import queue
 import re
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -52,10 +61,13 @@ except ImportError:  # running from Horizon's source tree
 APPLIED_TOOLS = {"add_primitive", "add_mesh", "delete_object", "transform", "apply_scale", "add_modifier", "set_material",
                  "add_light", "set_camera", "set_world"}
 POLL_INTERVAL_S = 0.2
+#: The port Listen for MCP uses by default (the add-on's preferences change it).
+DEFAULT_PORT = 9876
 LOG_LINES_SHOWN = 12
 ERROR_LINE_CHARS = 70  # a panel label does not wrap: long messages are cut into lines this wide
 STDERR_TAIL_CHARS = 600
 PYTHON_ENV = "HORIZON_THREED_PYTHON"  # the agent offers run_blender_python only when this is "1"
+RAW_PYTHON_TOOL = "run_blender_python"
 #: Exit code of the bootstrap when the chosen Python cannot import Horizon.
 MISSING_EXIT = 3
 
@@ -92,8 +104,12 @@ class HorizonPreferences(bpy.types.AddonPreferences):
         description="Python interpreter with Horizon installed (e.g. .../horizon/.venv/bin/python)",
     )
 
+    port: IntProperty(name="MCP port", default=DEFAULT_PORT, min=1024, max=65535,
+                      description="Listen for MCP takes agent mcp threed --blender PORT on 127.0.0.1 at this port")
+
     def draw(self, context):
         self.layout.prop(self, "python")
+        self.layout.prop(self, "port")
 
 
 class HorizonLogLine(bpy.types.PropertyGroup):
@@ -129,6 +145,9 @@ class HorizonSettings(bpy.types.PropertyGroup):
     log_path: StringProperty(default="", description="the agent process's stderr log, kept after a failure")
     applied: IntProperty(default=0)
     log: CollectionProperty(type=HorizonLogLine)
+    listening: BoolProperty(default=False)
+    listen_port: IntProperty(default=0)
+    listen_token_file: StringProperty(default="", description="the token agent mcp threed --blender reads")
 
 
 def _settings(context) -> HorizonSettings:
@@ -278,30 +297,44 @@ def _take_back_names(before: dict[str, set[int]]) -> None:
 # -- applying the reports ---------------------------------------------------------------------
 
 
-def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> None:
+def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> dict[str, Any]:
     """Apply one reported step to the open scene (main thread) as its own undo step, and log it.
 
     A step with ``scene_file`` (one the add-on cannot repeat) is applied by ``sync_scene``; a
     step of ``APPLIED_TOOLS`` by the same operation the agent's worker ran. An undo push that
-    fails is logged under the step and shown as the panel's error.
+    fails is logged under the step and shown as the panel's error. A ``run_blender_python``
+    step (or a scene copy marked ``raw_python``: it holds what raw code did) is applied only while
+    "Allow raw Python" is on (the artist's consent for this Blender).
+
+    Returns:
+        ``{"applied": bool, "undo": the undo step's name or None, "undo_problem": why it was not
+        recorded or None, "error": why the step was not applied or None}``; a failed or read-only
+        step is ``applied`` False with no ``error`` (nothing to apply).
     """
     mark = "ok" if event["ok"] else "error"
     first = (event.get("output") or "").splitlines()[0:1]
     _log(settings, f"{event['step']:>3} {event['tool']}: {mark} {first[0] if first else ''}", event["ok"])
+    outcome: dict[str, Any] = {"applied": False, "undo": None, "undo_problem": None, "error": None}
     try:
         if event.get("scene_file"):
+            if (event["tool"] == RAW_PYTHON_TOOL or event.get("raw_python")) and not settings.allow_python:
+                raise PermissionError("raw Python is not allowed in this Blender: tick Allow raw Python in the Horizon panel")
             _log(settings, f"    {sync_scene(event['scene_file'])}")
         elif event["ok"] and event["tool"] in APPLIED_TOOLS and event.get("args"):
             ops.OPS[event["tool"]](event["args"])
         else:
-            return
+            return outcome
     except Exception as exc:  # noqa: BLE001 - the open scene may differ from the agent's; say so, keep going
         _log(settings, f"    not applied here: {exc}", False)
-        return
+        outcome["error"] = str(exc) or type(exc).__name__
+        return outcome
     settings.applied += 1
-    problem = push_undo(f"Horizon step {event['step']}: {event['tool']}")
+    name = f"Horizon step {event['step']}: {event['tool']}"
+    problem = push_undo(name)
+    outcome.update(applied=True, undo=None if problem else name, undo_problem=problem)
     if problem is not None:
         _warn(settings, f"step {event['step']} ({event['tool']}) was applied, but {problem}", f"    undo: {problem}")
+    return outcome
 
 
 def poll_session() -> float | None:
@@ -400,6 +433,222 @@ def _death_message(code: int | None, log_path: str) -> str:
     resume = f"; the run is kept: agent resume {_session['run_id']}" if _session["run_id"] else ""
     return (f"the agent process {how} before its final report{resume}. Its log: {log_path}"
             + (f" (it ends: {said})" if said else ""))
+
+
+# -- the MCP listener: `agent mcp threed --blender PORT` drives this Blender ------------------
+
+#: The longest message line taken (an add_mesh step's vertices and faces fit many times over).
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+#: Seconds a connection waits for the main thread to handle its message (a modal dialog blocks timers).
+REPLY_WAIT_S = 120.0
+LISTEN_LOG_SHOWN = 6
+ADDON_VERSION = "0.1.0"
+
+_listener: dict[str, Any] = {"server": None, "thread": None, "queue": None, "token": "", "port": 0, "token_file": "",
+                             "scene_dirs": [], "steps": []}
+
+
+def token_file(port: int) -> Path:
+    """Where Listen writes its token for ``port``: ``$XDG_CONFIG_HOME/horizon/blender-PORT.token``
+    (``~/.config/horizon/...`` without it), readable by this user only. The MCP server
+    (``plugins.threed.live.token_file``) reads the same path."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "horizon" / f"blender-{port}.token"
+
+
+def _write_token(path: Path, token: str) -> None:
+    """Write ``token`` to ``path`` with 0600 permissions from the start (never readable by others)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: set it
+        os.write(fd, token.encode())
+    finally:
+        os.close(fd)
+
+
+def _serve_connection(conn: socket.socket, inbox: queue.Queue, token: str) -> None:
+    """A connection's thread: read JSON lines, refuse those without the token, queue the rest for
+    the main thread and write back its reply (one JSON line per message)."""
+    with conn, conn.makefile("rb") as reader:
+        while True:
+            try:
+                raw = reader.readline(MAX_MESSAGE_BYTES + 1)
+            except OSError:
+                return
+            if not raw:
+                return
+            if len(raw) > MAX_MESSAGE_BYTES:
+                reply: dict[str, Any] = {"ok": False, "error": f"message longer than {MAX_MESSAGE_BYTES} bytes"}
+            else:
+                reply = _screened(raw, inbox, token)
+            try:
+                conn.sendall((json.dumps(reply) + "\n").encode())
+            except OSError:
+                return
+            if reply.get("refused"):
+                return  # a caller without the token gets one answer, then the door closes
+
+
+def _screened(raw: bytes, inbox: queue.Queue, token: str) -> dict[str, Any]:
+    """Check one message line's form and token (on the connection's thread), then wait for the main thread's reply."""
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return {"ok": False, "refused": True, "error": "not a JSON line"}
+    if not isinstance(message, dict):
+        return {"ok": False, "refused": True, "error": "a message is a JSON object"}
+    given = message.get("token")
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+        return {"ok": False, "refused": True, "error": "wrong or missing token: read it from the file the Horizon panel names"}
+    answer: queue.Queue = queue.Queue(maxsize=1)
+    inbox.put((message, answer))
+    try:
+        return answer.get(timeout=REPLY_WAIT_S)
+    except queue.Empty:
+        return {"ok": False, "error": f"Blender's main thread did not take the message in {REPLY_WAIT_S:.0f} s (a dialog open?)"}
+
+
+def _accept(server: socket.socket, inbox: queue.Queue, token: str) -> None:
+    """The listener's thread: a thread per connection until the socket is closed (Stop listening)."""
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        threading.Thread(target=_serve_connection, args=(conn, inbox, token), daemon=True, name="horizon-mcp-conn").start()
+
+
+def start_listening(settings: HorizonSettings, port: int) -> None:
+    """Listen on 127.0.0.1:``port`` (only this machine) with a fresh token written to ``token_file(port)``.
+
+    Raises:
+        OSError: the port cannot be bound (in use) or the token file cannot be written.
+    """
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # listening again at once: closed connections linger
+        server.bind(("127.0.0.1", port))
+        server.listen(8)
+        token = secrets.token_urlsafe(24)
+        path = token_file(port)
+        _write_token(path, token)
+    except OSError:
+        server.close()
+        raise
+    inbox: queue.Queue = queue.Queue()
+    thread = threading.Thread(target=_accept, args=(server, inbox, token), daemon=True, name="horizon-mcp-listener")
+    thread.start()
+    _listener.update(server=server, thread=thread, queue=inbox, token=token, port=port, token_file=str(path))
+    settings.listening, settings.listen_port, settings.listen_token_file = True, port, str(path)
+    if not bpy.app.timers.is_registered(serve_listener):
+        bpy.app.timers.register(serve_listener, first_interval=POLL_INTERVAL_S)
+
+
+def stop_listening(settings: HorizonSettings | None) -> None:
+    """Close the listener, delete its token file and the scene copies it handed out."""
+    server, thread = _listener["server"], _listener["thread"]
+    if server is not None:
+        try:
+            server.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close() alone leaves the port bound
+        except OSError:
+            pass  # not every system lets a listening socket be shut down; close() then ends accept()
+        server.close()
+    if thread is not None:
+        thread.join(timeout=2)
+    if _listener["token_file"]:
+        Path(_listener["token_file"]).unlink(missing_ok=True)
+    for folder in _listener["scene_dirs"]:
+        shutil.rmtree(folder, ignore_errors=True)
+    _listener.update(server=None, thread=None, queue=None, token="", token_file="", scene_dirs=[])
+    if settings is not None:
+        settings.listening = False
+    if bpy.app.timers.is_registered(serve_listener):
+        bpy.app.timers.unregister(serve_listener)
+
+
+def serve_listener() -> float | None:
+    """The listener's timer: handle the queued messages on the main thread. Returns seconds to the
+    next call, or None once listening stopped. A separate timer from ``poll_session``: the two
+    live and end independently (a panel run may end while an MCP client still drives Blender)."""
+    inbox = _listener["queue"]
+    if inbox is None:
+        return None
+    settings = _settings(bpy.context)
+    while True:
+        try:
+            message, answer = inbox.get_nowait()
+        except queue.Empty:
+            return POLL_INTERVAL_S
+        try:
+            reply = handle_message(settings, message)
+        except Exception as exc:  # noqa: BLE001 - a timer that raises is unregistered: answer, keep listening
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            reply = {"ok": False, "error": f"the add-on failed ({type(exc).__name__}: {exc}, {Path(last.filename).name}:{last.lineno})"}
+        answer.put(reply)
+
+
+def handle_message(settings: HorizonSettings, message: dict[str, Any]) -> dict[str, Any]:
+    """One token-checked message from the MCP server, on the main thread.
+
+    ``hello``: Blender's version and the tools the add-on repeats. ``scene``: a copy of the open
+    scene saved to a fresh folder (``path`` in the reply). ``step``: a step report (as
+    ``plugins.threed.session`` writes them) applied by ``apply_step``, one undo step.
+
+    Returns:
+        The reply: ``{"ok": True, ...}``, or ``{"ok": False, "error": what went wrong}``.
+    """
+    kind = message.get("type")
+    if kind == "hello":
+        return {"ok": True, "blender": bpy.app.version_string, "addon": ADDON_VERSION, "replayed_tools": sorted(APPLIED_TOOLS),
+                "allow_python": settings.allow_python}
+    if kind == "scene":
+        for old in _listener["scene_dirs"]:  # the server copied the previous one when it asked
+            shutil.rmtree(old, ignore_errors=True)
+        folder = tempfile.mkdtemp(prefix="horizon-live-")
+        path = os.path.join(folder, "scene.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=path, copy=True, check_existing=False)
+        _listener["scene_dirs"] = [folder]
+        _log(settings, f"MCP: a run started on a copy of this scene ({len(bpy.context.scene.objects)} objects)")
+        return {"ok": True, "path": path}
+    if kind == "step":
+        step = message.get("step")
+        if not isinstance(step, dict) or not isinstance(step.get("tool"), str) or not isinstance(step.get("step"), int):
+            return {"ok": False, "error": "a step message holds 'step': a step report with 'tool' and 'step'"}
+        step.setdefault("ok", True)
+        outcome = apply_step(settings, step)
+        _listener["steps"].append({"step": step["step"], "tool": step["tool"], **outcome})
+        if outcome["error"]:
+            return {"ok": False, **outcome}
+        return {"ok": True, **outcome}
+    return {"ok": False, "error": f"unknown message type {kind!r}; this add-on takes hello, scene and step"}
+
+
+class HORIZON_OT_listen(bpy.types.Operator):
+    """Let `agent mcp threed --blender PORT` drive this Blender (localhost only, with a secret token)."""
+
+    bl_idname = "horizon.listen"
+    bl_label = "Listen for MCP"
+
+    port: IntProperty(name="Port", default=0, min=0, max=65535, description="0: the add-on preferences' port")
+
+    def execute(self, context):
+        settings = _settings(context)
+        if _listener["server"] is not None:
+            stop_listening(settings)
+            _log(settings, "MCP: stopped listening")
+            return {"FINISHED"}
+        addon = context.preferences.addons.get(__package__)
+        port = self.port or (addon.preferences.port if addon is not None else DEFAULT_PORT)
+        try:
+            start_listening(settings, port)
+        except OSError as exc:
+            settings.error = (f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}): pick another port in the add-on's "
+                              f"preferences and pass it to agent mcp threed --blender PORT")
+            self.report({"ERROR"}, settings.error)
+            return {"CANCELLED"}
+        _log(settings, f"MCP: listening on 127.0.0.1:{port}")
+        return {"FINISHED"}
 
 
 class HORIZON_OT_run(bpy.types.Operator):
@@ -538,12 +787,22 @@ class HORIZON_PT_panel(bpy.types.Panel):
                 problem.label(text=text, icon="ERROR" if i == 0 else "BLANK1")
         if settings.log_path:
             layout.label(text=f"agent log: {settings.log_path}", icon="TEXT")
+        mcp = layout.box().column(align=True)
+        mcp.operator(HORIZON_OT_listen.bl_idname, text="Stop listening" if settings.listening else "Listen for MCP",
+                     icon="PAUSE" if settings.listening else "LINKED")
+        if settings.listening:
+            mcp.label(text=f"MCP: listening on 127.0.0.1:{settings.listen_port}", icon="CHECKMARK")
+            mcp.label(text=f"agent mcp threed --blender {settings.listen_port}")
+            mcp.label(text=f"token {_listener['token']} (in {settings.listen_token_file})", icon="LOCKED")
+            for step in _listener["steps"][-LISTEN_LOG_SHOWN:]:
+                done = f"undo '{step['undo']}'" if step["undo"] else (step["error"] or step["undo_problem"] or "not applied")
+                mcp.label(text=f"{step['step']:>3} {step['tool']}: {done}", icon="CHECKMARK" if step["applied"] else "ERROR")
         log = layout.column(align=True)
         for line in list(settings.log)[-LOG_LINES_SHOWN:]:
             log.label(text=line.text, icon="CHECKMARK" if line.ok else "ERROR")
 
 
-CLASSES = (HorizonPreferences, HorizonLogLine, HorizonSettings, HORIZON_OT_run, HORIZON_OT_stop, HORIZON_PT_panel)
+CLASSES = (HorizonPreferences, HorizonLogLine, HorizonSettings, HORIZON_OT_run, HORIZON_OT_stop, HORIZON_OT_listen, HORIZON_PT_panel)
 
 
 def register() -> None:
@@ -554,7 +813,8 @@ def register() -> None:
 
 
 def unregister() -> None:
-    """Stop a running agent and unregister everything."""
+    """Stop a running agent and the MCP listener, and unregister everything."""
+    stop_listening(None)
     proc = _session["proc"]
     if proc is not None and proc.poll() is None:
         proc.send_signal(signal.SIGINT)

@@ -1,0 +1,205 @@
+"""``agent mcp threed --blender PORT`` drives the artist's open Blender, with real processes: a
+headless Blender (bpy) with the built add-on listening (``addon_listen_driver.py``), the
+``agent mcp`` server as a subprocess, and the MCP SDK's stdio client calling the typed tools.
+Each scene-changing call reaches the open scene as one undo step (checked with Blender's own
+undo: each ``ed.undo`` takes back exactly one call); a message without the token is refused; raw
+Python reaches the open scene only with the add-on's consent; the session is a stored run with a reward."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from typer.testing import CliRunner
+
+from core.cli import app
+from core.runner import open_store
+from plugins.threed.live import BlenderLink, parse_options
+from plugins.threed.plugin import ThreeDPlugin
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+AGENT = [sys.executable, "-c", "from core.cli import main; main()"]  # this checkout's core, as `agent` would run it
+RAW = """
+import bpy
+mesh = bpy.data.meshes.new("RawMesh")
+mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)], [], [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)])
+bpy.context.scene.collection.objects.link(bpy.data.objects.new("RawTetra", mesh))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ask(port: int, line: bytes) -> tuple[dict, bytes]:
+    """Send one raw line to the listener; return its answer and what follows it (b'' once it closed)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(line)
+        reader = conn.makefile("rb")
+        return json.loads(reader.readline()), reader.read()
+
+
+def _text(result) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return result.content[0].text
+
+
+def test_options_are_the_plugins_own():
+    plugin = ThreeDPlugin()
+    assert plugin.mcp_extension([]) is None
+    link = plugin.mcp_extension(["--blender", "9876"])
+    assert isinstance(link, BlenderLink) and link.port == 9876
+    for options, said in ((["--blender", "x"], "invalid int value"), (["--colour"], "takes no option '--colour'"),
+                          (["--blender", "70000"], "a port is 1 to 65535")):
+        with pytest.raises(Exception, match=said):
+            parse_options(options)
+
+
+def test_a_missing_listener_is_told_with_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    port = _free_port()
+    with pytest.raises(Exception) as caught:
+        BlenderLink(port).hello()
+    assert f"no Horizon add-on listens on port {port}" in str(caught.value) and "press Listen for MCP" in str(caught.value)
+    (tmp_path / "horizon").mkdir()
+    (tmp_path / "horizon" / f"blender-{port}.token").write_text("stale")  # Blender quit without deleting it
+    with pytest.raises(Exception) as caught:
+        BlenderLink(port).hello()
+    assert f"no Horizon add-on listens on 127.0.0.1:{port}" in str(caught.value) and "enable the Horizon Agent add-on" in str(caught.value)
+    assert "warning: no Horizon add-on listens" in BlenderLink(port).start()
+
+
+def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path, horizon_home):
+    from plugins.threed.build_addon import build_addon
+
+    port, folder = _free_port(), tmp_path / "blender"
+    folder.mkdir()
+    config = tmp_path / "config"  # where the add-on writes its token and the server reads it
+    env = dict(os.environ, XDG_CONFIG_HOME=str(config))
+    env.pop("HORIZON_THREED_PYTHON", None)
+    with open(tmp_path / "blender.log", "wb") as log:
+        blender = subprocess.Popen([sys.executable, str(HERE / "addon_listen_driver.py"), str(build_addon(tmp_path / "addon.zip")), str(port),
+                                    str(folder)], env=env, stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "ready").exists():
+            assert blender.poll() is None and time.monotonic() < deadline, (tmp_path / "blender.log").read_text()[-3000:]
+            time.sleep(0.1)
+        # another local program without the token: one refusal, then the connection is closed
+        refused, rest = _ask(port, b'{"type": "scene"}\n')
+        assert refused["ok"] is False and "wrong or missing token" in refused["error"] and rest == b""
+        wrong, _ = _ask(port, b'{"type": "step", "token": "guess", "step": {"tool": "delete_object", "step": 1, "args": {"name": "Pedestal"}}}\n')
+        assert wrong["ok"] is False and "wrong or missing token" in wrong["error"]
+        http, _ = _ask(port, b"POST / HTTP/1.1\r\nHost: x\r\n\r\n")  # a web page's request is not a message
+        assert http["ok"] is False and http["refused"]
+
+        server_env = {"HORIZON_HOME": str(horizon_home), "XDG_CONFIG_HOME": str(config), "HORIZON_THREED_PYTHON": "1",
+                      "HORIZON_SOURCES_CACHE": os.environ["HORIZON_SOURCES_CACHE"], "PATH": os.environ["PATH"]}
+        params = StdioServerParameters(command=AGENT[0], args=[*AGENT[1:], "mcp", "threed", "--blender", str(port)], env=server_env, cwd=str(ROOT))
+        box = {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0.0, 0.0, 0.25]}
+        calls = [
+            ("inspect", "inspect_scene", {}),
+            ("box", "add_primitive", box),
+            ("oak", "set_material", {"object": "Box", "material": "Oak", "preset": "oak"}),
+            ("pause", None, None),  # the artist stops listening: the next call cannot reach Blender
+            ("move", "transform", {"name": "Box", "location": [0.5, 0.0, 0.25]}),
+            ("resume", None, None),
+            ("knob", "add_primitive", {"name": "Knob", "kind": "uv_sphere", "radius": 0.05, "location": [0.5, 0.0, 0.55]}),
+            ("raw", "run_blender_python", {"code": RAW}),
+            ("after_raw", "add_primitive", {**box, "name": "Lid", "location": [0.5, 0.0, 0.6]}),
+            ("finish", "finish", {"summary": "a box of oak beside the pedestal"}),
+        ]
+        texts: dict[str, str] = {}
+        errors: dict[str, bool] = {}
+
+        async def drive(errlog):
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                texts["tools"] = " ".join(t.name for t in (await session.list_tools()).tools)
+                for key, name, arguments in calls:
+                    if name is None:  # tell the Blender process to stop or start listening, and wait until it did
+                        (folder / key).write_text("")
+                        waited = time.monotonic() + 30
+                        while not (folder / f"{key}d").exists():
+                            assert blender.poll() is None and time.monotonic() < waited, f"Blender did not {key}"
+                            await anyio.sleep(0.05)
+                        continue
+                    result = await session.call_tool(name, arguments)
+                    texts[key], errors[key] = _text(result), result.is_error
+
+        with open(tmp_path / "server.log", "w") as errlog:
+            anyio.run(drive, errlog)
+        (folder / "stop").write_text("")
+        blender.wait(timeout=60)
+    finally:
+        if blender.poll() is None:
+            blender.kill()
+    assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
+    (tmp_path / "texts.json").write_text(json.dumps({"texts": texts, "errors": errors}, indent=1))
+    result = json.loads((folder / "result.json").read_text())
+    server_log = (tmp_path / "server.log").read_text()
+
+    assert result["listen"] == ["FINISHED"] and result["token_file"]["mode"] == "0o600"
+    assert result["token_file"]["path"] == result["token_file"]["expected"] == str(config / "horizon" / f"blender-{port}.token")
+    assert "driving Blender " in server_log and "raw Python not allowed there" in server_log
+    assert "add_primitive" in texts["tools"] and "run_blender_python" in texts["tools"]
+    # the run started on a copy of the open scene: the artist's Pedestal is in it
+    assert not errors["inspect"] and "Pedestal" in texts["inspect"] and "[open Blender" not in texts["inspect"]
+    for key, step in (("box", 2), ("oak", 3)):
+        assert not errors[key], texts[key]
+        assert f"[open Blender: applied as undo step 'Horizon step {step}: " in texts[key]
+    # Blender stopped listening: the call ran in the run's scene, and the client is told what to do
+    assert (folder / "paused").read_text() == "False"  # stopping deleted the token file
+    assert errors["move"] and texts["move"].startswith("transformed 'Box'")
+    assert f"NOT applied: no Horizon add-on listens on port {port}" in texts["move"] and "press Listen for MCP" in texts["move"]
+    assert "The next scene-changing call brings the open scene up to date" in texts["move"]
+    # listening again: the next call brings the whole scene across (the missed move too), one undo step
+    assert not errors["knob"] and "[open Blender: applied as undo step 'Horizon step 5: add_primitive'" in texts["knob"]
+    # raw Python ran in the run's sandboxed Blender, but the artist has not allowed it in the open one
+    assert errors["raw"] and "NOT applied: raw Python is not allowed in this Blender: tick Allow raw Python" in texts["raw"]
+    assert texts["raw"].startswith("exit code 0") and "wait for that consent too" in texts["raw"]
+    # the next change would bring the raw result along: refused for the same reason until the artist allows it
+    assert errors["after_raw"] and "raw Python is not allowed in this Blender" in texts["after_raw"]
+    # the reward judges the run's scene: the raw code's RawTetra and the Lid are in it, without materials
+    assert not errors["finish"] and "reward 0.600 (threed-geometry/" in texts["finish"] and "RawTetra/materials" in texts["finish"]
+
+    # the open Blender: the box, oak, moved; nothing of the raw code's; one undo step per applied call
+    assert result["pause"] == result["resume"] == ["FINISHED"]
+    assert result["objects"] == ["Box", "Knob", "Pedestal"] and result["applied"] == 3
+    assert result["box"] == {"exists": True, "location": [0.5, 0.0, 0.25], "materials": ["Oak"]}
+    assert [(s["tool"], s["applied"]) for s in result["steps"]] == [
+        ("add_primitive", True), ("set_material", True), ("add_primitive", True), ("run_blender_python", False), ("add_primitive", False)]
+    undone = result["undone"]
+    assert [u["result"] for u in undone] == [["FINISHED"]] * 3
+    assert undone[0]["box"] == {"exists": True, "location": [0.0, 0.0, 0.25], "materials": ["Oak"]}  # the catch-up (move, knob), only
+    assert not undone[0]["knob"] and undone[1]["box"] == {"exists": True, "location": [0.0, 0.0, 0.25], "materials": []}  # the material
+    assert undone[2]["box"] == {"exists": False} and undone[2]["pedestal"]  # the box; the artist's own work stays
+    labels = result["labels"]
+    assert f"MCP: listening on 127.0.0.1:{port}" in labels and f"agent mcp threed --blender {port}" in labels
+    assert any("set_material: undo 'Horizon step 3: set_material'" in t for t in labels)
+    assert any("run_blender_python: raw Python is not allowed" in t for t in labels)
+    assert result["listen_again"] == ["FINISHED"] and not result["token_file_after"]  # stopping deletes the token
+
+    # the session is a stored run like any other
+    run_id = texts["inspect"].split("[Horizon run ", 1)[1].split(":", 1)[0]
+    with closing(open_store(run_id, horizon_home)) as store:
+        row, records = store.run(), store.tool_call_records()
+    assert (row["status"], row["exit_status"], row["policy"]) == ("finished", "submitted", "mcp") and row["reward"] == pytest.approx(0.6)
+    assert [c["tool"] for c in records] == [c[1] for c in calls if c[1]]
+    # the store keeps the loop's verdicts: the raw code and the lid did run in the run's own scene
+    assert not any(c["is_error"] for c in records)
+    assert Path(row["repo"]).parent == horizon_home / "threed-live" and (Path(row["repo"]) / "scene.blend").is_file()
+    shown = CliRunner().invoke(app, ["show", run_id])
+    assert shown.exit_code == 0 and "set_material(" in shown.output
