@@ -65,6 +65,11 @@ def test_options_are_the_plugins_own():
                           (["--blender", "70000"], "a port is 1 to 65535")):
         with pytest.raises(Exception, match=said):
             parse_options(options)
+    runner = CliRunner()  # and through the command line, before anything starts
+    bad_port = runner.invoke(app, ["mcp", "threed", "--blender", "70000"])
+    assert bad_port.exit_code == 2 and "--blender 70000: a port is 1 to 65535" in bad_port.output
+    typo = runner.invoke(app, ["mcp", "threed", "--blendr", "9876"])
+    assert typo.exit_code == 2 and "takes no option '--blendr'" in typo.output
 
 
 def test_a_missing_listener_is_told_with_what_to_do(tmp_path, monkeypatch):
