@@ -4,8 +4,11 @@ import sys
 
 import pytest
 
-from core.errors import PluginNotFound
-from core.plugin import Plugin, discover, load_plugin
+from core.errors import PluginNotFound, UserError
+from core.plugin import Plugin, Task, discover, load_plugin
+from core.policy import ScriptedPolicy
+from core.runner import Run
+from core.state import Limits, Pricing
 
 THIRD_PARTY = '''
 from pydantic import BaseModel
@@ -61,6 +64,17 @@ def test_horizon_plugins_restricts_loading(third_party, monkeypatch):
     assert list(discover()) == ["echo"]
     with pytest.raises(PluginNotFound, match="installed: echo"):
         load_plugin("coding")
+
+
+def test_a_task_the_plugin_refuses_makes_no_run(notes_plugin, tmp_path):
+    """``validate`` runs before a run is created: the refusal reaches the user and no run folder is left."""
+    (tmp_path / "folder").mkdir()
+    task = Task(plugin=notes_plugin, instruction="x", repo=tmp_path / "folder", metadata={"file": "../elsewhere.txt"})
+    finish = [{"tool": "finish", "arguments": {"summary": "done"}}]
+    with pytest.raises(UserError, match="'../elsewhere.txt': the answer file must be a path inside the task's folder"):
+        Run.start(task, ScriptedPolicy(finish), policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing(), home=tmp_path / "home")
+    runs = tmp_path / "home" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
 
 
 def test_unknown_plugin_names_the_installed_ones():

@@ -13,10 +13,13 @@ to the output budget), ``write_file`` (a whole file), ``edit_file`` (one exact r
 (default: the first line of the folder's ``CHECK.txt`` at the episode's end when there is one,
 else the text ``done``); 1.0 when it does, else 0.0 (version ``notes/1``). ``CHECK.txt`` is thus
 what the reward checks against (``is_checker_input``): an episode that edits it hacks the reward,
-as editing a test does in the coding plugin, and the export's gates flag it.
+as editing a test does in the coding plugin, and the export's gates flag it. ``validate``
+refuses an answer file outside the folder before a run is made.
 """
 
 from __future__ import annotations
+
+from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +33,7 @@ from core.api import (
     ToolError,
     ToolResult,
     Trajectory,
+    UserError,
     read_regular,
     tool,
     write_new,
@@ -133,6 +137,16 @@ class NotesPlugin:
 
     def tools(self) -> list[Tool]:
         return [view_file, write_file, edit_file, shell, finish]
+
+    def validate(self, task: Task) -> None:
+        """Refuse, before a run is made, an answer file outside the folder (the reward reads it).
+
+        Raises:
+            UserError: ``task.metadata["file"]`` is not a relative path inside the folder.
+        """
+        name = task.metadata.get("file", "ANSWER.txt")
+        if not isinstance(name, str) or not name or PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+            raise UserError(f"metadata file {name!r}: the answer file must be a path inside the task's folder, e.g. ANSWER.txt")
 
     def setup(self, task: Task, ctx: ToolContext) -> str:
         files = sorted(p.relative_to(ctx.workspace).as_posix() for p in ctx.workspace.rglob("*") if p.is_file() and ".git" not in p.parts)

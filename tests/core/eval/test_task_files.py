@@ -26,8 +26,8 @@ def _task(folder: Path, spec: dict, *, fix: bool = False, reference: bool = Fals
 
 def test_a_task_with_a_reference_fix_names_its_failing_tests_and_its_source_whatever_its_plugin(tmp_path):
     with pytest.raises(UserError, match=r"fail_to_pass: a task with a fix.diff needs at least one test that fails before the fix"):
-        load_task(_task(tmp_path / "a", {"instruction": "fix it", "plugin": "threed"}, fix=True))
+        load_task(_task(tmp_path / "a", {"instruction": "fix it", "plugin": "notes"}, fix=True))
     with pytest.raises(UserError, match=r"source: a task with a fix.diff names the package and releases"):
         load_task(_task(tmp_path / "b", {"instruction": "fix it", "fail_to_pass": ["test_x.py::test_a"]}, fix=True))
-    graded_by_its_reward = load_task(_task(tmp_path / "c", {"instruction": "build a chair", "plugin": "threed"}, reference=True))
+    graded_by_its_reward = load_task(_task(tmp_path / "c", {"instruction": "build a chair", "plugin": "notes"}, reference=True))
     assert graded_by_its_reward.spec.fail_to_pass == [] and graded_by_its_reward.task_format == ""

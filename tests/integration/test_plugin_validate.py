@@ -1,4 +1,5 @@
-"""Plugins refuse a task that cannot work before a run is created (the ``validate`` hook)."""
+"""The 3D and finance plugins refuse a task that cannot work before a run is created (their
+``validate`` hooks; core's side, on the notes plugin, is in ``tests/core/test_plugin.py``)."""
 
 import json
 
