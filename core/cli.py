@@ -774,8 +774,8 @@ def mcp_cmd(
     server = build_server(the_plugin, the_task, session)
     where = f"http://{host}:{port}/mcp" if transport == "http" else "stdio"
     first = f"run {resume} resumes" if resume else "a run starts"
-    on = the_task.repo if the_task.repo is not None else "what the extension gives each run"
-    log.print(f"[bold]horizon mcp[/] {_safe(plugin)} on {_safe(on)}  [dim]({_safe(where)}; {first} at the first tool call)[/]")
+    on = f"on {the_task.repo}" if the_task.repo is not None else "(each run's folder made by the plugin's options)"
+    log.print(f"[bold]horizon mcp[/] {_safe(plugin)} {_safe(on)}  [dim]({_safe(where)}; {first} at the first tool call)[/]")
     if extension is not None:
         log.print(_safe(extension.start()))
     if no_sandbox:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -33,8 +34,12 @@ from typing import Any
 
 from core.api import Task, ToolContext, UserError, horizon_home, make_data_folder
 from plugins.threed.session import SceneSnapshots, step_report
+from plugins.threed.tools import task_spec
 
 HOST = "127.0.0.1"
+#: A step report whose arguments make a message longer than this goes as a scene copy instead
+#: (the add-on takes lines of up to 8 MiB; ``add_mesh`` may hold 100,000 vertices).
+MAX_STEP_BYTES = 1024 * 1024
 #: Seconds to wait for the add-on's answer: Blender applies on its main thread, between redraws.
 REPLY_TIMEOUT_S = 120.0
 RAW_PYTHON_TOOL = "run_blender_python"
@@ -60,6 +65,7 @@ class BlenderLink:
         self.port, self.timeout_s = port, timeout_s
         self.replayed: set[str] | None = None  # the add-on's own list, from hello
         self._snapshots: SceneSnapshots | None = None
+        self.session = secrets.token_hex(8)  # the add-on lets one session drive Blender per Listen
         self._behind = False  # a step was not applied: the next one sends the whole scene
         self._raw_behind = False  # ... and one of those was raw Python: that copy needs the artist's consent too
 
@@ -82,7 +88,7 @@ class BlenderLink:
         try:
             with socket.create_connection((HOST, self.port), timeout=CONNECT_TIMEOUT_S) as conn:
                 conn.settimeout(self.timeout_s)
-                conn.sendall((json.dumps({**message, "token": token}) + "\n").encode())
+                conn.sendall((json.dumps({**message, "token": token, "session": self.session}) + "\n").encode())
                 with conn.makefile("rb") as reader:
                     line = reader.readline()
         except TimeoutError:
@@ -153,7 +159,12 @@ class BlenderLink:
             return None
         report = step_report(event, ctx, self._snapshots, whole=self._behind)
         if not report["scene_file"] and report["tool"] not in self._snapshots.replayed:
+            if report["tool"] == "finish" and self._behind:
+                return ("[open Blender: it lacks the change(s) the NOT applied notes above name; the run's own scene, which "
+                        "the reward judged, has them]"), False  # the run did finish: a note, not a failure
             return None  # read-only, or nothing in the scene changed
+        if not report["scene_file"] and len(json.dumps(report["args"])) > MAX_STEP_BYTES:
+            report.update(scene_file=self._snapshots.copy(ctx.workspace / task_spec(ctx).scene, report["step"]), args=None)
         raw = report["tool"] == RAW_PYTHON_TOOL
         if self._raw_behind and report["scene_file"]:
             report["raw_python"] = True  # the copy holds what raw code did: the add-on asks for the same consent
@@ -163,15 +174,16 @@ class BlenderLink:
             reply = {"ok": False, "error": str(exc)}
         if reply.get("ok") and reply.get("applied"):
             self._behind = self._raw_behind = False
-            undo = reply.get("undo")
+            undo, detail = reply.get("undo"), f" ({reply['detail']})" if reply.get("detail") else ""
             if undo:
-                return f"[open Blender: applied as undo step '{undo}' (Edit > Undo in Blender takes it back)]", False
-            return f"[open Blender: applied, but not undoable: {reply.get('undo_problem')}]", False
+                return f"[open Blender: applied as undo step '{undo}'{detail} (Edit > Undo in Blender takes it back)]", False
+            return f"[open Blender: applied{detail}, but not undoable: {reply.get('undo_problem')}]", False
         self._behind, self._raw_behind = True, self._raw_behind or raw
         why = reply.get("error") or "the add-on did not apply it"
         then = ("Later changes carry what the raw code did and wait for that consent too." if self._raw_behind
                 else "The next scene-changing call brings the open scene up to date.")
-        return f"[open Blender: NOT applied: {why}. The run's own scene has this change; do not repeat the call. {then}]", True
+        return (f"[open Blender: NOT applied: {why}. That is the artist's open scene speaking, not your run's: your run's scene "
+                f"has this change, so do not repeat, undo or work around the call. {then}]"), True
 
 
 def parse_options(options: list[str]) -> BlenderLink | None:

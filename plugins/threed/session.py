@@ -83,6 +83,10 @@ class SceneSnapshots:
         changed, self._digest = digest is not None and digest != self._digest, digest
         if not changed or (tool in self.replayed and not whole):
             return None
+        return self.copy(scene, step)
+
+    def copy(self, scene: Path, step: int) -> str:
+        """Copy the scene file ``scene`` as the copy of ``step``; return the copy's path."""
         self.folder.mkdir(parents=True, exist_ok=True)
         copy = self.folder / f"step-{step:03d}.blend"
         shutil.copyfile(scene, copy)

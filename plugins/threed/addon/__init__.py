@@ -26,7 +26,9 @@ How it works:
   in the panel, written to ``token_file(PORT)`` with 0600 permissions) and queues them to a
   timer on the main thread (``serve_listener``): ``hello``, ``scene`` (a copy of the open scene
   for the MCP run to start on) and ``step`` (a step report, applied by ``apply_step`` exactly as
-  a panel run's, one undo step each).
+  a panel run's, one undo step each). One session drives Blender per Listen; a step
+  is refused while an object is in Edit (or another non-Object) mode; a scene copy keeps the objects the artist
+  added meanwhile.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -231,17 +234,20 @@ _SYNCED_KINDS = ("objects", "meshes", "curves", "lights", "cameras", "materials"
 _COPY_SUFFIX = re.compile(r"^(?P<base>.+)\.\d{3,}$")
 
 
-def sync_scene(path: str) -> str:
+def sync_scene(path: str, known: set[str] | None = None) -> str:
     """Make the open scene's objects, their data and materials, its camera and world those of the
     agent's saved scene ``path`` (a step the add-on cannot repeat from its arguments, such as
     ``run_blender_python``). Objects are appended from the file, never linked; no script in it
     runs (Blender's "Auto Run Python Scripts" preference governs drivers as for any file).
 
-    Objects of the same name are replaced (keeping their collections), objects the agent's
-    scene no longer has are deleted, and an appended datablock that got a ``.001`` name
-    because the open file held one of that name takes its name once the old one is unused.
+    Objects of the same name are replaced (keeping their collections); an object the agent's
+    scene does not have is deleted only when the run knew it (``known``: the names its scene
+    started with and those its steps made; None: every object), so what the artist added
+    meanwhile stays; an appended datablock that got a ``.001`` name because the open file held
+    one of that name takes its name once the old one is unused.
 
-    Returns a one-line summary. Raises OSError (unreadable file) or RuntimeError (not a .blend).
+    Returns a one-line summary naming what was replaced, removed and kept. Raises OSError
+    (unreadable file) or RuntimeError (not a .blend).
     """
     before = {kind: {x.as_pointer() for x in getattr(bpy.data, kind)} for kind in (*_SYNCED_KINDS, "collections")}
     with bpy.data.libraries.load(path, link=False) as (src, dst):
@@ -257,15 +263,18 @@ def sync_scene(path: str) -> str:
             bpy.data.collections.remove(collection)  # the appended scene's own collections
     scene = bpy.context.scene
     incoming = {name: obj for name, obj in zip(names, dst.objects) if obj is not None}
-    removed = replaced = 0
+    replaced, removed, kept = [], [], []
     for old in list(scene.objects):
         new = incoming.get(old.name)
         if new is not None:
             for collection in old.users_collection:
                 collection.objects.link(new)
-            replaced += 1
+            replaced.append(old.name)
+        elif known is not None and old.name not in known:
+            kept.append(old.name)  # the artist's, made while the run went on
+            continue
         else:
-            removed += 1
+            removed.append(old.name)
         bpy.data.objects.remove(old)
     for name, new in incoming.items():
         if not new.users_collection:
@@ -275,8 +284,13 @@ def sync_scene(path: str) -> str:
     if world is not None:
         scene.world = world
     _take_back_names(before)
-    added = len(incoming) - replaced
-    return f"scene copied from the agent: {replaced} replaced, {added} added, {removed} removed"
+    added = sorted(set(incoming) - set(replaced))
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(sorted(names)[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "") if names else "none"
+
+    summary = f"scene copied from the agent's run: replaced {listed(replaced)}; added {listed(added)}; removed {listed(removed)}"
+    return summary + (f"; kept yours: {listed(kept)}" if kept else "")
 
 
 def _take_back_names(before: dict[str, set[int]]) -> None:
@@ -297,7 +311,7 @@ def _take_back_names(before: dict[str, set[int]]) -> None:
 # -- applying the reports ---------------------------------------------------------------------
 
 
-def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> dict[str, Any]:
+def apply_step(settings: HorizonSettings, event: dict[str, Any], known: set[str] | None = None) -> dict[str, Any]:
     """Apply one reported step to the open scene (main thread) as its own undo step, and log it.
 
     A step with ``scene_file`` (one the add-on cannot repeat) is applied by ``sync_scene``; a
@@ -306,20 +320,25 @@ def apply_step(settings: HorizonSettings, event: dict[str, Any]) -> dict[str, An
     step (or a scene copy marked ``raw_python``: it holds what raw code did) is applied only while
     "Allow raw Python" is on (the artist's consent for this Blender).
 
+    ``known``: the object names the run knew, for ``sync_scene`` (None: the panel's own run,
+    which owns the scene while it runs).
+
     Returns:
         ``{"applied": bool, "undo": the undo step's name or None, "undo_problem": why it was not
-        recorded or None, "error": why the step was not applied or None}``; a failed or read-only
-        step is ``applied`` False with no ``error`` (nothing to apply).
+        recorded or None, "error": why the step was not applied or None, "detail": what a scene
+        copy changed or None}``; a failed or read-only step is ``applied`` False with no
+        ``error`` (nothing to apply).
     """
     mark = "ok" if event["ok"] else "error"
     first = (event.get("output") or "").splitlines()[0:1]
     _log(settings, f"{event['step']:>3} {event['tool']}: {mark} {first[0] if first else ''}", event["ok"])
-    outcome: dict[str, Any] = {"applied": False, "undo": None, "undo_problem": None, "error": None}
+    outcome: dict[str, Any] = {"applied": False, "undo": None, "undo_problem": None, "error": None, "detail": None}
     try:
         if event.get("scene_file"):
             if (event["tool"] == RAW_PYTHON_TOOL or event.get("raw_python")) and not settings.allow_python:
                 raise PermissionError("raw Python is not allowed in this Blender: tick Allow raw Python in the Horizon panel")
-            _log(settings, f"    {sync_scene(event['scene_file'])}")
+            outcome["detail"] = sync_scene(event["scene_file"], known)
+            _log(settings, f"    {outcome['detail']}")
         elif event["ok"] and event["tool"] in APPLIED_TOOLS and event.get("args"):
             ops.OPS[event["tool"]](event["args"])
         else:
@@ -588,6 +607,20 @@ def serve_listener() -> float | None:
         answer.put(reply)
 
 
+def _claim(session: Any) -> str | None:
+    """Let one ``agent mcp`` session drive this Blender per Listen (two would undo each other's
+    objects through their scene copies). Returns why a message of another session is refused."""
+    if not isinstance(session, str) or not session:
+        return "a scene or step message names its 'session' (agent mcp threed sends one)"
+    held = _listener.get("session")
+    if held and held[1] == _listener["token"] and held[0] != session:
+        return (f"another agent mcp session drives this Blender (since {held[2]}): end that session, or press Listen for MCP "
+                f"twice in Blender (stop, listen) to hand Blender to the next session")
+    if not held or held[0] != session or held[1] != _listener["token"]:
+        _listener["session"] = (session, _listener["token"], time.strftime("%H:%M:%S"))
+    return None
+
+
 def handle_message(settings: HorizonSettings, message: dict[str, Any]) -> dict[str, Any]:
     """One token-checked message from the MCP server, on the main thread.
 
@@ -599,6 +632,10 @@ def handle_message(settings: HorizonSettings, message: dict[str, Any]) -> dict[s
         The reply: ``{"ok": True, ...}``, or ``{"ok": False, "error": what went wrong}``.
     """
     kind = message.get("type")
+    if kind in ("scene", "step"):
+        refused = _claim(message.get("session"))
+        if refused:
+            return {"ok": False, "error": refused}
     if kind == "hello":
         return {"ok": True, "blender": bpy.app.version_string, "addon": ADDON_VERSION, "replayed_tools": sorted(APPLIED_TOOLS),
                 "allow_python": settings.allow_python}
@@ -609,6 +646,7 @@ def handle_message(settings: HorizonSettings, message: dict[str, Any]) -> dict[s
         path = os.path.join(folder, "scene.blend")
         bpy.ops.wm.save_as_mainfile(filepath=path, copy=True, check_existing=False)
         _listener["scene_dirs"] = [folder]
+        _listener["known"] = {o.name for o in bpy.context.scene.objects}
         _log(settings, f"MCP: a run started on a copy of this scene ({len(bpy.context.scene.objects)} objects)")
         return {"ok": True, "path": path}
     if kind == "step":
@@ -616,7 +654,13 @@ def handle_message(settings: HorizonSettings, message: dict[str, Any]) -> dict[s
         if not isinstance(step, dict) or not isinstance(step.get("tool"), str) or not isinstance(step.get("step"), int):
             return {"ok": False, "error": "a step message holds 'step': a step report with 'tool' and 'step'"}
         step.setdefault("ok", True)
-        outcome = apply_step(settings, step)
+        editing = sorted(o.name for o in bpy.context.scene.objects if o.mode != "OBJECT")
+        if editing:  # Blender writes Edit Mode's own mesh back on leaving it: a change made now would be lost
+            return {"ok": False, "applied": False, "error": f"Blender is in {bpy.data.objects[editing[0]].mode.replace('_', ' ').title()} "
+                    f"mode on {', '.join(editing)}: the artist leaves it (Tab) and the next scene-changing call catches up"}
+        before = {o.name for o in bpy.context.scene.objects}
+        outcome = apply_step(settings, step, _listener.setdefault("known", set()))
+        _listener["known"] |= {o.name for o in bpy.context.scene.objects} - before
         _listener["steps"].append({"step": step["step"], "tool": step["tool"], **outcome})
         if outcome["error"]:
             return {"ok": False, **outcome}

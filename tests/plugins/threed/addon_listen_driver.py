@@ -5,7 +5,8 @@ function (background Blender runs no timers) until FOLDER/stop appears; then it 
 scene, undoes the applied steps one by one (each undo must take back exactly one step), draws the
 panel, stops listening, and writes FOLDER/result.json. FOLDER/ready holds the token file's path
 once it listens; FOLDER/pause stops listening (answered by FOLDER/paused), FOLDER/resume listens
-again (FOLDER/resumed)."""
+again (FOLDER/resumed); each FOLDER/act-NAME.py is run once as the artist's own work (answered
+by FOLDER/act-NAME.done)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ def main(zip_path: str, port: str, folder: str) -> None:
         if (out / "resume").exists() and not (out / "resumed").exists():  # ... and Listen for MCP again
             result["resume"] = sorted(bpy.ops.horizon.listen(port=int(port)))
             (out / "resumed").write_text("")
+        for act in sorted(out.glob("act-*.py")):  # the artist's own work meanwhile, run once each
+            if not act.with_suffix(".done").exists():
+                exec(act.read_text(), {"bpy": bpy})
+                act.with_suffix(".done").write_text("")
         time.sleep(0.02)
     objects = sorted(o.name for o in bpy.context.scene.objects)
     result.update(objects=objects, box=_box(), applied=settings.applied,

@@ -128,7 +128,7 @@ def test_a_raw_python_step_reaches_the_open_scene_as_its_own_undo_step(panel):
     assert shown["error"] == "" and shown["applied"] == 4 and shown["log_path"] == ""  # a clean run leaves nothing behind
     texts = [text for text, _ in shown["log"]]
     assert any("run_blender_python: ok" in t for t in texts)
-    assert "    scene copied from the agent: 1 replaced, 1 added, 1 removed" in texts
+    assert "    scene copied from the agent's run: replaced Box; added RawSphere; removed Temp" in texts
     assert shown["objects"] == ["Box", "RawSphere"]  # Temp deleted by the code; no "Box.001": the copy took the name back
     assert shown["box_location"] == pytest.approx([0, 0, 2]) and shown["box_dimensions"] == pytest.approx([0.5, 0.5, 0.5])
     assert shown["box_material"] == ["Oak"] and shown["raw_material"] == ["RawGlaze"]

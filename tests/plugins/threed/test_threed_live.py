@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import anyio
@@ -43,12 +43,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ask(port: int, line: bytes) -> tuple[dict, bytes]:
-    """Send one raw line to the listener; return its answer and what follows it (b'' once it closed)."""
+def _ask(port: int, line: bytes, until_closed: bool = True) -> tuple[dict, bytes]:
+    """Send one raw line to the listener; return its answer and what follows it until the listener
+    closes the connection (b'' once it closed; not read when ``until_closed`` is False)."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
         conn.sendall(line)
         reader = conn.makefile("rb")
-        return json.loads(reader.readline()), reader.read()
+        return json.loads(reader.readline()), reader.read() if until_closed else b""
 
 
 def _text(result) -> str:
@@ -86,7 +87,10 @@ def test_a_missing_listener_is_told_with_what_to_do(tmp_path, monkeypatch):
     assert "warning: no Horizon add-on listens" in BlenderLink(port).start()
 
 
-def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path, horizon_home):
+@contextmanager
+def _open_blender(tmp_path: Path):
+    """The artist's Blender (``addon_listen_driver.py``) listening on a free port, until the block
+    ends; yields ``(process, port, folder, config)``, ``config`` holding the token file."""
     from plugins.threed.build_addon import build_addon
 
     port, folder = _free_port(), tmp_path / "blender"
@@ -102,6 +106,64 @@ def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path,
         while not (folder / "ready").exists():
             assert blender.poll() is None and time.monotonic() < deadline, (tmp_path / "blender.log").read_text()[-3000:]
             time.sleep(0.1)
+        yield blender, port, folder, config
+        (folder / "stop").write_text("")
+        blender.wait(timeout=60)
+    finally:
+        if blender.poll() is None:
+            blender.kill()
+    assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
+
+
+def _session(tmp_path: Path, horizon_home: Path, port: int, config: Path, folder: Path, blender, calls) -> tuple[dict, dict]:
+    """Drive ``agent mcp threed --blender PORT`` with the SDK's stdio client through ``calls``:
+    ``(key, tool, arguments)``; a tool of None writes FOLDER/key and waits for FOLDER/keyd
+    (``pause``, ``resume``) or FOLDER/key.done (``act-*``: the artist's work, ``arguments`` its code).
+    Returns each call's text and is_error by key; ``texts["tools"]`` lists the tools."""
+    server_env = {"HORIZON_HOME": str(horizon_home), "XDG_CONFIG_HOME": str(config), "HORIZON_THREED_PYTHON": "1",
+                  "HORIZON_SOURCES_CACHE": os.environ["HORIZON_SOURCES_CACHE"], "PATH": os.environ["PATH"]}
+    params = StdioServerParameters(command=AGENT[0], args=[*AGENT[1:], "mcp", "threed", "--blender", str(port)], env=server_env, cwd=str(ROOT))
+    texts: dict[str, str] = {}
+    errors: dict[str, bool] = {}
+
+    async def drive(errlog):
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            texts["tools"] = " ".join(t.name for t in (await session.list_tools()).tools)
+            for key, name, arguments in calls:
+                if name is None:  # the artist's side, and wait until it is done
+                    act = key.startswith("act-")
+                    (folder / (f"{key}.py" if act else key)).write_text(arguments or "")
+                    done = folder / (f"{key}.done" if act else f"{key}d")
+                    waited = time.monotonic() + 30
+                    while not done.exists():
+                        assert blender.poll() is None and time.monotonic() < waited, f"Blender did not {key}"
+                        await anyio.sleep(0.05)
+                    continue
+                result = await session.call_tool(name, arguments)
+                texts[key], errors[key] = _text(result), result.is_error
+
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(drive, errlog)
+    (tmp_path / "texts.json").write_text(json.dumps({"texts": texts, "errors": errors}, indent=1))
+    return texts, errors
+
+
+def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path, horizon_home):
+    box = {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0.0, 0.0, 0.25]}
+    calls = [
+        ("inspect", "inspect_scene", {}),
+        ("box", "add_primitive", box),
+        ("oak", "set_material", {"object": "Box", "material": "Oak", "preset": "oak"}),
+        ("pause", None, None),  # the artist stops listening: the next call cannot reach Blender
+        ("move", "transform", {"name": "Box", "location": [0.5, 0.0, 0.25]}),
+        ("resume", None, None),
+        ("knob", "add_primitive", {"name": "Knob", "kind": "uv_sphere", "radius": 0.05, "location": [0.5, 0.0, 0.55]}),
+        ("raw", "run_blender_python", {"code": RAW}),
+        ("after_raw", "add_primitive", {**box, "name": "Lid", "location": [0.5, 0.0, 0.6]}),
+        ("finish", "finish", {"summary": "a box of oak beside the pedestal"}),
+    ]
+    with _open_blender(tmp_path) as (blender, port, folder, config):
         # another local program without the token: one refusal, then the connection is closed
         refused, rest = _ask(port, b'{"type": "scene"}\n')
         assert refused["ok"] is False and "wrong or missing token" in refused["error"] and rest == b""
@@ -109,50 +171,7 @@ def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path,
         assert wrong["ok"] is False and "wrong or missing token" in wrong["error"]
         http, _ = _ask(port, b"POST / HTTP/1.1\r\nHost: x\r\n\r\n")  # a web page's request is not a message
         assert http["ok"] is False and http["refused"]
-
-        server_env = {"HORIZON_HOME": str(horizon_home), "XDG_CONFIG_HOME": str(config), "HORIZON_THREED_PYTHON": "1",
-                      "HORIZON_SOURCES_CACHE": os.environ["HORIZON_SOURCES_CACHE"], "PATH": os.environ["PATH"]}
-        params = StdioServerParameters(command=AGENT[0], args=[*AGENT[1:], "mcp", "threed", "--blender", str(port)], env=server_env, cwd=str(ROOT))
-        box = {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0.0, 0.0, 0.25]}
-        calls = [
-            ("inspect", "inspect_scene", {}),
-            ("box", "add_primitive", box),
-            ("oak", "set_material", {"object": "Box", "material": "Oak", "preset": "oak"}),
-            ("pause", None, None),  # the artist stops listening: the next call cannot reach Blender
-            ("move", "transform", {"name": "Box", "location": [0.5, 0.0, 0.25]}),
-            ("resume", None, None),
-            ("knob", "add_primitive", {"name": "Knob", "kind": "uv_sphere", "radius": 0.05, "location": [0.5, 0.0, 0.55]}),
-            ("raw", "run_blender_python", {"code": RAW}),
-            ("after_raw", "add_primitive", {**box, "name": "Lid", "location": [0.5, 0.0, 0.6]}),
-            ("finish", "finish", {"summary": "a box of oak beside the pedestal"}),
-        ]
-        texts: dict[str, str] = {}
-        errors: dict[str, bool] = {}
-
-        async def drive(errlog):
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                texts["tools"] = " ".join(t.name for t in (await session.list_tools()).tools)
-                for key, name, arguments in calls:
-                    if name is None:  # tell the Blender process to stop or start listening, and wait until it did
-                        (folder / key).write_text("")
-                        waited = time.monotonic() + 30
-                        while not (folder / f"{key}d").exists():
-                            assert blender.poll() is None and time.monotonic() < waited, f"Blender did not {key}"
-                            await anyio.sleep(0.05)
-                        continue
-                    result = await session.call_tool(name, arguments)
-                    texts[key], errors[key] = _text(result), result.is_error
-
-        with open(tmp_path / "server.log", "w") as errlog:
-            anyio.run(drive, errlog)
-        (folder / "stop").write_text("")
-        blender.wait(timeout=60)
-    finally:
-        if blender.poll() is None:
-            blender.kill()
-    assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
-    (tmp_path / "texts.json").write_text(json.dumps({"texts": texts, "errors": errors}, indent=1))
+        texts, errors = _session(tmp_path, horizon_home, port, config, folder, blender, calls)
     result = json.loads((folder / "result.json").read_text())
     server_log = (tmp_path / "server.log").read_text()
 
@@ -179,6 +198,7 @@ def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path,
     assert errors["after_raw"] and "raw Python is not allowed in this Blender" in texts["after_raw"]
     # the reward judges the run's scene: the raw code's RawTetra and the Lid are in it, without materials
     assert not errors["finish"] and "reward 0.600 (threed-geometry/" in texts["finish"] and "RawTetra/materials" in texts["finish"]
+    assert "[open Blender: it lacks the change(s) the NOT applied notes above name" in texts["finish"]
 
     # the open Blender: the box, oak, moved; nothing of the raw code's; one undo step per applied call
     assert result["pause"] == result["resume"] == ["FINISHED"]
@@ -208,3 +228,38 @@ def test_an_mcp_session_drives_the_open_blender_one_undo_step_per_call(tmp_path,
     assert Path(row["repo"]).parent == horizon_home / "threed-live" and (Path(row["repo"]) / "scene.blend").is_file()
     shown = CliRunner().invoke(app, ["show", run_id])
     assert shown.exit_code == 0 and "set_material(" in shown.output
+
+
+LAMP = "bpy.ops.object.light_add(type='POINT', location=(2, 2, 2)); bpy.context.active_object.name = 'ArtistLamp'"
+EDIT = "bpy.context.view_layer.objects.active = bpy.data.objects['Pedestal']; bpy.ops.object.mode_set(mode='EDIT')"
+
+
+def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_path, horizon_home):
+    """A scene copy (the catch-up after a missed step) keeps what the artist added meanwhile; a step
+    is refused while Blender is in Edit Mode (leaving it would overwrite the change); a second
+    session is refused while the first drives this Listen."""
+    calls = [
+        ("box", "add_primitive", {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0.0, 0.0, 0.25]}),
+        ("act-lamp", None, LAMP),  # the artist adds a lamp the run never had ...
+        ("act-edit", None, EDIT),  # ... and edits the pedestal's mesh
+        ("move", "transform", {"name": "Box", "location": [0.5, 0.0, 0.25]}),
+        ("act-object", None, "bpy.ops.object.mode_set(mode='OBJECT')"),
+        ("knob", "add_primitive", {"name": "Knob", "kind": "uv_sphere", "radius": 0.05, "location": [0.5, 0.0, 0.55]}),
+        ("finish", "finish", {"summary": "a box and a knob"}),
+    ]
+    with _open_blender(tmp_path) as (blender, port, folder, config):
+        texts, errors = _session(tmp_path, horizon_home, port, config, folder, blender, calls[:-1])
+        token = (config / "horizon" / f"blender-{port}.token").read_text().strip()
+        other, _ = _ask(port, json.dumps({"type": "scene", "token": token, "session": "another"}).encode() + b"\n", until_closed=False)
+        anonymous, _ = _ask(port, json.dumps({"type": "scene", "token": token}).encode() + b"\n", until_closed=False)
+    result = json.loads((folder / "result.json").read_text())
+    assert not errors["box"] and "applied as undo step 'Horizon step 1: add_primitive'" in texts["box"]
+    assert errors["move"] and "NOT applied: Blender is in Edit mode on Pedestal" in texts["move"] and "leaves it (Tab)" in texts["move"]
+    assert "not your run's" in texts["move"]
+    # the catch-up: the whole scene, with the missed move; the artist's lamp stays
+    assert not errors["knob"] and "applied as undo step 'Horizon step 3: add_primitive'" in texts["knob"]
+    assert "kept yours: ArtistLamp" in texts["knob"] and "removed none" in texts["knob"]
+    assert result["objects"] == ["ArtistLamp", "Box", "Knob", "Pedestal"]
+    assert result["box"]["location"] == [0.5, 0.0, 0.25]
+    assert other["ok"] is False and "another agent mcp session drives this Blender" in other["error"]
+    assert anonymous["ok"] is False and "names its 'session'" in anonymous["error"]
