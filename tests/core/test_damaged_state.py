@@ -164,7 +164,8 @@ def test_a_horizon_home_under_a_file_is_one_line(tmp_path, notes_folder, notes_p
     task = tmp_path / "suite" / "write-done"  # a suite of one notes task, graded by its reference trajectory
     shutil.copytree(notes_folder, task / "repo")
     (task / "task.json").write_text(json.dumps({"instruction": "write done in ANSWER.txt"}))
-    (task / "reference.jsonl").write_text(FINISH)
+    (task / "reference.jsonl").write_text(json.dumps({"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo",
+                                                                                  "new_text": "done"}}) + "\n" + FINISH)
     line = one_clean_line(runner.invoke(app, ["eval", notes_plugin, str(tmp_path / "suite"), "--policy", "reference",
                                               "--task", "write-done", "--backend", "processes"]))
     assert "cannot write Horizon's data folder" in line and "evals" in line
