@@ -1,8 +1,14 @@
-"""Crash consistency: SIGKILL the agent at random points of 50 scripted episodes and resume each.
+"""Crash consistency of core's loop: SIGKILL the agent at random points of 50 scripted episodes and resume each.
 
 Every completed step must be in the run store exactly once, no tool call with side effects may
 run twice, the workspace must match the trajectory, and each result must equal an uninterrupted
-run's. Checkpoints are pruned as the run goes.
+run's. Checkpoints are pruned as the run goes; a kill between a node's writes and its checkpoint
+resumes at every such boundary; a killed run is listed as killed.
+
+The episodes run the ``notes`` test plugin (``tests/notes_plugin``): what is tested is core's
+loop, checkpoints and run store, so no domain plugin is needed. Its ``shell`` and ``edit_file``
+have the side effects that show a repetition (a line appended to ``log.txt``, a note added to
+``notes.md``), as the coding plugin's did when these tests ran on it.
 """
 
 import json
@@ -31,8 +37,9 @@ AGENT = [sys.executable, "-c", "from core.cli import main; main()"]
 
 
 def script_for(n_appends: int) -> list[dict]:
-    """Side effects that show any repetition: appends to a log (shell) and to a file (edit_file)."""
-    turns = [{"tool": "edit_file", "arguments": {"path": "notes.md", "old_text": "", "new_text": "<!-- end -->\n"}}]
+    """Side effects that show any repetition: appends to a log (shell) and to a file (edit_file);
+    the first call makes the file (write_file)."""
+    turns = [{"tool": "write_file", "arguments": {"path": "notes.md", "text": "<!-- end -->\n"}}]
     for i in range(n_appends):
         turns.append({"tool": "shell", "arguments": {"command": f"echo line-{i} >> log.txt; sleep 0.1; wc -l < log.txt"}})
         turns.append({"tool": "edit_file", "arguments": {"path": "notes.md", "old_text": "<!-- end -->", "new_text": f"- note {i}\n<!-- end -->"}})
@@ -56,7 +63,7 @@ def trajectory(folder: Path) -> tuple[dict, list[tuple[str, str | None]], list[i
 
 
 @pytest.mark.timeout(2400)  # 50 episodes, each killed and restarted a few times: minutes on 2 cores
-def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, capsys):
+def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, capsys, notes_plugin):
     rng = random.Random(2026)
     n_appends = 4
     script = script_for(n_appends)
@@ -65,7 +72,7 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
 
     # the reference: the same episode, uninterrupted
     ref_repo = make_repo(tmp_path / "ref-repo")
-    started = Run.start(Task(plugin="coding", instruction="log", repo=ref_repo), ScriptedPolicy(script),
+    started = Run.start(Task(plugin=notes_plugin, instruction="log", repo=ref_repo), ScriptedPolicy(script),
                         policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing())
     ref = started.execute()
     started.close()
@@ -78,7 +85,7 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
         home = tmp_path / f"home-{episode}"
         repo = make_repo(tmp_path / f"repo-{episode}")
         env = {**os.environ, "HORIZON_HOME": str(home)}
-        args = ["run", "coding", "log", "--repo", str(repo), "--policy", "scripted", "--script", str(script_file)]
+        args = ["run", notes_plugin, "log", "--repo", str(repo), "--policy", "scripted", "--script", str(script_file)]
         proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for attempt in range(6):
             time.sleep(rng.uniform(0.3, 3.0))  # imports take about a second: kills land all over
@@ -110,12 +117,13 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
     assert kills >= EPISODES
 
 
-def test_old_checkpoints_are_pruned(tmp_path):
+def test_old_checkpoints_are_pruned(tmp_path, notes_plugin):
     repo = make_repo(tmp_path / "repo")
     script = tmp_path / "views.jsonl"
     # 40 different calls: the same one 40 times would be ended by the stuck detector
-    script.write_text("".join(json.dumps({"tool": "search_code", "arguments": {"pattern": f"word{i}"}}) + "\n" for i in range(40)))
-    started = Run.start(Task(plugin="coding", instruction="x", repo=repo), ScriptedPolicy.from_file(script),
+    script.write_text("".join(json.dumps({"tool": "view_file", "arguments": {"path": "README.md", "end_line": i + 1}}) + "\n"
+                              for i in range(40)))
+    started = Run.start(Task(plugin=notes_plugin, instruction="x", repo=repo), ScriptedPolicy.from_file(script),
                         policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(max_steps=40), pricing=Pricing(),
                         keep_checkpoints=5)
     result = started.execute()
@@ -134,7 +142,7 @@ class Killed(BaseException):
 
 
 @pytest.mark.timeout(300)
-def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_boundary(tmp_path, monkeypatch):
+def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_boundary(tmp_path, monkeypatch, notes_plugin):
     """LangGraph saves a node's writes, then the next checkpoint; a kill can land in between.
 
     Resuming there must run the rest of the episode, not mistake the half-saved step for the end
@@ -146,7 +154,7 @@ def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_bound
     scripted = {"kind": "scripted", "script": str(script_file)}
     ref_repo = make_repo(tmp_path / "ref-repo")
     home = tmp_path / "home"
-    ref = Run.start(Task(plugin="coding", instruction="log", repo=ref_repo), ScriptedPolicy(script),
+    ref = Run.start(Task(plugin=notes_plugin, instruction="log", repo=ref_repo), ScriptedPolicy(script),
                     policy_config=scripted, limits=Limits(), pricing=Pricing(), home=home)
     ref_result = ref.execute()
     ref.close()
@@ -160,7 +168,7 @@ def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_bound
         return original_put(self, *args, **kwargs)
 
     monkeypatch.setattr(PruningSqliteSaver, "put", counting_put)
-    probe = Run.start(Task(plugin="coding", instruction="log", repo=make_repo(tmp_path / "probe")), ScriptedPolicy(script),
+    probe = Run.start(Task(plugin=notes_plugin, instruction="log", repo=make_repo(tmp_path / "probe")), ScriptedPolicy(script),
                       policy_config=scripted, limits=Limits(), pricing=Pricing(), home=home)
     probe.execute()
     probe.close()
@@ -178,7 +186,7 @@ def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_bound
             return original_put(self, *args, **kwargs)
 
         monkeypatch.setattr(PruningSqliteSaver, "put", dying_put)
-        run = Run.start(Task(plugin="coding", instruction="log", repo=make_repo(tmp_path / f"repo-{kill_at}")),
+        run = Run.start(Task(plugin=notes_plugin, instruction="log", repo=make_repo(tmp_path / f"repo-{kill_at}")),
                         ScriptedPolicy(script), policy_config=scripted, limits=Limits(), pricing=Pricing(), home=home)
         with pytest.raises(Killed):
             run.execute()
@@ -194,7 +202,7 @@ def test_a_kill_between_a_nodes_writes_and_its_checkpoint_resumes_at_every_bound
         assert result.patch_path.read_text() == ref_result.patch_path.read_text(), kill_at
 
 
-def test_a_killed_run_is_listed_as_killed_with_the_steps_it_made(tmp_path, monkeypatch):
+def test_a_killed_run_is_listed_as_killed_with_the_steps_it_made(tmp_path, monkeypatch, notes_plugin):
     from core.runner import list_runs
 
     script = script_for(2)
@@ -209,7 +217,7 @@ def test_a_killed_run_is_listed_as_killed_with_the_steps_it_made(tmp_path, monke
         return original_put(self, *args, **kwargs)
 
     monkeypatch.setattr(PruningSqliteSaver, "put", dying_put)
-    run = Run.start(Task(plugin="coding", instruction="log", repo=make_repo(tmp_path / "repo")), ScriptedPolicy(script),
+    run = Run.start(Task(plugin=notes_plugin, instruction="log", repo=make_repo(tmp_path / "repo")), ScriptedPolicy(script),
                     policy_config={"kind": "scripted"}, limits=Limits(), pricing=Pricing(), home=tmp_path / "home")
     with pytest.raises(Killed):
         run.execute()

@@ -1,27 +1,27 @@
-"""Damaged state and hostile scratch: each ends as one clear line or an observation, never a traceback.
+"""Damaged state: a garbled run store or checkpoint file, a store held by another process, an
+unwritable ``HORIZON_HOME``; each ends as one clear line, never a traceback.
 
 Real files throughout: a real run made by ``agent run`` (scripted), its stores garbled by
-overwriting bytes, the real command line (typer's CliRunner), the real sandbox for the commands.
+overwriting bytes, the real command line (typer's CliRunner). The runs are of the ``notes`` test
+plugin (``tests/notes_plugin``): what is tested is core's stores and command line. The hostile
+scratch tests (a command filling ``scratch/runs``), whose subject is the coding plugin's test
+runs, moved to ``tests/plugins/coding/test_coding_scratch_runs.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from core.cli import app
-from core.errors import ToolError
-from plugins.coding import testing
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,21 +30,25 @@ FINISH = '{"tool": "finish", "arguments": {"summary": "looked"}}\n'
 
 @pytest.fixture(scope="module")
 def made_run(tmp_path_factory) -> Path:
-    """One finished run of the coding plugin on a copy of the Python example (made once, copied per test)."""
+    """One finished run of the notes plugin on a folder of two notes (made once, copied per test)."""
     base = tmp_path_factory.mktemp("made-run")
-    repo = Path(shutil.copytree(ROOT / "examples" / "python-user-service", base / "repo"))
+    notes = base / "notes"
+    notes.mkdir()
+    (notes / "log.md").write_text("# Log\n")
+    (notes / "ANSWER.txt").write_text("todo\n")
     script = base / "finish.jsonl"
     script.write_text(FINISH)
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:  # the notes_plugin fixture's install, for the whole module
+        mp.syspath_prepend(str(ROOT / "tests" / "notes_plugin"))
         mp.setenv("HORIZON_HOME", str(base / "home"))
-        result = runner.invoke(app, ["run", "coding", "look", "--repo", str(repo), "--policy", "scripted", "--script", str(script)])
+        result = runner.invoke(app, ["run", "notes", "look", "--repo", str(notes), "--policy", "scripted", "--script", str(script)])
     assert result.exit_code == 0, result.output
     (folder,) = (base / "home" / "runs").iterdir()
     return folder
 
 
 @pytest.fixture
-def run_folder(made_run: Path, horizon_home: Path) -> Path:
+def run_folder(made_run: Path, horizon_home: Path, notes_plugin: str) -> Path:
     """A private copy of the made run in this test's HORIZON_HOME."""
     return Path(shutil.copytree(made_run, horizon_home / "runs" / made_run.name, symlinks=True))
 
@@ -148,22 +152,27 @@ def test_garbled_checkpoints_say_damaged_on_resume(run_folder, damage):
 # ------------------------------------------------------------------------------ HORIZON_HOME
 
 
-def test_a_horizon_home_under_a_file_is_one_line(tmp_path, python_repo, monkeypatch):
+def test_a_horizon_home_under_a_file_is_one_line(tmp_path, notes_folder, notes_plugin, monkeypatch):
     (tmp_path / "a-file").write_text("not a folder\n")
     monkeypatch.setenv("HORIZON_HOME", str(tmp_path / "a-file" / "home"))
     script = tmp_path / "finish.jsonl"
     script.write_text(FINISH)
-    line = one_clean_line(runner.invoke(app, ["run", "coding", "look", "--repo", str(python_repo), "--policy", "scripted",
+    line = one_clean_line(runner.invoke(app, ["run", notes_plugin, "look", "--repo", str(notes_folder), "--policy", "scripted",
                                               "--script", str(script)]))
     assert f"cannot write Horizon's data folder {tmp_path / 'a-file' / 'home' / 'runs'}" in line
     assert "HORIZON_HOME" in line
-    line = one_clean_line(runner.invoke(app, ["eval", "coding", str(ROOT / "suites" / "coding"), "--policy", "reference",
-                                              "--task", "tomlkit-0.13.2-delete-out-of-order", "--backend", "processes"]))
+    task = tmp_path / "suite" / "write-done"  # a suite of one notes task, graded by its reference trajectory
+    shutil.copytree(notes_folder, task / "repo")
+    (task / "task.json").write_text(json.dumps({"instruction": "write done in ANSWER.txt"}))
+    (task / "reference.jsonl").write_text(json.dumps({"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo",
+                                                                                  "new_text": "done"}}) + "\n" + FINISH)
+    line = one_clean_line(runner.invoke(app, ["eval", notes_plugin, str(tmp_path / "suite"), "--policy", "reference",
+                                              "--task", "write-done", "--backend", "processes"]))
     assert "cannot write Horizon's data folder" in line and "evals" in line
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permissions")
-def test_a_read_only_horizon_home_is_one_line(tmp_path, python_repo, monkeypatch):
+def test_a_read_only_horizon_home_is_one_line(tmp_path, notes_folder, notes_plugin, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     home.chmod(0o555)
@@ -171,7 +180,7 @@ def test_a_read_only_horizon_home_is_one_line(tmp_path, python_repo, monkeypatch
         monkeypatch.setenv("HORIZON_HOME", str(home))
         script = tmp_path / "finish.jsonl"
         script.write_text(FINISH)
-        line = one_clean_line(runner.invoke(app, ["run", "coding", "look", "--repo", str(python_repo), "--policy", "scripted",
+        line = one_clean_line(runner.invoke(app, ["run", notes_plugin, "look", "--repo", str(notes_folder), "--policy", "scripted",
                                                   "--script", str(script)]))
         assert "cannot write Horizon's data folder" in line and "Permission denied" in line
     finally:
@@ -188,73 +197,3 @@ def test_a_read_only_file_system_counts_as_unwritable(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "access", lambda path, mode: False)
     with pytest.raises(UserError, match=r"cannot write Horizon's data folder .*runs \(not writable\)"):
         make_data_folder(folder)
-
-
-# ------------------------------------------------------------------------------ scratch/runs
-
-
-def test_a_scratch_runs_folder_filled_by_a_command_does_not_end_the_episode(python_repo, tmp_path, horizon_home):
-    """The command plants 100,001 folders named like the next test runs' in the writable scratch/runs."""
-    plant = ("cd ../scratch/runs && python3 -c \"import os; [os.makedirs(f'{n:03d}-pytest', exist_ok=True) for n in range(1, 100002)]; "
-             "print(len(os.listdir('.')), 'entries')\"")
-    script = tmp_path / "fill.jsonl"
-    script.write_text("".join(json.dumps(t) + "\n" for t in [
-        {"tool": "shell", "arguments": {"command": plant, "timeout_s": 120}},
-        {"tool": "run_tests", "arguments": {}},
-        {"tool": "finish", "arguments": {"summary": "looked"}},
-    ]))
-    result = runner.invoke(app, ["run", "coding", "look", "--repo", str(python_repo), "--policy", "scripted", "--script", str(script)])
-    assert result.exit_code == 0, result.output
-    assert "submitted" in result.output and "crashed" not in result.output
-    (folder,) = (horizon_home / "runs").iterdir()
-    shown = json.loads(runner.invoke(app, ["show", folder.name, "--json"]).output)
-    observations = [m["content"] for m in shown["messages"] if m["role"] == "tool"]
-    assert "entries" in observations[0] and int(re.search(r"(\d+) entries", observations[0]).group(1)) > 100_000
-    assert observations[1].startswith("pytest: "), observations[1]  # a real test run, in a fresh folder
-    fresh = [p.name for p in (folder / "scratch" / "runs").iterdir() if not re.fullmatch(r"\d{3,6}-pytest", p.name)]
-    assert any(name.endswith("-grading") for name in fresh) and any("-pytest-" in name for name in fresh), fresh
-
-
-def test_new_run_dir_skips_planted_names_without_listing_the_folder(tmp_path, monkeypatch):
-    scratch = tmp_path / "scratch"
-    first = testing.new_run_dir(scratch, "pytest")
-    assert first.name == "001-pytest" and (scratch / "runs.next").read_text() == "2\n"
-    for n in range(2, 30):  # a command plants the next names, as folders, files and links
-        target = scratch / "runs" / f"{n:03d}-pytest"
-        (target.mkdir() if n % 3 else target.symlink_to("/etc")) if n % 2 else target.write_text("planted")
-
-    def no_listing(*args, **kwargs):
-        raise AssertionError("new_run_dir listed the folder although its counter exists")
-
-    monkeypatch.setattr(testing.os, "scandir", no_listing)
-    made = testing.new_run_dir(scratch, "pytest")
-    assert made.is_dir() and not made.is_symlink() and not any(made.iterdir())
-    assert re.fullmatch(r"00[2-5]-pytest-[0-9a-f]{8}", made.name), made.name  # unguessable after a few taken names
-
-
-def test_new_run_dir_counts_once_for_a_run_from_before_the_counter(tmp_path):
-    scratch = tmp_path / "scratch"
-    for n in (1, 2, 3):
-        (scratch / "runs" / f"{n:03d}-pytest").mkdir(parents=True)
-    assert testing.new_run_dir(scratch, "junit").name == "004-junit"
-    assert testing.new_run_dir(scratch, "junit").name == "005-junit"
-
-
-def test_new_run_dir_that_cannot_be_made_is_a_tool_error(tmp_path):
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    (scratch / "runs").write_text("a file where the folder should be")
-    with pytest.raises(ToolError, match=r"cannot make a folder for this command's files in .*runs \(File exists\)"):
-        testing.new_run_dir(scratch, "pytest")
-
-
-def test_new_run_dir_is_fast_with_100001_entries(tmp_path):
-    scratch = tmp_path / "scratch"
-    testing.new_run_dir(scratch, "pytest")
-    runs = scratch / "runs"
-    for n in range(100_001):
-        os.close(os.open(runs / f"e{n}", os.O_CREAT | os.O_WRONLY))
-    start = time.perf_counter()
-    for _ in range(50):
-        testing.new_run_dir(scratch, "pytest")
-    assert time.perf_counter() - start < 1.0  # 50 calls; listing 100,001 entries each time took about 3 s

@@ -13,15 +13,15 @@ Fixed in ``core/loop.py`` (one episode below covers them all):
   (arrays nested 20,000 deep) and a tool ``OSError``/``ValueError`` (a NUL byte or a 300-byte
   name in a path): the run crashed, and crashed again on every resume; they are observations now.
 
-Bad input that tools and the workspace must reject as tool errors is checked below.
+The episode runs the ``notes`` test plugin (``tests/notes_plugin``) on the ``notes_folder``
+fixture: what is tested is core's loop and ``Tool.parse``. The coding tools' own rejections of
+bad paths and commands moved to ``tests/plugins/coding/test_coding_fuzz.py``.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 
@@ -29,16 +29,12 @@ from core import workspace as ws
 from core.compaction import compacted_steps
 from core.plugin import Task
 from core.policy.base import PolicyResponse
-from core.reward import RewardResult
 from core.runner import Run, open_store
-from core.sandbox import open_sandbox
 from core.state import ExitStatus, Limits, Message, Pricing, ToolCall
-from core.tools import ToolContext, ToolResult
-from plugins.coding import CodingPlugin
-from plugins.coding.tools import CODING_TOOLS
+from tests.notes_plugin.horizon_notes import NotesPlugin
 
-TOOLS = {t.name: t for t in CODING_TOOLS}
-VIEW = json.dumps({"path": "users/service.py", "end_line": 2})
+TOOLS = {t.name: t for t in NotesPlugin().tools()}
+VIEW = json.dumps({"path": "log.md", "end_line": 2})
 
 
 def turn(*calls: tuple[str, str, str], content: str | None = None) -> Message:
@@ -50,7 +46,7 @@ NASTY = [
     turn(("\ud800", "view\udfffile", '{"path": "\ud800"}'), content="text \udcff\x00 \u202e 😀"),
     # 2-3: paths the OS refuses
     turn(("a/b/../../c", "view_file", json.dumps({"path": "a\x00b"}))),
-    turn(("\x00", "search_code", json.dumps({"pattern": "x", "path": "p" * 300}))),
+    turn(("\x00", "view_file", json.dumps({"path": "p" * 300}))),
     # 4: a 1 MB path: the error echoes it, so the observation is cut and saved under the call id
     turn(("../../escape", "view_file", json.dumps({"path": "y" * (1 << 20)}))),
     # 5-6: JSON that json.loads cannot take
@@ -59,7 +55,7 @@ NASTY = [
     # 7: an id the loop would give the second call of step 7, then that id-less second call
     turn(("call_7_1_h", "view_file", VIEW), ("", "view_file", VIEW)),
     # 8: a tool output with a lone surrogate (a file name of undecodable bytes)
-    turn(("mk", "edit_file", json.dumps({"path": "new\udcff.txt", "old_text": "", "new_text": "hello\n"}))),
+    turn(("mk", "write_file", json.dumps({"path": "new\udcff.txt", "text": "hello\n"}))),
     turn(("end", "finish", json.dumps({"summary": "done"}))),
 ]
 
@@ -75,15 +71,8 @@ class Nasty:
         return PolicyResponse(message=NASTY[step], model="nasty")
 
 
-@pytest.fixture
-def no_grading(monkeypatch):
-    """The coding plugin without its baseline and final test-suite runs (6 s of no interest here)."""
-    monkeypatch.setattr(CodingPlugin, "setup", lambda self, task, ctx: "")
-    monkeypatch.setattr(CodingPlugin, "reward", lambda self, task, trajectory: RewardResult(reward=0.0, correct=False, version="test/1", summary="not graded"))
-
-
-def test_nasty_replies_become_observations_and_the_store_reads_back(python_repo, no_grading):
-    started = Run.start(Task(plugin="coding", instruction="x", repo=python_repo), Nasty(), policy_config={"kind": "test"},
+def test_nasty_replies_become_observations_and_the_store_reads_back(notes_folder, notes_plugin):
+    started = Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), Nasty(), policy_config={"kind": "test"},
                         limits=Limits(max_steps=20), pricing=Pricing())
     try:
         result = started.execute()
@@ -127,10 +116,10 @@ def test_nasty_replies_become_observations_and_the_store_reads_back(python_repo,
     # a lone surrogate names no file in UTF-8: refused as a path, nothing created
     assert is_error and "is not a usable path" in out and not data["malformed"]
     assert not any("new" in p.name for p in (run_dir / "workspace").iterdir())
-    assert result.reward == 0.0
+    assert result.reward == 0.0  # ANSWER.txt still says todo
 
 
-# -- bad input that tools and the workspace must turn into errors, not crashes ----------------------
+# -- bad input that Tool.parse and the workspace must turn into errors, not crashes ----------------------
 
 
 @pytest.mark.parametrize("arguments", ['{"path": ' + "1" * 5000 + "}", "[" * 20000])
@@ -139,28 +128,6 @@ def test_tool_parse_reports_json_beyond_its_limits_as_a_tool_error(arguments):
 
     with pytest.raises(ToolError):
         TOOLS["view_file"].parse(arguments)
-
-
-@pytest.fixture
-def ctx(tmp_path) -> ToolContext:
-    repo = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "python-user-service", tmp_path / "ws"))
-    (tmp_path / "scratch").mkdir()
-    return ToolContext(workspace=repo, sandbox=open_sandbox(repo, tmp_path / "scratch"), scratch=tmp_path / "scratch")
-
-
-@pytest.mark.parametrize("tool", ["view_file", "search_code", "static_check", "edit_file"])
-@pytest.mark.parametrize("path", ["a\x00b", "p" * 300, "x\udfff"])
-def test_paths_the_os_refuses_are_tool_errors(ctx, tool, path):
-    args = {"path": path, **({"pattern": "x"} if tool == "search_code" else {}),
-            **({"old_text": "a", "new_text": "b"} if tool == "edit_file" else {})}
-    result = TOOLS[tool](args, ctx)
-    assert isinstance(result, ToolResult) and result.is_error
-
-
-@pytest.mark.parametrize("tool,args", [("shell", {"command": "echo \x00"}), ("run_tests", {"tests": ["a\x00b"]})])
-def test_nul_bytes_in_commands_are_tool_errors(ctx, tool, args):
-    result = TOOLS[tool](args, ctx)
-    assert isinstance(result, ToolResult) and result.is_error
 
 
 def test_the_final_patch_of_a_file_that_is_not_utf8(tmp_path):

@@ -1,4 +1,11 @@
-"""Kill the agent process mid-episode (SIGKILL, Ctrl-C) and resume: no step lost or repeated."""
+"""Kill the agent process mid-episode (SIGKILL, Ctrl-C) and resume: no step lost or repeated.
+
+Also: a run named by its caller and killed with its process is marked killed and resumes; a run
+whose sandbox cannot open leaves nothing behind. The episodes run the ``notes`` test plugin
+(``tests/notes_plugin``) on the ``notes_folder`` fixture: what is tested is core's loop, run
+store and ``agent resume``. Each ``CHECK`` is a sandboxed command that takes a second, as the
+coding plugin's test runs did when these tests ran on it, so that the kills land mid-episode.
+"""
 
 import json
 import os
@@ -13,18 +20,18 @@ from pathlib import Path
 from core.store import RunStore
 
 AGENT = [sys.executable, "-c", "from core.cli import main; main()"]
-RUN_TESTS = {"tool": "run_tests", "arguments": {}}
+#: Read-only, but run in the sandbox as a command with side effects would be; one second long.
+CHECK = {"tool": "shell", "arguments": {"command": "sleep 1; cat CHANGES.md"}}
 SCRIPT = [
-    {"tool": "edit_file", "arguments": {"path": "CHANGES.md", "old_text": "", "new_text": "# changes\n<!-- end -->\n"}},
-    RUN_TESTS,
+    {"tool": "write_file", "arguments": {"path": "CHANGES.md", "text": "# changes\n<!-- end -->\n"}},
+    CHECK,
     # not idempotent: run twice, it would add a second line
     {"tool": "edit_file", "arguments": {"path": "CHANGES.md", "old_text": "<!-- end -->", "new_text": "- step\n<!-- end -->"}},
-    RUN_TESTS,
-    {"tool": "edit_file", "arguments": {"path": "users/service.py", "old_text": "nickname = user.nickname.strip()",
-                                        "new_text": "nickname = (user.nickname or \"\").strip()"}},
-    RUN_TESTS,
+    CHECK,
+    {"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},  # the reward: 1.0
+    CHECK,
     {"tool": "view_file", "arguments": {"path": "CHANGES.md"}},
-    {"tool": "finish", "arguments": {"summary": "fixed"}},
+    {"tool": "finish", "arguments": {"summary": "logged"}},
 ]
 
 
@@ -53,12 +60,12 @@ def check_store(folder: Path) -> None:
     assert "- step" in (folder / "patch.diff").read_text()
 
 
-def test_sigkill_at_random_points_then_resume(python_repo, tmp_path):
+def test_sigkill_at_random_points_then_resume(notes_folder, notes_plugin, tmp_path):
     home = tmp_path / "home"
     script = tmp_path / "script.jsonl"
     script.write_text("\n".join(json.dumps(t) for t in SCRIPT) + "\n")
     rng = random.Random(7)
-    proc = start_agent(["run", "coding", "fix NPE", "--repo", str(python_repo), "--policy", "scripted", "--script", str(script)], home)
+    proc = start_agent(["run", notes_plugin, "log the change", "--repo", str(notes_folder), "--policy", "scripted", "--script", str(script)], home)
     kills = 0
     while True:
         # let it get somewhere, then kill it without warning
@@ -80,11 +87,11 @@ def test_sigkill_at_random_points_then_resume(python_repo, tmp_path):
     check_store(only_run(home))
 
 
-def test_ctrl_c_interrupts_resumably(python_repo, tmp_path):
+def test_ctrl_c_interrupts_resumably(notes_folder, notes_plugin, tmp_path):
     home = tmp_path / "home"
     script = tmp_path / "script.jsonl"
     script.write_text("\n".join(json.dumps(t) for t in SCRIPT) + "\n")
-    proc = start_agent(["run", "coding", "fix NPE", "--repo", str(python_repo), "--policy", "scripted", "--script", str(script)], home)
+    proc = start_agent(["run", notes_plugin, "log the change", "--repo", str(notes_folder), "--policy", "scripted", "--script", str(script)], home)
     deadline = time.time() + 60
     while time.time() < deadline and not list((home / "runs").glob("*/checkpoints.sqlite")):
         time.sleep(0.05)
@@ -112,14 +119,14 @@ from core.policy import ScriptedPolicy, load_script
 from core.runner import Run
 from core.state import Limits, Pricing
 repo, script, home, run_id = map(Path, sys.argv[1:5])
-run = Run.start(Task(plugin="coding", instruction="fix NPE", repo=repo), ScriptedPolicy(load_script(script)),
+run = Run.start(Task(plugin="notes", instruction="log the change", repo=repo), ScriptedPolicy(load_script(script)),
                 policy_config={"kind": "scripted", "script": str(script)}, limits=Limits(), pricing=Pricing(), home=home, run_id=str(run_id))
 print("started", flush=True)
 time.sleep(600)  # hangs, holding the run store open, until the scheduler kills it
 """
 
 
-def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_resumes(python_repo, tmp_path):
+def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_resumes(notes_folder, notes_plugin, tmp_path):
     """A scheduler names the run before starting it, kills the hung process, and marks the run;
     the run says why, and `agent resume` finishes it."""
     from core.errors import UserError
@@ -130,7 +137,7 @@ def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_re
 
     home, script = tmp_path / "home", tmp_path / "script.jsonl"
     script.write_text("\n".join(json.dumps(t) for t in SCRIPT) + "\n")
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(python_repo), str(script), str(home), "eval-run-1"],
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(notes_folder), str(script), str(home), "eval-run-1"],
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout.readline().strip() == "started"
     assert not mark_killed("eval-run-1", "held", home, wait_s=0.5)  # its process still holds the store
@@ -142,7 +149,7 @@ def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_re
     assert not mark_killed("no-such-run", "x", home)
     for taken in ("eval-run-1", "../escape"):
         try:
-            Run.start(Task(plugin="coding", instruction="x", repo=python_repo), ScriptedPolicy([]), policy_config={"kind": "scripted"},
+            Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), ScriptedPolicy([]), policy_config={"kind": "scripted"},
                       limits=Limits(), pricing=Pricing(), home=home, run_id=taken)  # fmt: skip
         except UserError as exc:
             assert "taken or not a plain name" in str(exc)
@@ -154,7 +161,7 @@ def test_a_caller_chosen_run_is_marked_killed_after_its_process_is_killed_and_re
     check_store(home / "runs" / "eval-run-1")
 
 
-def test_a_run_whose_sandbox_cannot_open_leaves_nothing_behind(python_repo, tmp_path, monkeypatch):
+def test_a_run_whose_sandbox_cannot_open_leaves_nothing_behind(notes_folder, notes_plugin, tmp_path, monkeypatch):
     """Run.start fails after the run's folder is in place (the sandbox cannot be made): the folder
     goes, so no run that looks killed is left for agent runs, resume or export."""
     from core import environment as environment_module
@@ -170,7 +177,7 @@ def test_a_run_whose_sandbox_cannot_open_leaves_nothing_behind(python_repo, tmp_
     monkeypatch.setattr(environment_module, "open_sandbox", refuse)
     home = tmp_path / "home"
     try:
-        Run.start(Task(plugin="coding", instruction="x", repo=python_repo), ScriptedPolicy([]), policy_config={"kind": "scripted"},
+        Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), ScriptedPolicy([]), policy_config={"kind": "scripted"},
                   limits=Limits(), pricing=Pricing(), home=home)  # fmt: skip
     except UserError as exc:
         assert "the episode's sandbox cannot be made: the workspace alias /srv/app" in str(exc)
