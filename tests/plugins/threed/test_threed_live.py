@@ -115,14 +115,15 @@ def _open_blender(tmp_path: Path):
     assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
 
 
-def _session(tmp_path: Path, horizon_home: Path, port: int, config: Path, folder: Path, blender, calls) -> tuple[dict, dict]:
+def _session(tmp_path: Path, horizon_home: Path, port: int, config: Path, folder: Path, blender, calls, *options: str) -> tuple[dict, dict]:
     """Drive ``agent mcp threed --blender PORT`` with the SDK's stdio client through ``calls``:
     ``(key, tool, arguments)``; a tool of None writes FOLDER/key and waits for FOLDER/keyd
-    (``pause``, ``resume``) or FOLDER/key.done (``act-*``: the artist's work, ``arguments`` its code).
+    (``pause``, ``resume``) or FOLDER/key.done (``act-*``: the artist's work, ``arguments`` its code);
+    ``options`` go to ``agent mcp`` too.
     Returns each call's text and is_error by key; ``texts["tools"]`` lists the tools."""
     server_env = {"HORIZON_HOME": str(horizon_home), "XDG_CONFIG_HOME": str(config), "HORIZON_THREED_PYTHON": "1",
                   "HORIZON_SOURCES_CACHE": os.environ["HORIZON_SOURCES_CACHE"], "PATH": os.environ["PATH"]}
-    params = StdioServerParameters(command=AGENT[0], args=[*AGENT[1:], "mcp", "threed", "--blender", str(port)], env=server_env, cwd=str(ROOT))
+    params = StdioServerParameters(command=AGENT[0], args=[*AGENT[1:], "mcp", "threed", "--blender", str(port), *options], env=server_env, cwd=str(ROOT))
     texts: dict[str, str] = {}
     errors: dict[str, bool] = {}
 
@@ -237,7 +238,8 @@ EDIT = "bpy.context.view_layer.objects.active = bpy.data.objects['Pedestal']; bp
 def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_path, horizon_home):
     """A scene copy (the catch-up after a missed step) keeps what the artist added meanwhile; a step
     is refused while Blender is in Edit Mode (leaving it would overwrite the change); a second
-    session is refused while the first drives this Listen."""
+    session is refused while the first drives this Listen; a path out of the run's folder is
+    refused; the session is a stored, exported run."""
     calls = [
         ("box", "add_primitive", {"name": "Box", "kind": "cube", "size": [0.5, 0.5, 0.5], "location": [0.0, 0.0, 0.25]}),
         ("act-lamp", None, LAMP),  # the artist adds a lamp the run never had ...
@@ -245,10 +247,11 @@ def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_p
         ("move", "transform", {"name": "Box", "location": [0.5, 0.0, 0.25]}),
         ("act-object", None, "bpy.ops.object.mode_set(mode='OBJECT')"),
         ("knob", "add_primitive", {"name": "Knob", "kind": "uv_sphere", "radius": 0.05, "location": [0.5, 0.0, 0.55]}),
+        ("outside", "export_scene", {"format": "stl", "path": "../../escape.stl"}),  # out of the run's folder: refused
         ("finish", "finish", {"summary": "a box and a knob"}),
     ]
     with _open_blender(tmp_path) as (blender, port, folder, config):
-        texts, errors = _session(tmp_path, horizon_home, port, config, folder, blender, calls[:-1])
+        texts, errors = _session(tmp_path, horizon_home, port, config, folder, blender, calls, "--task", "a box with a knob")
         token = (config / "horizon" / f"blender-{port}.token").read_text().strip()
         other, _ = _ask(port, json.dumps({"type": "scene", "token": token, "session": "another"}).encode() + b"\n", until_closed=False)
         anonymous, _ = _ask(port, json.dumps({"type": "scene", "token": token}).encode() + b"\n", until_closed=False)
@@ -263,3 +266,17 @@ def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_p
     assert result["box"]["location"] == [0.5, 0.0, 0.25]
     assert other["ok"] is False and "another agent mcp session drives this Blender" in other["error"]
     assert anonymous["ok"] is False and "names its 'session'" in anonymous["error"]
+    assert errors["outside"] and "outside the repository" in texts["outside"] and "[open Blender" not in texts["outside"]
+    assert not list(tmp_path.rglob("escape.stl")) and not list(horizon_home.rglob("escape.stl"))
+    assert not errors["finish"] and "reward" in texts["finish"]
+    # the session is a run: stored with every call and its verdict, and exported like any other
+    run_id = texts["box"].split("[Horizon run ", 1)[1].split(":", 1)[0]
+    with closing(open_store(run_id, horizon_home)) as store:
+        assert [(c["tool"], c["is_error"]) for c in store.tool_call_records()] == [
+            ("add_primitive", False), ("transform", False), ("add_primitive", False), ("export_scene", True), ("finish", False)]
+    out = tmp_path / "sft.jsonl"
+    exported = CliRunner().invoke(app, ["export", run_id, "--format", "sft-jsonl", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["function"]["name"] for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])] == [
+        "add_primitive", "transform", "add_primitive", "export_scene", "finish"]
