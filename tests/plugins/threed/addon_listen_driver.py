@@ -5,7 +5,8 @@ function (background Blender runs no timers) until FOLDER/stop appears; then it 
 scene, undoes the applied steps one by one (each undo must take back exactly one step), draws the
 panel, stops listening, and writes FOLDER/result.json. FOLDER/ready holds the token file's path
 once it listens; FOLDER/pause stops listening (answered by FOLDER/paused), FOLDER/resume listens
-again (FOLDER/resumed)."""
+again (FOLDER/resumed). While FOLDER/hold exists the timer is not pumped (a busy main thread) and
+FOLDER/status holds "QUEUED ABANDONED": the messages waiting, and how many of them were given up."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import stat
 import sys
 import tempfile
+import threading
 import time
 import types
 import zipfile
@@ -53,9 +55,16 @@ def main(zip_path: str, port: str, folder: str) -> None:
     (out / "ready").write_text(str(token_file))
     deadline = time.monotonic() + 240
     while not (out / "stop").exists() and time.monotonic() < deadline:
-        horizon_agent.serve_listener()
+        if (out / "hold").exists():  # the main thread busy (a render, a dialog): say what waits in the listener's queue
+            inbox = horizon_agent._listener["queue"]
+            waiting = list(inbox.queue) if inbox is not None else []
+            (out / "status.tmp").write_text(f"{len(waiting)} {sum(item.state == 'abandoned' for item in waiting)}")
+            (out / "status.tmp").replace(out / "status")
+        else:
+            horizon_agent.serve_listener()
         if (out / "pause").exists() and not (out / "paused").exists():  # the artist presses Stop listening ...
             result["pause"] = sorted(bpy.ops.horizon.listen())
+            result["pause_threads"] = sorted(t.name for t in threading.enumerate() if t.name.startswith("horizon-mcp"))
             (out / "paused").write_text(str(token_file.exists()))
         if (out / "resume").exists() and not (out / "resumed").exists():  # ... and Listen for MCP again
             result["resume"] = sorted(bpy.ops.horizon.listen(port=int(port)))
