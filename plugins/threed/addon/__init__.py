@@ -444,7 +444,8 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 #: timers); shorter than the client's own wait (``plugins.threed.live.REPLY_TIMEOUT_S``) so the
 #: client hears "not applied" from here, and a message given up on is never applied later.
 REPLY_WAIT_S = 100.0
-#: Open connections taken at once; one more is answered with a refusal and closed.
+#: Open connections taken at once. One more closes the oldest that has not shown the token yet
+#: (so idle strangers cannot lock the MCP server out); with none such it is refused.
 MAX_CONNECTIONS = 16
 #: Seconds a connection may take to send a whole message line (from connecting, or from the last
 #: reply): an idle or trickling client is dropped.
@@ -470,14 +471,17 @@ class _Refused(Exception):
 class _ListenState:
     """What a listener's threads share: its open connections and whether it is stopping.
 
-    ``lock`` guards ``conns``, ``stopping`` and the claim/abandon of each queued message (one
-    ``_Queued``), so a message is either handled by the main thread or given up, never both.
+    ``lock`` guards ``conns`` (oldest first), ``trusted`` (those that showed the token),
+    ``evicted``, ``stopping`` and the claim/abandon of each queued message (one ``_Queued``), so a
+    message is either handled by the main thread or given up, never both.
     """
 
     def __init__(self, token: str) -> None:
         self.token = token
         self.lock = threading.Lock()
         self.conns: dict[socket.socket, threading.Thread] = {}
+        self.trusted: set[socket.socket] = set()
+        self.evicted: set[socket.socket] = set()
         self.stopping = False
 
 
@@ -520,7 +524,7 @@ def _write_token(path: Path, token: str) -> None:
         os.close(fd)
 
 
-def _read_line(conn: socket.socket, token: str, pending: bytearray) -> bytes:
+def _read_line(conn: socket.socket, state: _ListenState, pending: bytearray) -> bytes:
     """Read one message line from ``conn`` (``pending``: bytes already read past the last line).
 
     The token is checked as soon as ``TOKEN_PREFIX_BYTES`` (or the whole line) arrived, so a
@@ -533,15 +537,19 @@ def _read_line(conn: socket.socket, token: str, pending: bytearray) -> bytes:
     """
     deadline = time.monotonic() + LINE_WAIT_S
     checked = False
+    scanned = 0  # bytes of pending already searched for the line's end
     while True:
-        end = pending.find(b"\n")
+        end = pending.find(b"\n", scanned)
+        scanned = len(pending) if end < 0 else 0
         if not checked and (end >= 0 or len(pending) >= TOKEN_PREFIX_BYTES):
             head = bytes(pending[:TOKEN_PREFIX_BYTES])
             found = _TOKEN_AT_START.match(head)
-            if found is None or not hmac.compare_digest(found.group(1), token.encode()):
+            if found is None or not hmac.compare_digest(found.group(1), state.token.encode()):
                 raise _Refused("wrong or missing token: a message line starts with {\"token\": ...}; read the token from the "
                                "file the Horizon panel names")
             checked = True
+            with state.lock:
+                state.trusted.add(conn)
         if end >= 0:
             line = bytes(pending[:end + 1])
             del pending[:end + 1]
@@ -569,7 +577,7 @@ def _serve_connection(conn: socket.socket, inbox: queue.Queue, state: _ListenSta
     try:
         while True:
             try:
-                raw = _read_line(conn, state.token, pending)
+                raw = _read_line(conn, state, pending)
             except _Refused as exc:
                 reply: dict[str, Any] = {"ok": False, "refused": True, "error": str(exc)}
             except OSError:
@@ -591,6 +599,8 @@ def _serve_connection(conn: socket.socket, inbox: queue.Queue, state: _ListenSta
     finally:
         with state.lock:
             state.conns.pop(conn, None)
+            state.trusted.discard(conn)
+            state.evicted.discard(conn)
         conn.close()
 
 
@@ -648,7 +658,16 @@ def _accept(server: socket.socket, inbox: queue.Queue, state: _ListenState) -> N
         except OSError:
             return
         with state.lock:
-            full = state.stopping or len(state.conns) >= MAX_CONNECTIONS
+            full = state.stopping or len(state.conns) - len(state.evicted) >= MAX_CONNECTIONS
+            if full and not state.stopping:
+                stranger = next((c for c in state.conns if c not in state.trusted and c not in state.evicted), None)
+                if stranger is not None:  # the oldest that never showed the token makes room
+                    state.evicted.add(stranger)
+                    try:
+                        stranger.shutdown(socket.SHUT_RDWR)  # its thread wakes, ends and forgets it
+                    except OSError:
+                        pass
+                    full = False
             if not full:
                 thread = threading.Thread(target=_serve_connection, args=(conn, inbox, state), daemon=True, name="horizon-mcp-conn")
                 state.conns[conn] = thread

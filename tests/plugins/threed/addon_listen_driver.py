@@ -82,6 +82,7 @@ def main(zip_path: str, port: str, folder: str) -> None:
         undone.append({"result": undo, "box": _box(), "pedestal": "Pedestal" in bpy.data.objects, "knob": "Knob" in bpy.data.objects})
     result["undone"] = undone
     result["listen_again"] = sorted(bpy.ops.horizon.listen())  # the same button stops listening
+    result["stop_threads"] = sorted(t.name for t in threading.enumerate() if t.name.startswith("horizon-mcp"))
     result["token_file_after"] = token_file.exists()
     horizon_agent.unregister()
     (out / "result.json").write_text(json.dumps(result, default=str))

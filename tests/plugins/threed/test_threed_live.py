@@ -244,16 +244,16 @@ def test_the_listener_holds_its_ground_against_local_callers(tmp_path, monkeypat
         _wait_for(folder / "ready", blender, within=60)
         token = Path((folder / "ready").read_text()).read_text()
         start = b'{"token": "' + token.encode() + b'"'
-        # a cap on open connections: one more is told so in one JSON line and closed
+        # idle strangers fill every place: the MCP server still gets in, the oldest stranger makes room
         idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_CONNECTIONS)]
         time.sleep(0.5)  # the listener's thread accepts them in turn
-        over, rest = _line(socket.create_connection(("127.0.0.1", port), timeout=30))
-        assert over["ok"] is False and f"{MAX_CONNECTIONS} MCP connections open already" in over["error"] and rest == b""
-        probe = idle.pop()  # kept idle: dropped with a reply once LINE_WAIT_S passed
+        assert BlenderLink(port).hello()["ok"]
+        assert _line(idle[0]) == (None, b"")  # closed at once, long before its line's time limit
         for conn in idle:
             conn.close()
         idle = []
         time.sleep(0.5)  # their threads see them closed and free their places
+        probe = socket.create_connection(("127.0.0.1", port), timeout=30)  # kept idle: dropped with a reply after LINE_WAIT_S
         # no token at the start: refused once TOKEN_PREFIX_BYTES arrived, without waiting for a line's end
         with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
             conn.sendall(b"x" * (TOKEN_PREFIX_BYTES + 1))
@@ -279,21 +279,29 @@ def test_the_listener_holds_its_ground_against_local_callers(tmp_path, monkeypat
         (folder / "status").unlink()
         (folder / "hold").unlink()
         assert BlenderLink(port).hello()["ok"]  # answered after the timer went past the ghost
-        # busy again, and the artist stops listening: what waits is answered at once, every connection closes
+        # busy again: every place taken by a message waiting, one more is refused in one JSON line
         (folder / "hold").write_text("")
         _wait_for(folder / "status", blender, "0 0")
-        waiting = socket.create_connection(("127.0.0.1", port), timeout=30)
-        waiting.sendall(start + b', "type": "hello"}\n')
-        _wait_for(folder / "status", blender, "1 0")
-        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
+        waiting = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_CONNECTIONS)]
+        for conn in waiting:
+            conn.sendall(start + b', "type": "hello"}\n')
+        _wait_for(folder / "status", blender, f"{MAX_CONNECTIONS} 0")
+        over, rest = _line(socket.create_connection(("127.0.0.1", port), timeout=30))
+        assert over["ok"] is False and f"{MAX_CONNECTIONS} MCP connections open already" in over["error"] and rest == b""
+        # the artist stops listening: what waits is answered at once, and no connection thread is left
         (folder / "pause").write_text("")
         _wait_for(folder / "paused", blender)
-        stopped, _ = _line(waiting)
-        assert stopped == {"ok": False, "error": "Blender stopped listening for MCP; press Listen for MCP and retry"}
-        assert [_line(conn) for conn in idle] == [(None, b"")] * 3  # closed by the stop, not by their line's time limit
+        stopped = {"ok": False, "error": "Blender stopped listening for MCP; press Listen for MCP and retry"}
+        assert [_line(conn) for conn in waiting] == [(stopped, b"")] * MAX_CONNECTIONS
         (folder / "hold").unlink()
+        # listening again, then stopping with idle connections open: they are closed by the stop
+        (folder / "resume").write_text("")
+        _wait_for(folder / "resumed", blender)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
+        time.sleep(0.5)  # accepted
         (folder / "stop").write_text("")
         blender.wait(timeout=60)
+        assert [_line(conn) for conn in idle] == [(None, b"")] * 3  # closed by the stop, not by their line's time limit
     finally:
         for conn in idle:
             conn.close()
@@ -301,7 +309,8 @@ def test_the_listener_holds_its_ground_against_local_callers(tmp_path, monkeypat
             blender.kill()
     assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
     result = json.loads((folder / "result.json").read_text())
-    assert result["pause"] == ["FINISHED"] and result["pause_threads"] == []  # no connection thread outlives the stop
+    assert result["pause"] == result["resume"] == result["listen_again"] == ["FINISHED"]
+    assert result["pause_threads"] == result["stop_threads"] == []  # no connection thread outlives a stop
     assert result["objects"] == ["Pedestal"] and result["steps"] == []  # the ghost step never reached the scene
 
 
