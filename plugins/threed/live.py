@@ -88,7 +88,8 @@ class BlenderLink:
         try:
             with socket.create_connection((HOST, self.port), timeout=CONNECT_TIMEOUT_S) as conn:
                 conn.settimeout(self.timeout_s)
-                conn.sendall((json.dumps({**message, "token": token, "session": self.session}) + "\n").encode())
+                # the token first: the add-on reads no further into a line without it at the start
+                conn.sendall((json.dumps({"token": token, **{k: v for k, v in message.items() if k != "token"}, "session": self.session}) + "\n").encode())
                 with conn.makefile("rb") as reader:
                     line = reader.readline()
         except TimeoutError:

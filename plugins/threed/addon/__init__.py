@@ -458,13 +458,57 @@ def _death_message(code: int | None, log_path: str) -> str:
 
 #: The longest message line taken (an add_mesh step's vertices and faces fit many times over).
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-#: Seconds a connection waits for the main thread to handle its message (a modal dialog blocks timers).
-REPLY_WAIT_S = 120.0
+#: Seconds a connection waits for the main thread to handle its message (a modal dialog blocks
+#: timers); shorter than the client's own wait (``plugins.threed.live.REPLY_TIMEOUT_S``) so the
+#: client hears "not applied" from here, and a message given up on is never applied later.
+REPLY_WAIT_S = 100.0
+#: Open connections taken at once. One more closes the oldest that has not shown the token yet
+#: (so idle strangers cannot lock the MCP server out); with none such it is refused.
+MAX_CONNECTIONS = 16
+#: Seconds a connection may take to send a whole message line (from connecting, or from the last
+#: reply): an idle or trickling client is dropped.
+LINE_WAIT_S = 10.0
+#: Bytes a line must carry its token within: a message line starts ``{"token": "..."``, so a
+#: caller without the token is refused before more of its line is read.
+TOKEN_PREFIX_BYTES = 256
+#: How often (s) a connection waiting for the main thread checks that its client is still there.
+HANGUP_CHECK_S = 0.25
 LISTEN_LOG_SHOWN = 6
 ADDON_VERSION = "0.1.0"
+STOPPED_REPLY = "Blender stopped listening for MCP; press Listen for MCP and retry"
+_TOKEN_AT_START = re.compile(rb'\A\s*\{\s*"token"\s*:\s*"([A-Za-z0-9_\-]{1,128})"')
 
 _listener: dict[str, Any] = {"server": None, "thread": None, "queue": None, "token": "", "port": 0, "token_file": "",
-                             "scene_dirs": [], "steps": []}
+                             "scene_dirs": [], "steps": [], "state": None}
+
+
+class _Refused(Exception):
+    """A line this listener will not take: its text is the refusal sent back, then the connection closes."""
+
+
+class _ListenState:
+    """What a listener's threads share: its open connections and whether it is stopping.
+
+    ``lock`` guards ``conns`` (oldest first), ``trusted`` (those that showed the token),
+    ``evicted``, ``stopping`` and the claim/abandon of each queued message (one ``_Queued``), so a
+    message is either handled by the main thread or given up, never both.
+    """
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.lock = threading.Lock()
+        self.conns: dict[socket.socket, threading.Thread] = {}
+        self.trusted: set[socket.socket] = set()
+        self.evicted: set[socket.socket] = set()
+        self.stopping = False
+
+
+class _Queued:
+    """One message waiting for the main thread: ``answer`` gets its reply; ``state`` is "queued",
+    "claimed" (the timer handles it) or "abandoned" (its connection gave up: the timer skips it)."""
+
+    def __init__(self, message: dict[str, Any]) -> None:
+        self.message, self.answer, self.state = message, queue.Queue(maxsize=1), "queued"
 
 
 def token_file(port: int) -> Path:
@@ -476,66 +520,185 @@ def token_file(port: int) -> Path:
 
 
 def _write_token(path: Path, token: str) -> None:
-    """Write ``token`` to ``path`` with 0600 permissions from the start (never readable by others)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write ``token`` to a new file at ``path`` (0600) in a folder only this user can enter (0700).
+
+    An old file there (a stale token, or a link planted by someone) is removed first; the new one is
+    created exclusively and never through a symbolic link.
+
+    Raises:
+        OSError: the folder belongs to another user, or the file cannot be created.
+    """
+    folder = path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():
+        raise PermissionError(f"{folder} belongs to another user: the token would not be private")
+    os.chmod(folder, 0o700)  # an existing folder keeps its mode through mkdir: set it
+    path.unlink(missing_ok=True)  # removes a link itself, never its target
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: set it
+        os.fchmod(fd, 0o600)  # the umask may have narrowed it; never wider than 0600
         os.write(fd, token.encode())
     finally:
         os.close(fd)
 
 
-def _serve_connection(conn: socket.socket, inbox: queue.Queue, token: str) -> None:
+def _read_line(conn: socket.socket, state: _ListenState, pending: bytearray) -> bytes:
+    """Read one message line from ``conn`` (``pending``: bytes already read past the last line).
+
+    The token is checked as soon as ``TOKEN_PREFIX_BYTES`` (or the whole line) arrived, so a
+    caller without it never gets more than that read. Returns b"" when the client closed.
+
+    Raises:
+        _Refused: no token at the line's start, a line over ``MAX_MESSAGE_BYTES``, or not whole
+            within ``LINE_WAIT_S``.
+        OSError: the connection failed (or was shut down by Stop listening).
+    """
+    deadline = time.monotonic() + LINE_WAIT_S
+    checked = False
+    scanned = 0  # bytes of pending already searched for the line's end
+    while True:
+        end = pending.find(b"\n", scanned)
+        scanned = len(pending) if end < 0 else 0
+        if not checked and (end >= 0 or len(pending) >= TOKEN_PREFIX_BYTES):
+            head = bytes(pending[:TOKEN_PREFIX_BYTES])
+            found = _TOKEN_AT_START.match(head)
+            if found is None or not hmac.compare_digest(found.group(1), state.token.encode()):
+                raise _Refused("wrong or missing token: a message line starts with {\"token\": ...}; read the token from the "
+                               "file the Horizon panel names")
+            checked = True
+            with state.lock:
+                state.trusted.add(conn)
+        if end >= 0:
+            line = bytes(pending[:end + 1])
+            del pending[:end + 1]
+            return line
+        if len(pending) > MAX_MESSAGE_BYTES:
+            raise _Refused(f"message longer than {MAX_MESSAGE_BYTES} bytes")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Refused(f"no whole message line within {LINE_WAIT_S:.0f} s: the connection is closed")
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(65536)
+        except TimeoutError:
+            continue  # the deadline check above answers
+        if not chunk:
+            return b""
+        pending += chunk
+
+
+def _serve_connection(conn: socket.socket, inbox: queue.Queue, state: _ListenState) -> None:
     """A connection's thread: read JSON lines, refuse those without the token, queue the rest for
-    the main thread and write back its reply (one JSON line per message)."""
-    with conn, conn.makefile("rb") as reader:
+    the main thread and write back its reply (one JSON line per message). Any failure becomes a
+    reply; the connection is forgotten (and closed) when the thread ends."""
+    pending = bytearray()
+    try:
         while True:
             try:
-                raw = reader.readline(MAX_MESSAGE_BYTES + 1)
+                raw = _read_line(conn, state, pending)
+            except _Refused as exc:
+                reply: dict[str, Any] = {"ok": False, "refused": True, "error": str(exc)}
             except OSError:
                 return
-            if not raw:
-                return
-            if len(raw) > MAX_MESSAGE_BYTES:
-                reply: dict[str, Any] = {"ok": False, "error": f"message longer than {MAX_MESSAGE_BYTES} bytes"}
             else:
-                reply = _screened(raw, inbox, token)
+                if not raw:
+                    return
+                try:
+                    reply = _screened(raw, inbox, state, conn)
+                except Exception as exc:  # noqa: BLE001 - a thread that raises answers nothing: the client would hang
+                    reply = {"ok": False, "refused": True, "error": f"the message could not be read ({type(exc).__name__})"}
             try:
+                conn.settimeout(LINE_WAIT_S)
                 conn.sendall((json.dumps(reply) + "\n").encode())
             except OSError:
                 return
             if reply.get("refused"):
-                return  # a caller without the token gets one answer, then the door closes
+                return  # a caller without the token (or a broken line) gets one answer, then the door closes
+    finally:
+        with state.lock:
+            state.conns.pop(conn, None)
+            state.trusted.discard(conn)
+            state.evicted.discard(conn)
+        conn.close()
 
 
-def _screened(raw: bytes, inbox: queue.Queue, token: str) -> dict[str, Any]:
-    """Check one message line's form and token (on the connection's thread), then wait for the main thread's reply."""
+def _client_gone(conn: socket.socket) -> bool:
+    """Whether the client closed its side (or the connection failed) while its message waits."""
+    try:
+        conn.settimeout(0.0)  # a socket with a timeout would wait for data before peeking
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _screened(raw: bytes, inbox: queue.Queue, state: _ListenState, conn: socket.socket) -> dict[str, Any]:
+    """Check one message line's form and token (on the connection's thread), then wait for the main
+    thread's reply. A message still queued when the wait ends, or when the client hangs up, is
+    abandoned: the main thread skips it, so "not applied" stays true."""
     try:
         message = json.loads(raw)
-    except ValueError:
-        return {"ok": False, "refused": True, "error": "not a JSON line"}
+    except (ValueError, RecursionError):
+        return {"ok": False, "refused": True, "error": "not a JSON line (or nested too deeply)"}
     if not isinstance(message, dict):
         return {"ok": False, "refused": True, "error": "a message is a JSON object"}
     given = message.get("token")
-    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), state.token.encode()):
         return {"ok": False, "refused": True, "error": "wrong or missing token: read it from the file the Horizon panel names"}
-    answer: queue.Queue = queue.Queue(maxsize=1)
-    inbox.put((message, answer))
-    try:
-        return answer.get(timeout=REPLY_WAIT_S)
-    except queue.Empty:
-        return {"ok": False, "error": f"Blender's main thread did not take the message in {REPLY_WAIT_S:.0f} s (a dialog open?)"}
+    item = _Queued(message)
+    with state.lock:
+        if state.stopping:
+            return {"ok": False, "error": STOPPED_REPLY}
+        inbox.put(item)
+    deadline = time.monotonic() + REPLY_WAIT_S
+    while True:
+        try:
+            return item.answer.get(timeout=HANGUP_CHECK_S)
+        except queue.Empty:
+            pass
+        gone, late = _client_gone(conn), time.monotonic() >= deadline
+        if gone or late:
+            with state.lock:
+                if item.state == "queued":
+                    item.state = "abandoned"
+                    return {"ok": False, "error": f"Blender's main thread did not take the message in {REPLY_WAIT_S:.0f} s "
+                                                  f"(a dialog open, or a long render?); it was not applied and will not be"}
+            # claimed: the main thread is applying it now; its reply comes
 
 
-def _accept(server: socket.socket, inbox: queue.Queue, token: str) -> None:
-    """The listener's thread: a thread per connection until the socket is closed (Stop listening)."""
+def _accept(server: socket.socket, inbox: queue.Queue, state: _ListenState) -> None:
+    """The listener's thread: a thread per connection (at most ``MAX_CONNECTIONS``) until the
+    socket is closed (Stop listening)."""
     while True:
         try:
             conn, _ = server.accept()
         except OSError:
             return
-        threading.Thread(target=_serve_connection, args=(conn, inbox, token), daemon=True, name="horizon-mcp-conn").start()
+        with state.lock:
+            full = state.stopping or len(state.conns) - len(state.evicted) >= MAX_CONNECTIONS
+            if full and not state.stopping:
+                stranger = next((c for c in state.conns if c not in state.trusted and c not in state.evicted), None)
+                if stranger is not None:  # the oldest that never showed the token makes room
+                    state.evicted.add(stranger)
+                    try:
+                        stranger.shutdown(socket.SHUT_RDWR)  # its thread wakes, ends and forgets it
+                    except OSError:
+                        pass
+                    full = False
+            if not full:
+                thread = threading.Thread(target=_serve_connection, args=(conn, inbox, state), daemon=True, name="horizon-mcp-conn")
+                state.conns[conn] = thread
+        if full:
+            try:
+                conn.settimeout(1.0)
+                conn.sendall(json.dumps({"ok": False, "error": f"Blender has {MAX_CONNECTIONS} MCP connections open already: "
+                                                               f"close one and retry"}).encode() + b"\n")
+            except OSError:
+                pass
+            conn.close()
+            continue
+        thread.start()
 
 
 def start_listening(settings: HorizonSettings, port: int) -> None:
@@ -556,17 +719,19 @@ def start_listening(settings: HorizonSettings, port: int) -> None:
         server.close()
         raise
     inbox: queue.Queue = queue.Queue()
-    thread = threading.Thread(target=_accept, args=(server, inbox, token), daemon=True, name="horizon-mcp-listener")
+    state = _ListenState(token)
+    thread = threading.Thread(target=_accept, args=(server, inbox, state), daemon=True, name="horizon-mcp-listener")
     thread.start()
-    _listener.update(server=server, thread=thread, queue=inbox, token=token, port=port, token_file=str(path))
+    _listener.update(server=server, thread=thread, queue=inbox, token=token, port=port, token_file=str(path), state=state)
     settings.listening, settings.listen_port, settings.listen_token_file = True, port, str(path)
     if not bpy.app.timers.is_registered(serve_listener):
         bpy.app.timers.register(serve_listener, first_interval=POLL_INTERVAL_S)
 
 
 def stop_listening(settings: HorizonSettings | None) -> None:
-    """Close the listener, delete its token file and the scene copies it handed out."""
-    server, thread = _listener["server"], _listener["thread"]
+    """Close the listener and its connections (queued messages are answered that Blender stopped
+    listening, unapplied), delete its token file and the scene copies it handed out."""
+    server, thread, state, inbox = _listener["server"], _listener["thread"], _listener["state"], _listener["queue"]
     if server is not None:
         try:
             server.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close() alone leaves the port bound
@@ -575,11 +740,36 @@ def stop_listening(settings: HorizonSettings | None) -> None:
         server.close()
     if thread is not None:
         thread.join(timeout=2)
+    if state is not None:
+        with state.lock:
+            state.stopping = True  # no connection queues anything from now on
+            while inbox is not None:
+                try:
+                    item = inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item.state == "queued":
+                    item.state = "abandoned"
+                    item.answer.put({"ok": False, "error": STOPPED_REPLY})
+            conns = dict(state.conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RD)  # wakes a thread blocked reading; a reply being written still goes out
+            except OSError:
+                pass
+        deadline = time.monotonic() + 2
+        for conn_thread in conns.values():
+            conn_thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)  # one still writing to a client that does not read: cut it off
+            except OSError:
+                pass
     if _listener["token_file"]:
         Path(_listener["token_file"]).unlink(missing_ok=True)
     for folder in _listener["scene_dirs"]:
         shutil.rmtree(folder, ignore_errors=True)
-    _listener.update(server=None, thread=None, queue=None, token="", token_file="", scene_dirs=[])
+    _listener.update(server=None, thread=None, queue=None, token="", token_file="", scene_dirs=[], state=None)
     if settings is not None:
         settings.listening = False
     if bpy.app.timers.is_registered(serve_listener):
@@ -587,24 +777,29 @@ def stop_listening(settings: HorizonSettings | None) -> None:
 
 
 def serve_listener() -> float | None:
-    """The listener's timer: handle the queued messages on the main thread. Returns seconds to the
-    next call, or None once listening stopped. A separate timer from ``poll_session``: the two
-    live and end independently (a panel run may end while an MCP client still drives Blender)."""
-    inbox = _listener["queue"]
-    if inbox is None:
+    """The listener's timer: handle the queued messages on the main thread (skipping those their
+    connection gave up on). Returns seconds to the next call, or None once listening stopped. A
+    separate timer from ``poll_session``: the two live and end independently (a panel run may end
+    while an MCP client still drives Blender)."""
+    inbox, state = _listener["queue"], _listener["state"]
+    if inbox is None or state is None:
         return None
     settings = _settings(bpy.context)
     while True:
         try:
-            message, answer = inbox.get_nowait()
+            item = inbox.get_nowait()
         except queue.Empty:
             return POLL_INTERVAL_S
+        with state.lock:
+            if item.state != "queued":
+                continue  # abandoned: its client was told it was not applied
+            item.state = "claimed"
         try:
-            reply = handle_message(settings, message)
+            reply = handle_message(settings, item.message)
         except Exception as exc:  # noqa: BLE001 - a timer that raises is unregistered: answer, keep listening
             last = traceback.extract_tb(exc.__traceback__)[-1]
             reply = {"ok": False, "error": f"the add-on failed ({type(exc).__name__}: {exc}, {Path(last.filename).name}:{last.lineno})"}
-        answer.put(reply)
+        item.answer.put(reply)
 
 
 def _claim(session: Any) -> str | None:

@@ -6,7 +6,8 @@ scene, undoes the applied steps one by one (each undo must take back exactly one
 panel, stops listening, and writes FOLDER/result.json. FOLDER/ready holds the token file's path
 once it listens; FOLDER/pause stops listening (answered by FOLDER/paused), FOLDER/resume listens
 again (FOLDER/resumed); each FOLDER/act-NAME.py is run once as the artist's own work (answered
-by FOLDER/act-NAME.done)."""
+by FOLDER/act-NAME.done). While FOLDER/hold exists the timer is not pumped (a busy main thread) and
+FOLDER/status holds "QUEUED ABANDONED": the messages waiting, and how many of them were given up."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import stat
 import sys
 import tempfile
+import threading
 import time
 import types
 import zipfile
@@ -54,16 +56,23 @@ def main(zip_path: str, port: str, folder: str) -> None:
     (out / "ready").write_text(str(token_file))
     deadline = time.monotonic() + 240
     while not (out / "stop").exists() and time.monotonic() < deadline:
-        horizon_agent.serve_listener()
+        if (out / "hold").exists():  # the main thread busy (a render, a dialog): say what waits in the listener's queue
+            inbox = horizon_agent._listener["queue"]
+            waiting = list(inbox.queue) if inbox is not None else []
+            (out / "status.tmp").write_text(f"{len(waiting)} {sum(item.state == 'abandoned' for item in waiting)}")
+            (out / "status.tmp").replace(out / "status")
+        else:
+            horizon_agent.serve_listener()
         if (out / "pause").exists() and not (out / "paused").exists():  # the artist presses Stop listening ...
             result["pause"] = sorted(bpy.ops.horizon.listen())
+            result["pause_threads"] = sorted(t.name for t in threading.enumerate() if t.name.startswith("horizon-mcp"))
             (out / "paused").write_text(str(token_file.exists()))
         if (out / "resume").exists() and not (out / "resumed").exists():  # ... and Listen for MCP again
             result["resume"] = sorted(bpy.ops.horizon.listen(port=int(port)))
             (out / "resumed").write_text("")
         for act in sorted(out.glob("act-*.py")):  # the artist's own work meanwhile, run once each
             if not act.with_suffix(".done").exists():
-                exec(act.read_text(), {"bpy": bpy})
+                exec(act.read_text(), {"bpy": bpy})  # noqa: S102 - the test's own scripted artist actions
                 act.with_suffix(".done").write_text("")
         time.sleep(0.02)
     objects = sorted(o.name for o in bpy.context.scene.objects)
@@ -78,6 +87,7 @@ def main(zip_path: str, port: str, folder: str) -> None:
         undone.append({"result": undo, "box": _box(), "pedestal": "Pedestal" in bpy.data.objects, "knob": "Knob" in bpy.data.objects})
     result["undone"] = undone
     result["listen_again"] = sorted(bpy.ops.horizon.listen())  # the same button stops listening
+    result["stop_threads"] = sorted(t.name for t in threading.enumerate() if t.name.startswith("horizon-mcp"))
     result["token_file_after"] = token_file.exists()
     horizon_agent.unregister()
     (out / "result.json").write_text(json.dumps(result, default=str))

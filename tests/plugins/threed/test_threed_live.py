@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -253,8 +254,8 @@ def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_p
     with _open_blender(tmp_path) as (blender, port, folder, config):
         texts, errors = _session(tmp_path, horizon_home, port, config, folder, blender, calls, "--task", "a box with a knob")
         token = (config / "horizon" / f"blender-{port}.token").read_text().strip()
-        other, _ = _ask(port, json.dumps({"type": "scene", "token": token, "session": "another"}).encode() + b"\n", until_closed=False)
-        anonymous, _ = _ask(port, json.dumps({"type": "scene", "token": token}).encode() + b"\n", until_closed=False)
+        other, _ = _ask(port, json.dumps({"token": token, "type": "scene", "session": "another"}).encode() + b"\n", until_closed=False)
+        anonymous, _ = _ask(port, json.dumps({"token": token, "type": "scene"}).encode() + b"\n", until_closed=False)
     result = json.loads((folder / "result.json").read_text())
     assert not errors["box"] and "applied as undo step 'Horizon step 1: add_primitive'" in texts["box"]
     assert errors["move"] and "NOT applied: Blender is in Edit mode on Pedestal" in texts["move"] and "leaves it (Tab)" in texts["move"]
@@ -280,3 +281,121 @@ def test_the_artists_work_meanwhile_is_kept_and_one_session_drives_blender(tmp_p
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert [c["function"]["name"] for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])] == [
         "add_primitive", "transform", "add_primitive", "export_scene", "finish"]
+
+
+def _wait_for(path: Path, blender: subprocess.Popen, content: str | None = None, within: float = 30) -> None:
+    """Wait until the driver wrote ``path`` (with ``content``, if given)."""
+    deadline = time.monotonic() + within
+    while not path.exists() or (content is not None and path.read_text() != content):
+        assert blender.poll() is None and time.monotonic() < deadline, f"Blender did not write {path.name} {content or ''}"
+        time.sleep(0.02)
+
+
+def _line(conn: socket.socket) -> tuple[dict | None, bytes]:
+    """The one JSON line the listener answers on ``conn`` (None if it closed without one), and what follows."""
+    with conn.makefile("rb") as reader:
+        line = reader.readline()
+        return (json.loads(line) if line else None), reader.read()
+
+
+def test_the_listener_holds_its_ground_against_local_callers(tmp_path, monkeypatch):
+    """Connections are capped and time out; the token is checked before a long line is read; a
+    broken message is refused, not a dead thread; Stop listening answers what waits and closes every
+    connection; a message its client gave up on is never applied."""
+    from plugins.threed.addon import LINE_WAIT_S, MAX_CONNECTIONS, TOKEN_PREFIX_BYTES
+    from plugins.threed.build_addon import build_addon
+
+    port, folder = _free_port(), tmp_path / "blender"
+    folder.mkdir()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # where the add-on writes its token and BlenderLink reads it
+    with open(tmp_path / "blender.log", "wb") as log:
+        blender = subprocess.Popen([sys.executable, str(HERE / "addon_listen_driver.py"), str(build_addon(tmp_path / "addon.zip")), str(port),
+                                    str(folder)], stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
+    idle: list[socket.socket] = []
+    try:
+        _wait_for(folder / "ready", blender, within=60)
+        token = Path((folder / "ready").read_text()).read_text()
+        start = b'{"token": "' + token.encode() + b'"'
+        # idle strangers fill every place: the MCP server still gets in, the oldest stranger makes room
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_CONNECTIONS)]
+        time.sleep(0.5)  # the listener's thread accepts them in turn
+        assert BlenderLink(port).hello()["ok"]
+        assert _line(idle[0]) == (None, b"")  # closed at once, long before its line's time limit
+        for conn in idle:
+            conn.close()
+        idle = []
+        time.sleep(0.5)  # their threads see them closed and free their places
+        probe = socket.create_connection(("127.0.0.1", port), timeout=30)  # kept idle: dropped with a reply after LINE_WAIT_S
+        # no token at the start: refused once TOKEN_PREFIX_BYTES arrived, without waiting for a line's end
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(b"x" * (TOKEN_PREFIX_BYTES + 1))
+            refused, rest = _line(conn)
+        assert refused["refused"] and "wrong or missing token" in refused["error"] and rest == b""
+        # deeply nested JSON after the right token: a refusal, not a thread dying without an answer
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(start + b', "x": ' + b"[" * 200000 + b"]" * 200000 + b"}\n")
+            nested, _ = _line(conn)
+        assert nested["ok"] is False and nested["refused"] and "nested too deeply" in nested["error"]
+        assert BlenderLink(port).hello()["ok"]  # the client still works (its token first in the line)
+        timed_out, rest = _line(probe)
+        assert timed_out["refused"] and f"no whole message line within {LINE_WAIT_S:.0f} s" in timed_out["error"] and rest == b""
+
+        # the main thread busy: a step whose client gave up while it waited is skipped, never applied
+        (folder / "hold").write_text("")
+        _wait_for(folder / "status", blender, "0 0")
+        ghost = {"tool": "add_primitive", "step": 1, "args": {"name": "Ghost", "kind": "cube", "size": [0.2, 0.2, 0.2], "location": [2.0, 0.0, 0.1]}}
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(start + b', "type": "step", "step": ' + json.dumps(ghost).encode() + b"}\n")
+            _wait_for(folder / "status", blender, "1 0")
+        _wait_for(folder / "status", blender, "1 1")  # the listener saw its client leave
+        (folder / "status").unlink()
+        (folder / "hold").unlink()
+        assert BlenderLink(port).hello()["ok"]  # answered after the timer went past the ghost
+        # busy again: every place taken by a message waiting, one more is refused in one JSON line
+        (folder / "hold").write_text("")
+        _wait_for(folder / "status", blender, "0 0")
+        waiting = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_CONNECTIONS)]
+        for conn in waiting:
+            conn.sendall(start + b', "type": "hello"}\n')
+        _wait_for(folder / "status", blender, f"{MAX_CONNECTIONS} 0")
+        over, rest = _line(socket.create_connection(("127.0.0.1", port), timeout=30))
+        assert over["ok"] is False and f"{MAX_CONNECTIONS} MCP connections open already" in over["error"] and rest == b""
+        # the artist stops listening: what waits is answered at once, and no connection thread is left
+        (folder / "pause").write_text("")
+        _wait_for(folder / "paused", blender)
+        stopped = {"ok": False, "error": "Blender stopped listening for MCP; press Listen for MCP and retry"}
+        assert [_line(conn) for conn in waiting] == [(stopped, b"")] * MAX_CONNECTIONS
+        (folder / "hold").unlink()
+        # listening again, then stopping with idle connections open: they are closed by the stop
+        (folder / "resume").write_text("")
+        _wait_for(folder / "resumed", blender)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
+        time.sleep(0.5)  # accepted
+        (folder / "stop").write_text("")
+        blender.wait(timeout=60)
+        assert [_line(conn) for conn in idle] == [(None, b"")] * 3  # closed by the stop, not by their line's time limit
+    finally:
+        for conn in idle:
+            conn.close()
+        if blender.poll() is None:
+            blender.kill()
+    assert blender.returncode == 0, (tmp_path / "blender.log").read_text()[-3000:]
+    result = json.loads((folder / "result.json").read_text())
+    assert result["pause"] == result["resume"] == result["listen_again"] == ["FINISHED"]
+    assert result["pause_threads"] == result["stop_threads"] == []  # no connection thread outlives a stop
+    assert result["objects"] == ["Pedestal"] and result["steps"] == []  # the ghost step never reached the scene
+
+
+def test_the_token_file_is_never_written_through_a_link(tmp_path, monkeypatch):
+    from plugins.threed.addon import _write_token, token_file
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    path = token_file(9876)
+    path.parent.mkdir(parents=True)
+    path.parent.chmod(0o755)
+    victim = tmp_path / "victim"
+    victim.write_text("the user's own file")
+    path.symlink_to(victim)  # planted where the token goes
+    _write_token(path, "secret")
+    assert victim.read_text() == "the user's own file" and not path.is_symlink() and path.read_text() == "secret"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
