@@ -88,7 +88,7 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
         args = ["run", notes_plugin, "log", "--repo", str(repo), "--policy", "scripted", "--script", str(script_file)]
         proc = subprocess.Popen(AGENT + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for attempt in range(6):
-            if attempt == 0:  # the first kill lands inside the run, however long start-up takes under load
+            if attempt == 0 and rng.random() < 0.8:  # most first kills land inside the run, however long start-up takes
                 waited = time.monotonic() + 120
                 while not list((home / "runs").glob("[!.]*")) and proc.poll() is None and time.monotonic() < waited:
                     time.sleep(0.02)
