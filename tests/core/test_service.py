@@ -5,7 +5,7 @@ call once, none lost); ``/metrics`` scraped and checked against the run stores; 
 streamed; a running and a queued run cancelled.
 
 Each run is a real episode of the test plugin (``notes``, ``tests/notes_plugin``; scripted: five
-``edit_file`` calls then ``finish``) on a one-file folder, the cheapest real run: core's service
+``edit_file`` calls, a one-second sandboxed ``shell``, ``finish``) on a one-file folder, the cheapest real run: core's service
 needs no domain plugin.
 """
 
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTES_PLUGIN = ROOT / "tests" / "notes_plugin"  # the test plugin's folder (see the notes_plugin fixture)
 RUNS = 20
 #: Tool calls per run (one per step).
-STEPS = 6
+STEPS = 7
 
 
 def free_port() -> int:
@@ -119,8 +119,9 @@ def scrape(client: httpx.Client) -> dict[tuple[str, tuple], float]:
 
 def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(horizon_home, tmp_path, notes_plugin):
     # a few steps before the fix, so that the kill lands inside runs (each step is a distinct call: no stuck stop)
-    steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"})]
-    steps += [("edit_file", {"path": "calc.py", "old_text": f"# n{i}", "new_text": f"# n{i + 1}"}) for i in range(1, STEPS - 2)]
+    # and a second's sandboxed sleep: a notes run takes a quarter of a second, so all 20 could end between two polls
+    steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"}), ("shell", {"command": "sleep 1"})]
+    steps += [("edit_file", {"path": "calc.py", "old_text": f"# n{i}", "new_text": f"# n{i + 1}"}) for i in range(1, STEPS - 3)]
     steps += FIX
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", steps)
     body = {"plugin": notes_plugin, "task": "make add add", "repo": str(repo), "policy": "scripted", "script": str(script)}
@@ -164,11 +165,11 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
                 assert [t["tool"] for t in tools] == [tool for tool, _ in steps], (run_id, tools)  # each call once
                 assert len({t["tool_call_id"] for t in tools}) == STEPS and not any(t["is_error"] for t in tools)
                 assert (horizon_home / "runs" / run_id / "workspace" / "calc.py").read_text() == \
-                    f"def add(a, b):\n    return a + b  # n{STEPS - 2}\n"  # every edit applied once
+                    f"def add(a, b):\n    return a + b  # n{STEPS - 3}\n"  # every edit applied once
 
             metrics = scrape(client)
             assert metrics[("horizon_runs", (("status", "finished"),))] == RUNS
-            for tool, n in (("edit_file", STEPS - 1), ("finish", 1)):
+            for tool, n in (("edit_file", STEPS - 2), ("shell", 1), ("finish", 1)):
                 assert metrics[("horizon_tool_calls_total", (("plugin", notes_plugin), ("tool", tool)))] == n * RUNS
                 assert metrics[("horizon_tool_call_errors_total", (("plugin", notes_plugin), ("tool", tool)))] == 0
             assert metrics[("horizon_model_latency_seconds_count", (("plugin", notes_plugin),))] == model_calls == STEPS * RUNS
