@@ -23,13 +23,11 @@ from typer.testing import CliRunner
 
 from core.cli import app
 from core.config import load_settings
-from core.errors import ToolError
 from core.mcp import McpSession
 from core.mcp.server import build_server
 from core.plugin import Task, load_plugin
 from core.runner import Run, open_store
-from core.state import Limits, Pricing
-from core.tools import ToolContext
+from tests.mcp_calls import mcp_session, refusal, result_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}  # what the notes reward wants
@@ -45,26 +43,6 @@ def _copy(tmp_path: Path) -> Path:
     return folder
 
 
-def _session(task: Task, home: Path, max_steps: int = 10) -> McpSession:
-    def start(policy):
-        return Run.start(task, policy, policy_config={"kind": "mcp"}, limits=Limits(max_steps=max_steps, compact_at_tokens=0),
-                         pricing=Pricing(), home=home)  # fmt: skip
-
-    return McpSession(start, plugin=task.plugin)
-
-
-def _text(result) -> str:
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    return result.content[0].text
-
-
-def _refusal(path: str, workspace: Path) -> str:
-    """The text the workspace guard (``ToolContext.resolve``) refuses ``path`` with: what a model reads."""
-    with pytest.raises(ToolError) as caught:
-        ToolContext(workspace=workspace, sandbox=None, scratch=workspace).resolve(path)  # type: ignore[arg-type]
-    return str(caught.value)
-
-
 def _env(home: Path) -> dict[str, str]:
     """What the server subprocess needs beyond the SDK's safe default environment (``PYTHONPATH``:
     the ``notes_plugin`` fixture's, through which ``agent`` finds the test plugin)."""
@@ -78,7 +56,7 @@ def _env(home: Path) -> dict[str, str]:
 def test_tools_are_listed_with_the_schemas_a_model_gets_and_no_run_starts(tmp_path, horizon_home, notes_plugin):
     plugin = load_plugin(notes_plugin)
     task = Task(plugin=notes_plugin, instruction="write done in ANSWER.txt", repo=_copy(tmp_path))
-    server = build_server(plugin, task, _session(task, horizon_home))
+    server = build_server(plugin, task, mcp_session(task, horizon_home))
 
     async def listing():
         async with Client(server) as client:
@@ -125,7 +103,7 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home, note
             ]
             for key, name, arguments in calls:
                 result = await session.call_tool(name, arguments)
-                texts[key], errors[key] = _text(result), result.is_error
+                texts[key], errors[key] = result_text(result), result.is_error
 
     with open(tmp_path / "server.log", "w") as errlog:  # the server's stderr: its step lines
         anyio.run(drive, errlog)
@@ -133,7 +111,7 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home, note
     assert texts["view"].startswith("[Horizon run ") and "Files: ANSWER.txt, log.md" in texts["view"] and "[result]\n1: todo" in texts["view"]
     assert not errors["view"]
     # refusals come back as MCP tool errors with the loop's own text
-    assert errors["outside"] and texts["outside"].startswith(_refusal("../outside.txt", repo))
+    assert errors["outside"] and texts["outside"].startswith(refusal("../outside.txt", repo))
     assert "not the repository's" not in texts["outside"]
     assert errors["bad_args"] and texts["bad_args"].startswith("invalid arguments for view_file: path: Field required")
     assert errors["denied"] and "/usr/horizon-mcp-probe: Read-only file system\n[exit 1]" in texts["denied"]
@@ -179,7 +157,7 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home, note
 def test_a_session_left_before_finish_is_resumed_with_agent_mcp_resume(tmp_path, horizon_home, notes_plugin):
     repo = _copy(tmp_path)
     task = Task(plugin=notes_plugin, instruction="write done in ANSWER.txt", repo=repo)
-    session = _session(task, horizon_home)
+    session = mcp_session(task, horizon_home)
     edited = session.call("edit_file", FIX)
     assert not edited.is_error and session.run_id is not None
     session.close()
@@ -266,8 +244,8 @@ def test_the_http_transport_serves_the_same_tools(tmp_path, horizon_home, notes_
         server.send_signal(signal.SIGINT)
         server.wait(60)
     assert {"view_file", "write_file", "edit_file", "shell", "finish"} == {t.name for t in tools}
-    assert refused.is_error and f"[result]\n{_refusal('/etc/passwd', repo)}" in _text(refused)
-    run_id = _text(refused).split("[Horizon run ", 1)[1].split(":", 1)[0]
+    assert refused.is_error and f"[result]\n{refusal('/etc/passwd', repo)}" in result_text(refused)
+    run_id = result_text(refused).split("[Horizon run ", 1)[1].split(":", 1)[0]
     with closing(open_store(run_id, horizon_home)) as store:  # Ctrl-C left the run resumable, its call stored
         assert store.run()["status"] == "interrupted"
         assert [c["tool"] for c in store.tool_call_records()] == ["view_file"]

@@ -13,18 +13,14 @@ from contextlib import closing
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from core.cli import app
-from core.errors import ToolError
-from core.mcp import McpSession
 from core.mcp.server import build_server
 from core.plugin import Task, load_plugin
-from core.runner import Run, open_store
-from core.state import Limits, Pricing
-from core.tools import ToolContext
+from core.runner import open_store
+from tests.mcp_calls import mcp_session, refusal, result_text
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -36,26 +32,6 @@ def _copy(tmp_path: Path) -> Path:
     return Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache")))
 
 
-def _session(task: Task, home: Path, max_steps: int = 10) -> McpSession:
-    def start(policy):
-        return Run.start(task, policy, policy_config={"kind": "mcp"}, limits=Limits(max_steps=max_steps, compact_at_tokens=0),
-                         pricing=Pricing(), home=home)  # fmt: skip
-
-    return McpSession(start, plugin=task.plugin)
-
-
-def _text(result) -> str:
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    return result.content[0].text
-
-
-def _refusal(path: str, workspace: Path) -> str:
-    """The text the workspace guard (``ToolContext.resolve``) refuses ``path`` with: what a model reads."""
-    with pytest.raises(ToolError) as caught:
-        ToolContext(workspace=workspace, sandbox=None, scratch=workspace).resolve(path)  # type: ignore[arg-type]
-    return str(caught.value)
-
-
 def _env(home: Path) -> dict[str, str]:
     """What the server subprocess needs beyond the SDK's safe default environment."""
     return {"HORIZON_HOME": str(home), "HORIZON_TEST_ENV": "horizon", "HORIZON_SOURCES_CACHE": os.environ["HORIZON_SOURCES_CACHE"]}
@@ -64,7 +40,7 @@ def _env(home: Path) -> dict[str, str]:
 def test_coding_tools_are_listed_with_the_schemas_a_model_gets_and_no_run_starts(tmp_path, horizon_home):
     plugin = load_plugin("coding")
     task = Task(plugin="coding", instruction="fix NPE in user module", repo=_copy(tmp_path))
-    server = build_server(plugin, task, _session(task, horizon_home))
+    server = build_server(plugin, task, mcp_session(task, horizon_home))
 
     async def listing():
         async with Client(server) as client:
@@ -107,7 +83,7 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home):
             ]
             for key, name, arguments in calls:
                 result = await session.call_tool(name, arguments)
-                texts[key], errors[key] = _text(result), result.is_error
+                texts[key], errors[key] = result_text(result), result.is_error
 
     with open(tmp_path / "server.log", "w") as errlog:  # the server's stderr: its step lines
         anyio.run(drive, errlog)
@@ -115,7 +91,7 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home):
     assert texts["view"].startswith("[Horizon run ") and "2 fail now" in texts["view"] and "[result]\nusers/service.py" in texts["view"]
     assert "nickname = user.nickname.strip()" in texts["view"] and not errors["view"]
     # refusals come back as MCP tool errors with the loop's own text
-    assert errors["outside"] and texts["outside"].startswith(_refusal("../outside.txt", repo))
+    assert errors["outside"] and texts["outside"].startswith(refusal("../outside.txt", repo))
     assert "not the repository's" not in texts["outside"]
     assert errors["bad_args"] and texts["bad_args"].startswith("invalid arguments for view_file: path: Field required")
     assert errors["denied"] and texts["denied"].startswith("exit code 1") and "/usr/horizon-mcp-probe: Read-only file system" in texts["denied"]

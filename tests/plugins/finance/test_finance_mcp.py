@@ -16,11 +16,10 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from core.cli import app
-from core.mcp import McpSession
 from core.mcp.server import build_server
 from core.plugin import Task, load_plugin
-from core.runner import Run, open_store
-from core.state import Limits, Pricing
+from core.runner import open_store
+from tests.mcp_calls import mcp_session, result_text
 from tests.plugins.finance.conftest import FILINGS, ROOT, need_data
 
 AGENT = [sys.executable, "-c", "from core.cli import main; main()"]  # this checkout's core, as `agent` would run it
@@ -33,23 +32,14 @@ def test_the_finance_plugin_lists_its_tools(horizon_home):
     plugin = load_plugin("finance")
     task = Task(plugin="finance", instruction="build it", repo=ROOT / "examples" / "finance" / "financebench")
 
-    def start(policy):
-        return Run.start(task, policy, policy_config={"kind": "mcp"}, limits=Limits(max_steps=10, compact_at_tokens=0), pricing=Pricing(),
-                         home=horizon_home)  # fmt: skip
-
     async def listing():
-        async with Client(build_server(plugin, task, McpSession(start, plugin="finance"))) as client:
+        async with Client(build_server(plugin, task, mcp_session(task, horizon_home))) as client:
             return (await client.list_tools()).tools
 
     tools = anyio.run(listing)
     assert [t.name for t in tools] == [t.name for t in plugin.tools()]
     assert {"list_documents", "get_statement", "answer_question", "write_report", "finish"} <= {t.name for t in tools}
     assert all(t.input_schema.get("type") == "object" for t in tools)
-
-
-def _text(result) -> str:
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    return result.content[0].text
 
 
 def test_a_finance_session_over_stdio_is_a_scored_exported_run(tmp_path, horizon_home, finance_cache):
@@ -79,7 +69,7 @@ def test_a_finance_session_over_stdio_is_a_scored_exported_run(tmp_path, horizon
             listed.extend(t.name for t in (await session.list_tools()).tools)
             for key, name, arguments in calls:
                 result = await session.call_tool(name, arguments)
-                texts[key], errors[key] = _text(result), result.is_error
+                texts[key], errors[key] = result_text(result), result.is_error
 
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(drive, errlog)

@@ -26,6 +26,7 @@ from core.cli import app
 from core.runner import open_store
 from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.plugin import ThreeDPlugin
+from tests.mcp_calls import result_text
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -51,11 +52,6 @@ def _ask(port: int, line: bytes, until_closed: bool = True) -> tuple[dict, bytes
         conn.sendall(line)
         reader = conn.makefile("rb")
         return json.loads(reader.readline()), reader.read() if until_closed else b""
-
-
-def _text(result) -> str:
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    return result.content[0].text
 
 
 def test_options_are_the_plugins_own():
@@ -143,7 +139,7 @@ def _session(tmp_path: Path, horizon_home: Path, port: int, config: Path, folder
                         await anyio.sleep(0.05)
                     continue
                 result = await session.call_tool(name, arguments)
-                texts[key], errors[key] = _text(result), result.is_error
+                texts[key], errors[key] = result_text(result), result.is_error
 
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(drive, errlog)

@@ -9,28 +9,18 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from core.mcp import McpSession
 from core.mcp.server import build_server
 from core.plugin import Task, load_plugin
-from core.runner import Run
-from core.state import Limits, Pricing
+from tests.mcp_calls import mcp_session
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-def _session(task: Task, home: Path, max_steps: int = 10) -> McpSession:
-    def start(policy):
-        return Run.start(task, policy, policy_config={"kind": "mcp"}, limits=Limits(max_steps=max_steps, compact_at_tokens=0),
-                         pricing=Pricing(), home=home)  # fmt: skip
-
-    return McpSession(start, plugin=task.plugin)
 
 
 def test_the_threed_plugin_lists_its_tools(horizon_home):
     plugin_name, folder, some = "threed", "threed/low-table", {"inspect_scene", "add_primitive", "set_material", "render_preview", "finish"}
     plugin = load_plugin(plugin_name)
     task = Task(plugin=plugin_name, instruction="build it", repo=EXAMPLES / folder)
-    server = build_server(plugin, task, _session(task, horizon_home))
+    server = build_server(plugin, task, mcp_session(task, horizon_home))
 
     async def listing():
         async with Client(server) as client:
