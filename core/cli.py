@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from core.config import horizon_home, load_settings, make_data_folder
 from core.errors import HorizonError, UserError
 from core.state import Limits, Usage
 from core.text import terminal_safe
@@ -41,8 +41,40 @@ if TYPE_CHECKING:
 # The run machinery (LangGraph, DuckDB, llama.cpp) takes seconds to import: commands import it
 # when they need it, so `agent --help` is instant and Ctrl-C while starting is a clean exit.
 
+
+class _PluginCommands(TyperGroup):
+    """``agent NAME ...`` for one ``horizon.commands`` entry point, as ``agent --help`` lists it:
+    from the entry point's metadata alone, nothing imported. ``_AgentCommands`` swaps in the
+    plugin's own commands (``load``) when one of them is invoked."""
+
+    entry: Any = None  # the importlib.metadata.EntryPoint (set on the subclass made per entry point)
+
+    @classmethod
+    def load(cls) -> Any:
+        """The plugin's click group; a module that does not import gives a stand-in that says why
+        whatever is asked of it (the rest of the CLI still works)."""
+        try:
+            sub = cls.entry.load()
+            if not isinstance(sub, typer.Typer):
+                raise TypeError(f"{cls.entry.value} is a {type(sub).__name__}, not a typer.Typer")
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the whole CLI down
+            sub = _broken_commands(f"the {cls.entry.name!r} commands ({cls.entry.value}) could not be loaded: {type(exc).__name__}: {exc}")
+        return typer.main.get_group(sub)
+
+
+class _AgentCommands(TyperGroup):
+    """The ``agent`` group: a plugin's commands are imported only when one of them is invoked, so
+    every other command starts without loading any plugin (``agent --help`` included)."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if isinstance(command, _PluginCommands):
+            command = command.load()
+        return name, command, rest
+
+
 # typer's own traceback printer would show raw file names and values: main() prints crashes sanitised
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=_AgentCommands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Horizon: long-horizon agents for coding, 3D and finance.")
 # soft_wrap: long lines (code, diffs, paths) are never broken at the terminal's width;
 # emoji=False: ":smile:" in a tool's output is printed as written, not as an emoji
@@ -215,6 +247,7 @@ def run(
     try:
         if not task.strip():
             raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
+        from core.config import load_settings
         settings = load_settings(base_url=base_url, model=model, tool_format=tool_format, vision=vision, critic=critic)
         spec = policy_spec(policy, settings, script, exchange)  # auto: settings.auto_policy (a --base-url is in settings)
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
@@ -248,6 +281,7 @@ def resume(
 
     overrides = {k: v for k, v in {"base_url": base_url, "model": model}.items() if v}
     try:
+        from core.config import load_settings
         opened = Run.open(run_id, settings=load_settings(), policy_overrides=overrides, on_event=StepPrinter())
         state = opened.state()
         if state is not None and state.verified:
@@ -442,6 +476,7 @@ def serve(
             print(command)
             return
         check_engine(opts.chosen_engine)
+        from core.config import horizon_home, make_data_folder
         log = make_data_folder(horizon_home() / "serve") / f"{opts.chosen_engine}-{opts.port}.log"
         console.print(f"starting {_safe(command)}\n[dim]log: {_safe(log)}; waiting for {_safe(opts.base_url)}/models[/]")
         process = start_server(opts, log=log, timeout_s=timeout)
@@ -501,11 +536,13 @@ def eval_cmd(
                 console.print(f"{_safe(task.name)}  [dim]{_safe(task.repo)}[/]")
             console.print(f"{len(chosen)} tasks ready")
             return
+        from core.config import load_settings
         settings = load_settings(base_url=base_url, model=model)
         config = None
         if policy not in EVAL_SCRIPTED:
             config = policy_spec(policy, settings)  # auto: settings.auto_policy
         pricing = settings.pricing_for(config["kind"] if config else "scripted")
+        from core.config import horizon_home, make_data_folder
         make_data_folder(horizon_home() / "evals")  # an unwritable HORIZON_HOME: one line, not a traceback
         out_dir = new_eval_dir()
         specs = episode_specs(
@@ -730,6 +767,7 @@ def mcp_cmd(
     try:
         if transport not in ("stdio", "http"):
             raise UserError(f"--transport must be stdio or http, not {transport!r}")
+        from core.config import load_settings
         settings = load_settings()
         the_plugin = load_plugin(plugin)
         extension = _mcp_extension(the_plugin, plugin, list(context.args))
@@ -841,8 +879,8 @@ def _broken_commands(message: str) -> typer.Typer:
 
 
 def _add_plugin_commands() -> None:
-    """Add each ``horizon.commands`` entry point's typer app as ``agent NAME ...``; one that
-    does not load says why when its command is used, and the rest still work."""
+    """Add each ``horizon.commands`` entry point as ``agent NAME ...`` without importing it
+    (``_PluginCommands``): the metadata names it, its module loads when it is used."""
     from importlib.metadata import entry_points
 
     from core.plugin import COMMANDS_GROUP
@@ -852,11 +890,9 @@ def _add_plugin_commands() -> None:
     for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
         if entry.name in taken:
             continue  # a plugin cannot replace one of Horizon's own commands
-        try:
-            sub = entry.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the whole CLI down
-            sub = _broken_commands(f"the {entry.name!r} commands ({entry.value}) could not be loaded: {type(exc).__name__}: {exc}")
-        app.add_typer(sub, name=entry.name)
+        lazy = type(f"_PluginCommands_{entry.name}", (_PluginCommands,), {"entry": entry})
+        app.add_typer(typer.Typer(cls=lazy, help=f"the {entry.name} plugin's commands ({entry.value}; agent {entry.name} --help)"),
+                      name=entry.name)
         taken.add(entry.name)
 
 

@@ -52,3 +52,29 @@ def test_dead_model_server_ends_with_a_stated_reason(notes_plugin, notes_folder)
     # the server is still dead: resuming says so again, and the run stays resumable
     again = runner.invoke(app, ["resume", run_id, "--base-url", "http://127.0.0.1:9/v1"])
     assert again.exit_code == 1 and "cannot reach the model server at http://127.0.0.1:9/v1" in again.output
+
+
+#: What must not be imported to start ``agent``: a plugin, the run machinery, model clients,
+#: numerical and storage libraries (issue 31: every command paid for the 3D plugin's imports).
+HEAVY_AT_START = ("plugins", "langgraph", "langchain_core", "openai", "trimesh", "duckdb", "numpy", "bpy", "ray",
+                  "llama_cpp", "starlette", "httpx", "pydantic_settings")
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["threed", "--help"]], ids=["import", "help", "plugin-help"])
+def test_starting_the_cli_imports_no_plugin_or_heavy_library(argv):
+    """``import core.cli`` and ``agent --help`` load no plugin (a plugin's commands are listed from
+    their entry point's metadata) and none of ``HEAVY_AT_START``; ``agent threed --help`` loads the
+    3D plugin's commands, the control that shows the check sees a plugin when one is imported."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom core.cli import app\nargv = json.loads(sys.argv[1])\n"
+            "if argv:\n    try:\n        app(argv)\n    except SystemExit:\n        pass\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], capture_output=True, text=True, timeout=120, check=True)
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    heavy = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in HEAVY_AT_START})
+    if argv[:1] == ["threed"]:
+        assert "plugins" in heavy  # the control: asking for a plugin's commands imports them
+    else:
+        assert heavy == [], f"starting agent {' '.join(argv)} imported {heavy}"
