@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import UserError
-from core.policy.base import PolicyResponse
-from core.policy.openai_server import OpenAIServerPolicy
-from core.policy.retry import RetryConfig
+
+if TYPE_CHECKING:
+    from core.policy.base import PolicyResponse
 
 #: The model name the endpoint reports (``GET /v1/models``) and the run records.
 MODEL_NAME = "human"
@@ -225,6 +225,9 @@ class HumanPolicy:
     def __init__(self, folder: Path, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
         self.exchange = Exchange(folder)
         self.endpoint = HumanEndpoint(self.exchange, answer_timeout_s)
+        from core.policy.openai_server import OpenAIServerPolicy  # the wire client: only the run side needs it
+        from core.policy.retry import RetryConfig
+
         self._server = OpenAIServerPolicy(self.endpoint.base_url, MODEL_NAME, timeout_s=answer_timeout_s + 60,
                                           retry=RetryConfig(max_attempts=1), engine="unknown")  # fmt: skip
         self.name = f"human:{folder}"

@@ -60,21 +60,25 @@ HEAVY_AT_START = ("plugins", "langgraph", "langchain_core", "openai", "trimesh",
                   "llama_cpp", "starlette", "httpx", "pydantic_settings")
 
 
-@pytest.mark.parametrize("argv", [[], ["--help"], ["threed", "--help"]], ids=["import", "help", "plugin-help"])
-def test_starting_the_cli_imports_no_plugin_or_heavy_library(argv):
-    """``import core.cli`` and ``agent --help`` load no plugin (a plugin's commands are listed from
-    their entry point's metadata) and none of ``HEAVY_AT_START``; ``agent threed --help`` loads the
-    3D plugin's commands, the control that shows the check sees a plugin when one is imported."""
+@pytest.mark.parametrize("argv", [[], ["--help"], ["human", "wait", "{tmp}", "--timeout", "0"], ["runs"]],
+                         ids=["import", "help", "human-wait", "runs"])
+def test_starting_the_cli_imports_no_plugin_or_heavy_library(argv, tmp_path, monkeypatch):
+    """``import core.cli``, ``agent --help`` and ``agent human wait`` (a person's every step) load no
+    plugin (a plugin's commands are listed from their entry point's metadata) and none of
+    ``HEAVY_AT_START``; ``agent runs`` opens the run
+    store, the control that shows the check sees a heavy library when one is imported."""
     import subprocess
     import sys
 
+    monkeypatch.setenv("HORIZON_HOME", str(tmp_path))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code = ("import json, sys\nfrom core.cli import app\nargv = json.loads(sys.argv[1])\n"
             "if argv:\n    try:\n        app(argv)\n    except SystemExit:\n        pass\n"
             "print(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], capture_output=True, text=True, timeout=120, check=True)
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     heavy = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in HEAVY_AT_START})
-    if argv[:1] == ["threed"]:
-        assert "plugins" in heavy  # the control: asking for a plugin's commands imports them
+    if argv == ["runs"]:
+        assert "duckdb" in heavy  # the control: listing runs reads their DuckDB stores
     else:
         assert heavy == [], f"starting agent {' '.join(argv)} imported {heavy}"
