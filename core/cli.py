@@ -702,7 +702,7 @@ def human_wait(
             console.print(f"no request in {timeout_s:.0f} s; has the run ended? (agent runs)")
             raise typer.Exit(1)
         time.sleep(0.2)
-    typer.echo(_safe(requests.describe(number)))
+    typer.echo(terminal_safe(requests.describe(number)))  # plain text, not rich markup: a `[` stays a `[`
 
 
 @human_app.command("answer")

@@ -81,3 +81,16 @@ def test_a_client_retry_joins_the_waiting_request(tmp_path):
     assert exchange.put_request(body) == exchange.put_request(body) == 1
     exchange.answer("ok", [])
     assert exchange.put_request(body) == 2  # answered: the same messages again are a new request
+
+
+def test_the_wait_command_prints_the_request_as_written(tmp_path):
+    """``agent human wait`` prints text as the request holds it: brackets, backslashes and a
+    rich-markup look-alike come out unchanged (old_text copied from the screen must match), and
+    terminal control sequences are still removed."""
+    exchange = Exchange(tmp_path / "ex")
+    text = "items[0] = d['k'] \\n [bold]not markup[/bold]\x1b[2J"
+    exchange.put_request({"messages": [{"role": "user", "content": text}]})
+    shown = CliRunner().invoke(app, ["human", "wait", str(tmp_path / "ex"), "--timeout", "5"])
+    assert shown.exit_code == 0, shown.output
+    assert "items[0] = d['k'] \\n [bold]not markup[/bold]" in shown.output and "\\[" not in shown.output
+    assert "\x1b" not in shown.output
