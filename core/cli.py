@@ -645,7 +645,7 @@ def plugins() -> None:
 @app.command("export")
 def export_cmd(
     run_ids: list[str] | None = typer.Argument(None, help="runs to export (see: agent runs)"),
-    fmt: str = typer.Option(..., "--format", help="sft-jsonl, sft-parquet, openai, verl, skyrl, tokens or grpo"),
+    fmt: str = typer.Option(..., "--format", help="JSON Lines: sft-jsonl, openai, grpo; Parquet: sft-parquet, verl, skyrl, tokens"),
     out: Path = typer.Option(..., "--out", help="the file to write (verl also writes <stem>.tool_config.yaml beside it)"),
     all_runs: bool = typer.Option(False, "--all", help="export every run in the run store"),
     plugin: str | None = typer.Option(None, "--plugin", help="export every run of this plugin"),
@@ -679,6 +679,8 @@ def export_cmd(
         raise typer.Exit(1)
     files = ", ".join(str(f) for f in result.files)
     console.print(f"wrote {result.rows} {_safe(fmt)} rows from {len(result.exported)} runs to {_safe(files)}")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {_safe(warning)}")
 
 
 human_app = typer.Typer(no_args_is_help=True, help="Answer the model requests of a run started with --policy human.")

@@ -27,6 +27,9 @@ from core.export.source import RunRecord, load_run, runs_dir, select_runs
 __all__ = ["FORMATS", "ExportResult", "Flag", "GateReport", "RunRecord", "apply_gates", "export_runs", "load_run", "select_runs"]
 
 FORMATS = ("sft-jsonl", "sft-parquet", "openai", "verl", "skyrl", "tokens", "grpo")
+#: The formats written as Parquet; the others are JSON Lines.
+PARQUET_FORMATS = ("sft-parquet", "verl", "skyrl", "tokens")
+_JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 
 @dataclass
@@ -40,6 +43,7 @@ class ExportResult:
         exported: run ids whose data is in the files.
         gates: every run's gate verdicts.
         left_out: ``{run_id: why}`` for runs not exported (failed a gate, or no model turn).
+        warnings: what was written but will not train as one may expect (a GRPO group of one).
     """
 
     format: str
@@ -48,6 +52,18 @@ class ExportResult:
     exported: list[str] = field(default_factory=list)
     gates: GateReport = field(default_factory=GateReport)
     left_out: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def file_kind_error(fmt: str, out: Path) -> str | None:
+    """Why ``out``'s name contradicts what ``fmt`` writes (Parquet into ``x.jsonl``, JSON Lines into
+    ``x.parquet``), or None; any other name is accepted."""
+    suffix = out.suffix.lower()
+    if fmt in PARQUET_FORMATS and suffix in _JSON_SUFFIXES:
+        return f"--format {fmt} writes Parquet, not JSON Lines; name the file {out.with_suffix('.parquet').name}"
+    if fmt not in PARQUET_FORMATS and suffix == ".parquet":
+        return f"--format {fmt} writes JSON Lines, not Parquet; name the file {out.with_suffix('.jsonl').name}"
+    return None
 
 
 def export_runs(
@@ -72,12 +88,14 @@ def export_runs(
         An ``ExportResult``; nothing is written when no run is left to export.
 
     Raises:
-        UserError: unknown format, ``out`` exists without ``overwrite``, ``tokenizer`` is no file,
+        UserError: unknown format, ``out``'s name says the other file kind (``file_kind_error``), ``out`` exists without ``overwrite``, ``tokenizer`` is no file,
             or a run cannot be read (unknown id, being written now, damaged store, plugin not installed).
         ModelUnavailable: ``tokens`` without llama-cpp-python or the bundled tokenizer.
     """
     if fmt not in FORMATS:
         raise UserError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if (wrong := file_kind_error(fmt, out)) is not None:
+        raise UserError(wrong)
     if out.exists() and not overwrite:
         raise UserError(f"{out} exists; choose another --out or pass --overwrite to replace it")
     if out.is_dir():
@@ -104,6 +122,13 @@ def export_runs(
     result.exported = [r.run_id for r in chosen]
     result.files = [out]
     result.rows = _write(fmt, chosen, out, flag_text, tool_class, tokenizer, result)
+    if fmt == "grpo":
+        from core.export.tasks import group_by_task
+
+        groups = group_by_task(chosen)
+        if alone := sum(1 for group in groups if len(group) == 1):
+            result.warnings.append(f"{alone} of {len(groups)} GRPO groups hold a single run, whose advantage is 0 (no contrast, "
+                                   "nothing to learn from): run each task several times (agent eval --attempts k) before exporting")
     return result
 
 

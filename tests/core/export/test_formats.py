@@ -192,6 +192,10 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     assert by_name["fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
     (other,) = next(g for g in groups.values() if len(g) == 1)
     assert other["advantage"] == 0.0 and other["group_size"] == 1
+    assert exported["grpo"].warnings == [  # a group of one teaches nothing: said, not silent
+        "1 of 2 GRPO groups hold a single run, whose advantage is 0 (no contrast, nothing to learn from): "
+        "run each task several times (agent eval --attempts k) before exporting"]
+    assert exported["sft-jsonl"].warnings == []
     for name, r in {**by_name, "other_fix": other}.items():
         assert (r["reward_version"], r["reward_status"]) == ("notes/1", "scored")
         assert r["correct"] is (r["reward"] == 1.0), name
@@ -205,6 +209,11 @@ def test_bad_requests_are_clear_errors_and_lose_nothing(episodes, exported, tmp_
     assert existing.read_bytes() == before
     with pytest.raises(UserError, match="unknown export format 'csv'"):
         export_runs([episodes.ids["fix"]], "csv", tmp_path / "x", home=episodes.home)
+    with pytest.raises(UserError, match="--format tokens writes Parquet, not JSON Lines; name the file x.parquet"):
+        export_runs([episodes.ids["fix"]], "tokens", tmp_path / "x.jsonl", home=episodes.home)
+    with pytest.raises(UserError, match="--format sft-jsonl writes JSON Lines, not Parquet; name the file x.jsonl"):
+        export_runs([episodes.ids["fix"]], "sft-jsonl", tmp_path / "x.parquet", home=episodes.home)
+    assert not (tmp_path / "x.jsonl").exists() and not (tmp_path / "x.parquet").exists()
     with pytest.raises(UserError, match="no run 'nope'"):
         export_runs(["nope"], "openai", tmp_path / "y.jsonl", home=episodes.home)
     assert not (tmp_path / "y.jsonl").exists()
