@@ -45,7 +45,17 @@ def tool_listing(plugin: Plugin) -> list[types.Tool]:
     return listing
 
 
-def build_server(plugin: Plugin, task: Task, session: McpSession, *, version: str = "") -> Server[Any]:
+def horizon_version() -> str:
+    """The installed Horizon's version (``horizon-agents``' metadata), ``"unknown"`` from a bare checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("horizon-agents")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_server(plugin: Plugin, task: Task, session: McpSession, *, version: str | None = None) -> Server[Any]:
     """An MCP server offering ``plugin``'s tools, each call run by ``session``.
 
     Args:
@@ -54,7 +64,8 @@ def build_server(plugin: Plugin, task: Task, session: McpSession, *, version: st
             ``instructions``, which a client passes to its model as a model run would get it.
         session: runs the calls (``McpSession.call``), each in a worker thread, since a call
             blocks until the loop has run it.
-        version: the server version reported at initialisation.
+        version: the server version reported at initialisation (``serverInfo.version``; default:
+            Horizon's, ``horizon_version``).
 
     Returns:
         The SDK's ``Server``; serve it with ``serve_stdio`` or ``serve_http``, or connect the SDK's
@@ -69,7 +80,7 @@ def build_server(plugin: Plugin, task: Task, session: McpSession, *, version: st
         outcome = await anyio.to_thread.run_sync(session.call, params.name, params.arguments)
         return types.CallToolResult(content=[types.TextContent(text=outcome.text)], is_error=outcome.is_error)
 
-    return Server(f"horizon-{plugin.name}", version=version, description=plugin.description,
+    return Server(f"horizon-{plugin.name}", version=version or horizon_version(), description=plugin.description,
                   instructions=plugin.system_prompt(task), on_list_tools=on_list_tools, on_call_tool=on_call_tool)  # fmt: skip
 
 

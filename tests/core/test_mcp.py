@@ -87,10 +87,12 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home, note
                                    env=_env(horizon_home), cwd=str(ROOT))  # fmt: skip
     texts: dict[str, str] = {}
     errors: dict[str, bool] = {}
+    info: dict[str, tuple[str, str]] = {}
 
     async def drive(errlog):
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+            hello = await session.initialize()
+            info["server"] = (hello.server_info.name, hello.server_info.version)
             calls = [
                 ("view", "view_file", {"path": "ANSWER.txt"}),
                 ("outside", "view_file", {"path": "../outside.txt"}),
@@ -107,6 +109,9 @@ def test_a_stdio_session_is_a_stored_exportable_run(tmp_path, horizon_home, note
 
     with open(tmp_path / "server.log", "w") as errlog:  # the server's stderr: its step lines
         anyio.run(drive, errlog)
+    from importlib.metadata import version
+
+    assert info["server"] == (f"horizon-{notes_plugin}", version("horizon-agents"))  # a client can tell which Horizon answered
     # the run's first call brings its task message (what set-up found), then the observation
     assert texts["view"].startswith("[Horizon run ") and "Files: ANSWER.txt, log.md" in texts["view"] and "[result]\n1: todo" in texts["view"]
     assert not errors["view"]
