@@ -561,6 +561,14 @@ def eval_cmd(
 _ALLOW_HOST_HELP = "also serve requests whose Host header is NAME (repeatable; e.g. the name a reverse proxy passes)"
 
 
+def _local_name(host: str) -> str:
+    """The address to print for a bind address: 127.0.0.1 for every-address binds (0.0.0.0 is no
+    Host the servers answer), an IPv6 address in brackets."""
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 @app.command("ui")
 def ui_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the UI has no login: keep it local)"),
@@ -575,7 +583,7 @@ def ui_cmd(
         allowed_hosts(allow_host)  # a bad name fails before the banner
     except HorizonError as exc:
         _fail(exc)
-    console.print(f"[bold]horizon ui[/] http://{_safe(host)}:{port}/  [dim](Ctrl-C stops it)[/]")
+    console.print(f"[bold]horizon ui[/] http://{_safe(_local_name(host))}:{port}/  [dim](Ctrl-C stops it)[/]")
     try:
         serve(host, port, allow_hosts=allow_host)
     except KeyboardInterrupt:
@@ -604,7 +612,7 @@ def server_cmd(
         token = server_token(path)
     except HorizonError as exc:
         _fail(exc)
-    url = f"http://{_safe(host)}:{port}"
+    url = f"http://{_safe(_local_name(host))}:{port}"
     console.print(f"[bold]horizon server[/] {url}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
     console.print(f"  token: {_safe(str(path))} [dim](every request: Authorization: Bearer <its contents>)[/]", highlight=False)
     console.print(f"  curl -H \"Authorization: Bearer $(cat {_safe(shlex.quote(str(path)))})\" {url}/api/runs", highlight=False, soft_wrap=True)
