@@ -594,34 +594,67 @@ def eval_cmd(
         raise typer.Exit(1)
 
 
+# --- agent ui / agent server: who may connect (core/netguard.py; docs/security.md "Network surfaces")
+_ALLOW_HOST_HELP = "also serve requests whose Host header is NAME (repeatable; e.g. the name a reverse proxy passes)"
+
+
+def _local_name(host: str) -> str:
+    """The address to print for a bind address: 127.0.0.1 for every-address binds (0.0.0.0 is no
+    Host the servers answer), an IPv6 address in brackets."""
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 @app.command("ui")
 def ui_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the UI has no login: keep it local)"),
     port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port"),
+    allow_host: list[str] = typer.Option([], "--allow-host", metavar="NAME", help=_ALLOW_HOST_HELP),
 ) -> None:
     """Serve a web page over the runs and evaluations: live status, every step, diffs, rewards, images."""
+    from core.netguard import allowed_hosts
     from core.ui import serve
 
-    console.print(f"[bold]horizon ui[/] http://{_safe(host)}:{port}/  [dim](Ctrl-C stops it)[/]")
     try:
-        serve(host, port)
+        allowed_hosts(allow_host)  # a bad name fails before the banner
+    except HorizonError as exc:
+        _fail(exc)
+    console.print(f"[bold]horizon ui[/] http://{_safe(_local_name(host))}:{port}/  [dim](Ctrl-C stops it)[/]")
+    try:
+        serve(host, port, allow_hosts=allow_host)
     except KeyboardInterrupt:
         pass
 
 
 @app.command("server")
 def server_cmd(
-    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the API has no login: keep it local)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (keep it local; see docs/security.md, Network surfaces)"),
     port: int = typer.Option(8766, "--port", min=1, max=65535, help="TCP port"),
     workers: int = typer.Option(2, "--workers", min=1, help="runs at once (a local Ray gets this many CPUs)"),
     address: str | None = typer.Option(None, "--address", help="a Ray cluster's address (default: a local Ray)"),
+    token_file: Path | None = typer.Option(None, "--token-file", metavar="PATH",
+                                           help="the API's bearer token file (default $HORIZON_HOME/server.token; made at first start, mode 0600)"),
+    allow_host: list[str] = typer.Option([], "--allow-host", metavar="NAME", help=_ALLOW_HOST_HELP),
 ) -> None:
-    """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus."""
+    """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus (every request needs the bearer token)."""
+    import shlex
+
+    from core.netguard import allowed_hosts, server_token, token_path
     from core.service import serve
 
-    console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
     try:
-        serve(host, port, workers=workers, address=address)
+        allowed_hosts(allow_host)
+        path = (token_file or token_path(horizon_home())).expanduser().absolute()
+        token = server_token(path)
+    except HorizonError as exc:
+        _fail(exc)
+    url = f"http://{_safe(_local_name(host))}:{port}"
+    console.print(f"[bold]horizon server[/] {url}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
+    console.print(f"  token: {_safe(str(path))} [dim](every request: Authorization: Bearer <its contents>)[/]", highlight=False)
+    console.print(f"  curl -H \"Authorization: Bearer $(cat {_safe(shlex.quote(str(path)))})\" {url}/api/runs", highlight=False, soft_wrap=True)
+    try:
+        serve(host, port, workers=workers, address=address, token=token, allow_hosts=allow_host)
     except HorizonError as exc:
         _fail(exc)
     except KeyboardInterrupt:

@@ -6,6 +6,12 @@ A command could have planted a symbolic link there (to ``/etc/passwd``) or a FIF
 a reader forever). These helpers never follow a link and never open anything but a regular file.
 No command runs while Horizon does this (each command's processes die with it), so there is no
 race between the check and the use.
+
+``write_private`` and ``read_private`` keep a secret (``agent server``'s bearer token) in a file
+only this user can read: created exclusively (``O_EXCL | O_NOFOLLOW``, mode 0600) in a folder no
+other user can write, read back only if it is still a regular file of this user's that nobody
+else can read. The Blender add-on's token file (``plugins/threed/addon``) follows the same rule
+with its own copy: the add-on runs inside Blender, where Horizon's core cannot be imported.
 """
 
 from __future__ import annotations
@@ -82,3 +88,67 @@ def remove_tree(top: Path) -> None:
             os.rmdir(folder)
         except OSError:
             pass
+
+
+def _check_private_folder(folder: Path) -> None:
+    """Refuse a folder other users could write (they could swap the file) or that is not ours."""
+    info = os.stat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"{folder} is not a folder")
+    if info.st_uid not in (os.getuid(), 0):
+        raise PermissionError(f"{folder} belongs to another user (uid {info.st_uid}): a secret there would not be private")
+    if info.st_mode & stat.S_IWOTH:
+        raise PermissionError(f"{folder} is writable by every user (mode {stat.S_IMODE(info.st_mode):o}): a secret there "
+                              "could be replaced; use a folder of your own")
+
+
+def write_private(path: Path, data: str) -> None:
+    """Create ``path`` as a new file that only this user can read or write (mode 0600).
+
+    The folder is made (mode 0700) when missing. Nothing at ``path`` is followed or replaced:
+    the file is created with ``O_EXCL | O_NOFOLLOW``, so a file or a symbolic link already there
+    (dangling or not) makes this fail. A write that fails half-way removes the file.
+
+    Raises:
+        FileExistsError: something (a file, a link) is at ``path`` already.
+        PermissionError: the folder is writable by every user, or belongs to another user.
+        OSError: the folder or file cannot be made (the operating system's reason).
+    """
+    folder = path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private_folder(folder)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # the umask can only narrow the mode; never wider than 0600 either way
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(data.encode())
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def read_private(path: Path) -> bytes:
+    """Read a file written by ``write_private``, only if it is still private.
+
+    Raises:
+        FileNotFoundError: nothing is at ``path``.
+        OSError: ``path`` is a symbolic link (errno ``ELOOP``), not a regular file, or its folder
+            is writable by every user.
+        PermissionError: the file belongs to another user, or others may read or write it.
+    """
+    _check_private_folder(path.parent)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_uid != os.getuid():
+            raise PermissionError(f"{path} belongs to another user (uid {info.st_uid})")
+        if info.st_mode & 0o077:
+            raise PermissionError(f"{path} can be read or written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                                  f"chmod 600 {path} if it is yours, or delete it")
+        return f.read()

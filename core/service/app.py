@@ -9,7 +9,12 @@
 ``GET /metrics``                            Prometheus text format (``core.service.metrics``)
 ==========================================  ==========================================================
 
-The API has no login: bind it to 127.0.0.1, or put it behind a proxy that authenticates.
+Who may call it (``core.netguard``, ``docs/security.md`` "Network surfaces"): every request needs
+``Authorization: Bearer TOKEN`` (``agent server``'s token file, ``$HORIZON_HOME/server.token``)
+and a ``Host`` naming this machine (127.0.0.1, localhost, [::1], or ``--allow-host NAME``);
+a body must be ``application/json`` (415 otherwise, before it is read); a state-changing request
+that sends an ``Origin`` must send the server's own. Refusals: 421 (Host), 403 (Origin),
+415 (body), 401 (token).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -128,14 +134,22 @@ def _public(row: dict[str, Any], home: Path | None) -> dict[str, Any]:
             "submitted_at": row["submitted_at"], "updated_at": row["updated_at"], "store_status": _store_status(row["run_id"], home)}
 
 
-def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s: float = 0.5) -> Starlette:
-    """The ASGI app of the service.
+def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s: float = 0.5, *, token: str,
+               hosts: frozenset[str] | None = None) -> Starlette:
+    """The ASGI app of the service, behind ``core.netguard``'s checks (outermost first):
+    ``WebGuard`` (421 for a foreign ``Host``, 403 for a foreign ``Origin`` on a state change),
+    ``JsonBodies`` (415 for a body that is not ``application/json``), ``BearerAuth`` (401 without
+    ``Authorization: Bearer token``). They wrap every route, ``/metrics`` included.
 
     Args:
         queue: the durable queue the scheduler runs.
         home: Horizon's data folder.
         metrics_registry: a ``prometheus_client`` registry served at ``/metrics`` (None: 404 there).
         poll_s: seconds between two looks at a run for its event stream.
+        token: the bearer token every request must carry (``core.netguard.server_token``; 16
+            characters or more).
+        hosts: the ``Host`` names served (``core.netguard.allowed_hosts``; None: this machine's
+            own, ``LOCAL_HOSTS``).
     """
 
     async def submit(request: Request) -> Response:
@@ -188,7 +202,15 @@ def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s
         Route("/api/runs/{run_id}/cancel", cancel, methods=["POST"]), Route("/api/runs/{run_id}/events", events),
         Route("/metrics", metrics),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=_guards(token, hosts))
+
+
+def _guards(token: str, hosts: frozenset[str] | None) -> list[Middleware]:
+    """The service's request checks, outermost first (``core.netguard``)."""
+    from core.netguard import BearerAuth, JsonBodies, WebGuard, allowed_hosts
+
+    return [Middleware(WebGuard, hosts=hosts if hosts is not None else allowed_hosts(), command="agent server"),
+            Middleware(JsonBodies), Middleware(BearerAuth, token=token)]
 
 
 def _messages_since(run_id: str, home: Path | None, seen: int) -> list[dict[str, Any]]:

@@ -8,8 +8,13 @@ process is read from its live mirror, ``core.store_mirror``).
 
 Actions (``core.ui.actions``): ``POST /runs`` starts a run, ``POST /runs/{id}/stop`` and
 ``/resume`` stop and resume one, all through the service's queue (an ``agent server`` on the same
-home does the work); ``GET /runs/{id}/apply`` shows the patch's review, ``POST`` applies it. A
-POST must carry the app's form token and come from its own origin (``_allowed``), so another web
+home does the work); ``GET /runs/{id}/apply`` shows the patch's review, ``POST`` applies it.
+
+Who may use it (``core.netguard``; ``docs/security.md`` "Network surfaces"): only requests whose
+``Host`` names this machine (127.0.0.1, localhost, [::1], or ``--allow-host NAME``) are served,
+others get 421, so a DNS-rebinding page reads nothing. A POST must carry the form token of the
+page it came from, an HMAC of the browser's own secret cookie (``SameSite=Strict; HttpOnly``;
+``FormTokens``), and, when it sends an ``Origin``, this app's own (403 otherwise): another web
 page open in the same browser cannot start runs or apply patches on this machine.
 
 Every value from the store is escaped by Jinja2's autoescaping (model text is untrusted); files
@@ -20,15 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -36,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from core.config import runs_dir
 from core.errors import HorizonError, RunNotFound
+from core.netguard import FormTokens, WebGuard, allowed_hosts
 from core.service.control import RESUMABLE
 from core.ui import actions, data
 from core.ui.render import diff_lines, looks_like_diff
@@ -50,17 +56,21 @@ PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' d
                 "X-Content-Type-Options": "nosniff"}
 
 
-def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
-    """The ASGI app.
+def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[str] | None = None) -> Starlette:
+    """The ASGI app, behind ``core.netguard.WebGuard`` (421 for a ``Host`` not in ``hosts``, 403
+    for a foreign ``Origin`` on a POST) and ``FormTokens`` (each browser's form cookie; a POST
+    without the cookie or with another page's token gets the 403 page).
 
     Args:
         home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
         poll_s: seconds between two looks at the store for the live pages.
+        hosts: the ``Host`` names served (``core.netguard.allowed_hosts``; None: this machine's
+            own, ``LOCAL_HOSTS``).
     """
     templates = Environment(loader=PackageLoader("core.ui", "templates"), autoescape=select_autoescape(default=True),
                             trim_blocks=True, lstrip_blocks=True)
-    token = secrets.token_urlsafe(24)  # the forms' token: a page of another site cannot read it
-    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff, csrf=token, resumable=RESUMABLE)
+    tokens = FormTokens()  # the forms' tokens: one per browser, bound to its cookie
+    templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff, resumable=RESUMABLE)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(templates.get_template(name).render(**context), status_code=status, headers=PAGE_HEADERS)
@@ -74,7 +84,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
     async def runs(request: Request) -> Response:
         mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
         return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark), note=request.query_params.get("note"),
-                    queued=await asyncio.to_thread(actions.queued_runs, home))  # fmt: skip
+                    queued=await asyncio.to_thread(actions.queued_runs, home), csrf=tokens.token(request.scope))  # fmt: skip
 
     async def run(request: Request) -> Response:
         try:
@@ -84,7 +94,8 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         except HorizonError as exc:
             return problem(exc)
         in_service = await asyncio.to_thread(actions.in_service, run_id, home)
-        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), in_service=in_service, **info)
+        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), in_service=in_service,
+                    csrf=tokens.token(request.scope), **info)
 
     async def run_file(request: Request) -> Response:
         try:
@@ -114,16 +125,19 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
 
     async def run_events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
+        csrf = tokens.token(request.scope)  # the page's own browser: its forms keep working when the body is replaced
 
         def render() -> str:
-            return templates.get_template("run_body.html").render(in_service=actions.in_service(run_id, home), **data.run_page(run_id, home))
+            return templates.get_template("run_body.html").render(in_service=actions.in_service(run_id, home), csrf=csrf,
+                                                                  **data.run_page(run_id, home))
 
         return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
 
     async def form_of(request: Request) -> dict[str, str] | None:
-        """The POSTed form, or None when it did not come from this app's own page (``_allowed``)."""
+        """The POSTed form, or None when it does not carry the token of this browser's cookie
+        (``FormTokens.valid``; a foreign ``Origin`` was refused before, by ``WebGuard``)."""
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        return form if _allowed(request, form, token) else None
+        return form if tokens.valid(request.scope, form.get("csrf", "")) else None
 
     def back(url: str, note: str) -> RedirectResponse:
         return RedirectResponse(f"{url}?note={quote(note)}", status_code=303)
@@ -162,7 +176,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
             patch = await asyncio.to_thread(data.run_page, run_id, home)
         except HorizonError as exc:
             return problem(exc)
-        return page("apply.html", run_id=run_id, review=review, patch=patch["patch"])
+        return page("apply.html", run_id=run_id, review=review, patch=patch["patch"], csrf=tokens.token(request.scope))
 
     static = Path(__file__).with_name("static")
     routes = [
@@ -173,7 +187,8 @@ def create_app(home: Path | None = None, poll_s: float = 1.0) -> Starlette:
         Route("/runs/{run_id}/apply", apply_review), Route("/runs/{run_id}/apply", run_action(actions.apply_patch), methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
-    return Starlette(routes=routes)
+    guard = Middleware(WebGuard, hosts=hosts if hosts is not None else allowed_hosts(), command="agent ui")
+    return Starlette(routes=routes, middleware=[guard, Middleware(tokens.middleware)])
 
 
 async def _changes(request: Request, mark: Callable[[], str], render: Callable[[], str], poll_s: float) -> AsyncIterator[dict[str, str]]:
@@ -193,16 +208,8 @@ async def _changes(request: Request, mark: Callable[[], str], render: Callable[[
         await asyncio.sleep(poll_s)
 
 
-FORBIDDEN = "refused: this form did not come from this Horizon page (reload the page and try again)"
-
-
-def _allowed(request: Request, form: dict[str, str], token: str) -> bool:
-    """Whether a POST may act: it carries the token of this app's forms, and a browser that says
-    where it comes from (``Origin``) says this app's own host."""
-    origin = request.headers.get("origin")
-    if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
-        return False
-    return secrets.compare_digest(form.get("csrf", ""), token)
+FORBIDDEN = ("refused: this form did not come from this Horizon page in this browser (no form cookie, or the token of another "
+             "page; reload the page and try again)")
 
 
 def _digest(mark: str) -> str:

@@ -2,7 +2,8 @@
 Ray with 2 workers; 20 runs submitted over HTTP; the server and its Ray SIGKILLed mid-way and
 started again; every run finishes exactly once (one run folder per id, one verdict, each tool
 call once, none lost); ``/metrics`` scraped and checked against the run stores; a run's events
-streamed; a running and a queued run cancelled.
+streamed; a running and a queued run cancelled. Every request carries the bearer token the first
+start wrote to ``$HORIZON_HOME/server.token`` (the second start reuses it).
 
 Each run is a real episode of the test plugin (``notes``, ``tests/notes_plugin``; scripted: five
 ``edit_file`` calls, a one-second sandboxed ``shell``, ``finish``) on a one-file folder, the cheapest real run: core's service
@@ -56,13 +57,18 @@ def start_server(home: Path, port: int, log: Path) -> subprocess.Popen:
                             stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def wait_up(client: httpx.Client, server: subprocess.Popen, log: Path, timeout_s: float = 180.0) -> None:
+def wait_up(client: httpx.Client, server: subprocess.Popen, log: Path, home: Path, timeout_s: float = 180.0) -> str:
+    """Wait until the server answers, then send its bearer token (``$HORIZON_HOME/server.token``,
+    made by its first start) with every request of ``client``; returns the token."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert server.poll() is None, f"the server exited ({server.returncode}):\n{log.read_text()[-3000:]}"
         try:
-            if client.get("/api/runs").status_code == 200:
-                return
+            if client.get("/api/runs").status_code == 401:  # up; nothing without the token
+                token = (home / "server.token").read_text().strip()
+                client.headers["Authorization"] = f"Bearer {token}"
+                assert client.get("/api/runs").status_code == 200
+                return token
         except httpx.TransportError:
             pass
         time.sleep(0.5)
@@ -130,7 +136,7 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
     server = start_server(horizon_home, port, log)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            wait_up(client, server, log)
+            token = wait_up(client, server, log, horizon_home)
             ids = [client.post("/api/runs", json=body).json()["run_id"] for _ in range(RUNS)]
             assert len(set(ids)) == RUNS
             # mid-way: 5 runs done, and a run whose store its worker is writing now
@@ -145,7 +151,7 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
         port = free_port()
         server = start_server(horizon_home, port, log)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            wait_up(client, server, log)
+            assert wait_up(client, server, log, horizon_home) == token  # the token file is reused by a later start
             rows = wait_for(client, lambda rows: all(r["state"] in ("done", "failed", "cancelled") for r in rows), "every run to end")
             by_id = {r["run_id"]: r for r in rows}
             assert sorted(by_id) == sorted(ids)

@@ -41,6 +41,10 @@ def write_script(path: Path, calls: list[tuple[str, dict]]) -> Path:
     return path
 
 
+#: The API's bearer token in these tests (``agent server`` makes one at first start: ``core.netguard.server_token``).
+TOKEN = "test-token-of-the-service-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
 FIX = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}),
        ("finish", {"summary": "add adds"})]
 
@@ -64,7 +68,7 @@ def test_queue_keeps_runs_across_instances_and_recovers_running_ones(horizon_hom
 
 def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path, notes_plugin):
     queue = RunQueue(queue_path(horizon_home))
-    client = TestClient(create_app(queue, horizon_home))
+    client = TestClient(create_app(queue, horizon_home, token=TOKEN), base_url="http://127.0.0.1:8766", headers=AUTH)
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", FIX)
     bad = [({"plugin": "nope", "task": "x"}, "no plugin named 'nope'"),
            ({"plugin": notes_plugin, "task": "x", "repo": str(tmp_path / "missing")}, "is not a folder"),
@@ -76,7 +80,7 @@ def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path
     for body, words in bad:
         answer = client.post("/api/runs", json=body)
         assert answer.status_code == 400 and words in answer.json()["error"], (body, answer.json())
-    assert client.post("/api/runs", content=b"{").status_code == 400
+    assert client.post("/api/runs", content=b"{", headers={"content-type": "application/json"}).status_code == 400
     answer = client.post("/api/runs", json={"plugin": notes_plugin, "task": "fix add", "repo": str(repo), "policy": "scripted",
                                             "script": str(script), "limits": {"max_steps": 5}})
     assert answer.status_code == 201

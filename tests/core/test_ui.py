@@ -73,7 +73,7 @@ def run_id(home) -> str:
 
 @pytest.fixture(scope="module")
 def client(home) -> TestClient:
-    return TestClient(create_app(home))
+    return TestClient(create_app(home), base_url="http://127.0.0.1:8765")  # a Host of this machine (others: 421)
 
 
 def test_the_runs_list_shows_the_scripted_run(client, run_id):
@@ -185,7 +185,7 @@ def test_a_run_being_written_by_another_process_is_read_from_its_mirror(home, cl
 
 def test_the_live_events_stream_sends_the_run_body(home, run_id):
     app = create_app(home, poll_s=0.05)
-    with TestClient(app) as live, live.stream("GET", f"/runs/{run_id}/events") as stream:
+    with TestClient(app, base_url="http://127.0.0.1:8765") as live, live.stream("GET", f"/runs/{run_id}/events") as stream:
         lines = []
         for line in stream.iter_lines():
             lines.append(line)

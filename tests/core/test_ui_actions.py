@@ -1,7 +1,8 @@
 """agent ui's actions over real runs: start a run into the service's queue, stop it, resume a
 stopped run (the service's worker then resumes it from its checkpoint), and apply a finished run's
-patch after the review, as ``agent apply`` does. Forms from another origin or without the page's
-token are refused (a web page in the same browser must not drive Horizon). The runs are episodes of
+patch after the review, as ``agent apply`` does. Forms from another origin, without the page's
+token or without the browser's form cookie are refused (a web page in the same browser must not
+drive Horizon; tests/security/test_web_surfaces.py tries more). The runs are episodes of
 the test plugin (``notes``, ``tests/notes_plugin``): the UI's actions are core's, whatever the plugin."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def repo(notes_plugin, notes_folder) -> Path:
 def test_a_started_run_is_queued_for_the_service_and_can_be_dropped(horizon_home, repo, tmp_path):
     script = tmp_path / "fix.jsonl"
     script.write_text("".join(json.dumps(call) + "\n" for call in FIX))
-    client = TestClient(create_app(horizon_home))
+    client = TestClient(create_app(horizon_home), base_url="http://127.0.0.1:8765")
     page = client.get("/")
     form = {"plugin": "notes", "task": "write done in ANSWER.txt", "repo": str(repo), "policy": "scripted",
             "script": str(script), "max_steps": "12"}  # fmt: skip
@@ -76,7 +77,7 @@ def test_a_stopped_run_is_resumed_by_the_service_from_its_checkpoint(horizon_hom
     run_id = stopped.run_id
     assert stopped.status == "model_error", stopped
     script.write_text("".join(json.dumps(call) + "\n" for call in FIX))  # the model is back
-    client = TestClient(create_app(horizon_home))
+    client = TestClient(create_app(horizon_home), base_url="http://127.0.0.1:8765")
     page = client.get(f"/runs/{run_id}").text
     assert 'id="resume-run"' in page and 'id="apply-run"' not in page
     assert "not started by the service" in client.post(f"/runs/{run_id}/stop", data={"csrf": token_of(page)}).text
@@ -101,7 +102,7 @@ def test_a_finished_runs_patch_is_reviewed_then_applied(horizon_home, repo):
         result = run.execute()
     finally:
         run.close()
-    client = TestClient(create_app(horizon_home))
+    client = TestClient(create_app(horizon_home), base_url="http://127.0.0.1:8765")
     page = client.get(f"/runs/{result.run_id}").text
     assert 'id="apply-run"' in page
     review = client.get(f"/runs/{result.run_id}/apply").text

@@ -140,8 +140,8 @@ def attack_table_markdown(cases: list[Case]) -> str:
 
 
 #: The table's order of id prefixes: sandbox reads, writes, network, resources, Horizon's own
-#: process, git, reward hacking, the grading property, agent apply, the terminal, limitations.
-_PREFIXES = ["R", "W", "N", "X", "H", "G", "RH", "P", "A", "T", "L"]
+#: process, git, reward hacking, the grading property, agent apply, the terminal, web surfaces, limitations.
+_PREFIXES = ["R", "W", "N", "X", "H", "G", "RH", "P", "A", "T", "WS", "L"]
 
 
 def _order(case: Case) -> tuple[int, str]:
