@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from core.errors import HorizonError, UserError
 from core.state import Limits, Usage
@@ -640,6 +640,7 @@ def server_cmd(
     """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus (every request needs the bearer token)."""
     import shlex
 
+    from core.config import horizon_home
     from core.netguard import allowed_hosts, server_token, token_path
     from core.service import serve
 
