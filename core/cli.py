@@ -686,13 +686,18 @@ def plugins() -> None:
     """List the installed plugins (entry-point group horizon.plugins), and what a plugin that cannot load is missing."""
     from core.plugin import discover, load_plugin
 
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("plugin", no_wrap=True)
+    table.add_column("tools", justify="right")
+    table.add_column("what it does")
     for name, ep in discover().items():
         try:
-            load_plugin(name)
-            state = ""
+            plugin = load_plugin(name)
+            tools, what = str(len(plugin.tools())), _safe(plugin.description)
         except HorizonError as exc:  # what load_plugin says of a plugin that cannot load
-            state = f"  [yellow]{_safe(str(exc))}[/]"
-        console.print(f"{_safe(name)}  [dim]{_safe(ep.value)}[/]{state}")
+            tools, what = "-", f"[yellow]{_safe(str(exc))}[/]"
+        table.add_row(_safe(name), tools, f"{what}\n[dim]{_safe(ep.value)}[/]")
+    console.print(table)
 
 
 @app.command("export")
