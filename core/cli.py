@@ -597,18 +597,18 @@ def eval_cmd(
         return
     table = Table()
     ks = ["pass@1"] + ([f"pass@{attempts}"] if attempts > 1 else [])
-    for name in ("task", "attempts", "resolved", *ks, "mean reward", "cost"):
-        table.add_column(name, no_wrap=True)
+    table.add_column("task", overflow="fold")  # on a narrow terminal the task's name folds; the numbers keep their headers
+    for name in ("attempts", "resolved", *ks, "mean reward", "cost"):
+        table.add_column(name, no_wrap=True, min_width=len(name))
     for name, t in summary["tasks"].items():
         table.add_row(_safe(name), str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
                       _maybe(t["mean_reward"], ".2f"), f"{t['cost']:.4f}")
     table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
                   *(f"{summary[key]:.3f}" for key in ks), _maybe(summary["mean_reward"], ".3f"), f"{summary['cost']:.4f}")
     console.print(table)
-    brief = {key: value for key, value in summary.items() if key != "results"}
     if json_out is not None:
         json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(brief, indent=1))
+    console.print(f"summary (JSON): {_safe(out_dir / 'summary.json')}")  # the table is for people, the file for machines
     if any(r["exit_status"] == "error" for r in summary["results"]):
         raise typer.Exit(1)
 
