@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from core.errors import UserError
 
-__all__ = ["TrustState", "check_trust", "revoke", "trust", "trust_store_path", "trusted_files", "warn_untrusted"]
+__all__ = ["TrustState", "check_trust", "revoke", "trust", "trust_store_path", "trusted_files", "trusted_part", "warn_untrusted"]
 
 TRUST_FILE = "trusted.json"
 _VERSION = 1
@@ -179,6 +179,23 @@ def _file_of(path: Path) -> Path:
     if not candidate.is_file():
         raise UserError(f"{candidate} is not a file; give the config file to trust, e.g. agent trust ./horizon.toml")
     return candidate
+
+
+def trusted_part(path: Path, content: bytes, data: dict[str, Any], keys: set[str] | frozenset[str]) -> dict[str, Any]:
+    """``data`` (what ``content``, the bytes of ``path``, parsed into) without ``keys`` unless the
+    user trusts the file; the dropped keys are named on stderr (``warn_untrusted``).
+
+    The one rule for a file a repository or a suite ships (a task file's ``mcp_servers``): core's
+    readers call it, and so may a plugin's.
+    """
+    present = sorted(k for k in keys if data.get(k))
+    if not present:
+        return data
+    state = check_trust(path, content)
+    if state.trusted:
+        return data
+    warn_untrusted(state, present)
+    return {k: v for k, v in data.items() if k not in present}
 
 
 _warned: set[tuple[Path, str, tuple[str, ...]]] = set()

@@ -139,9 +139,10 @@ def attack_table_markdown(cases: list[Case]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: The table's order of id prefixes: sandbox reads, writes, network, resources, Horizon's own
-#: process, git, reward hacking, the grading property, agent apply, the terminal, limitations.
-_PREFIXES = ["R", "W", "N", "X", "H", "G", "RH", "P", "A", "T", "L"]
+#: The table's order of id prefixes: sandbox reads, writes, network, resources, external MCP
+#: servers' resources, Horizon's own process, git, reward hacking, the grading property, agent
+#: apply, the terminal, configuration trust, limitations.
+_PREFIXES = ["R", "W", "N", "X", "MC", "H", "G", "RH", "P", "A", "T", "TR", "L"]
 
 
 def _order(case: Case) -> tuple[int, str]:
