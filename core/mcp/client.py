@@ -61,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from core.errors import ToolError, UserError
 from core.sandbox.base import Sandbox, SandboxLimits
 from core.sandbox.limits import Confinement
+from core.sandbox.process import shell_status_to_exit_code
 from core.tools import Tool, ToolContext, ToolResult
 
 __all__ = ["McpServerSpec", "McpToolset", "parse_servers"]
@@ -332,7 +333,7 @@ class McpToolset:
                 raise ToolError(self._stopped[spec.name]) from None
             raise ToolError(f"the MCP server {spec.name} did not answer {tool} within {spec.timeout_s:g} s; the call was cancelled") from None
         except Exception as exc:  # noqa: BLE001 - a dead server or a protocol error is an observation, not a crash
-            if self._check(spec.name, tool):
+            if self._check(spec.name, tool, ended=True):
                 raise ToolError(self._stopped[spec.name]) from None
             raise ToolError(f"the MCP server {spec.name} failed on {tool}: {_reason(exc)}") from None
         finally:
@@ -357,14 +358,17 @@ class McpToolset:
                 if spec.name in self._stopped or time.monotonic() >= deadline:
                     raise
 
-    def _limit_reason(self, name: str) -> str | None:
-        """Which limit a stdio server ran into (the cgroup's record, or the signal it died of), or None."""
+    def _limit_reason(self, name: str, *, ended: bool = False) -> str | None:
+        """Which limit a stdio server ran into (the cgroup's record, or the signal it died of), or
+        None; ``ended``: its connection just ended, so wait a moment for the launcher's record."""
         confined = self._confined.get(name)
         if confined is None:
             return None
         why = confined.confinement.exceeded()
         if why is None:
-            code = confined.exit_code()
+            code = confined.exit_code(wait_s=2.0 if ended else 0.0)
+            # bwrap reports its command's death by signal n as 128 + n; an unconfined server's is -n
+            code = shell_status_to_exit_code(code) if code is not None else None
             if code == -signal.SIGXCPU:
                 why = "its CPU-time limit"
             elif code == -signal.SIGXFSZ:
@@ -377,11 +381,12 @@ class McpToolset:
                   "its file-size limit": f"{confined.limits.file_size_bytes:,} bytes"}[why]  # fmt: skip
         return f"{why} ({detail})"
 
-    def _check(self, name: str, tool: str | None = None) -> bool:
-        """Stop server ``name`` if it ran into a limit (once); True when it is stopped."""
+    def _check(self, name: str, tool: str | None = None, *, ended: bool = False) -> bool:
+        """Stop server ``name`` if it ran into a limit (once); True when it is stopped.
+        ``ended``: its call failed as a dead connection does (see ``_limit_reason``)."""
         if name in self._stopped:
             return True
-        why = self._limit_reason(name)
+        why = self._limit_reason(name, ended=ended)
         if why is None:
             return False
         with self._stop_lock:
@@ -450,12 +455,17 @@ class _Confined:
     log: Path
     stream: Any
 
-    def exit_code(self) -> int | None:
-        """The server's exit status once it has ended (negative: a signal), else None."""
-        try:
-            return int(json.loads(self.status.read_text(encoding="utf-8"))["exit_code"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """The server's exit status once it has ended (negative: a signal), else None; waits up
+        to ``wait_s`` seconds for the launcher to write it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return int(json.loads(self.status.read_text(encoding="utf-8"))["exit_code"])
+            except (OSError, ValueError, KeyError, TypeError):
+                if time.monotonic() >= deadline:
+                    return None
+            time.sleep(0.05)
 
 
 

@@ -25,6 +25,12 @@ then the rlimits above are all there is: that is the clean degradation, not an e
 The command joins its cgroup in the child before exec (by writing "0" to a ``cgroup.procs`` opened
 by the parent), so nothing it forks can escape the accounting. The parent kills whatever is left in
 the cgroup and removes it after the command.
+
+A long-lived process that another library spawns (an external MCP server, started by the ``mcp``
+SDK) gets the same confinement through ``Confinement.launcher``: a small launcher
+(``core.sandbox.launch``) joins the cgroup and sets the rlimits in a child before it execs the
+command, and records how the command ended; ``Confinement.exceeded`` tells which cgroup limit it
+ran into (an OOM kill, a fork refused by ``pids.max``).
 """
 
 from __future__ import annotations

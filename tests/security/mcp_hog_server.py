@@ -40,5 +40,15 @@ def fork(count: int) -> str:
     return f"started {started} processes"
 
 
+@server.tool()
+def spin(seconds: float) -> str:
+    """Keep a CPU busy for ``seconds`` of wall-clock time."""
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += 1
+    return f"spun {n} times"
+
+
 if __name__ == "__main__":
     server.run()

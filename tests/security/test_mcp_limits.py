@@ -54,12 +54,13 @@ def _cgroup_limits() -> tuple[bool, bool]:
         return cgroup is not None and cgroup.limits_memory, cgroup is not None and cgroup.limits_pids
 
 
-def _episode(home: Path, folder: Path, calls: list[dict]) -> tuple[object, list[dict], list[str], str]:
-    """Run a notes episode with the hog server; returns (result, tool call records, observations, marker)."""
+def _episode(home: Path, folder: Path, calls: list[dict], **limits: int) -> tuple[object, list[dict], list[str], str]:
+    """Run a notes episode with the hog server (its limits lowered to 256 MiB and 32 processes,
+    and ``limits``); returns (result, tool call records, observations, marker)."""
     marker = f"horizon-hog-{uuid.uuid4().hex[:8]}"
     shutil.copy(SERVER, folder / SERVER.name)
     spec = {"name": "hog", "command": [sys.executable, SERVER.name, marker], "timeout_s": 60,
-            "limits": {"memory_bytes": 256 * MiB, "max_processes": 32}}  # fmt: skip
+            "limits": {"memory_bytes": 256 * MiB, "max_processes": 32, **limits}}  # fmt: skip
     run = Run.start(Task(plugin="notes", instruction="use the hog server, then answer", repo=folder, metadata={"mcp_servers": [spec]}),
                     ScriptedPolicy(calls, name="mcp-hog"), policy_config={"kind": "scripted", "script": "mcp-hog"},
                     limits=Limits(max_steps=10), pricing=Pricing(), home=home)  # fmt: skip
@@ -121,5 +122,21 @@ def test_an_mcp_server_past_its_process_limit_is_stopped_and_the_run_says_so(hor
         assert records[1]["is_error"] and "the MCP server hog was stopped" in seen[1]
     else:  # an ordinary user without a cgroup: RLIMIT_NPROC refused the forks; the server goes on
         assert "Resource temporarily unavailable" in seen[0]
+    assert result.status == "finished" and result.reward == 1.0
+    assert not _alive_with(marker)
+
+
+@pytest.mark.attack(
+    "MC03",
+    "an MCP server the task names keeps a CPU busy for 60 s in one tool call (its CPU-time limit: 4 s)",
+    "RLIMIT_CPU: SIGXCPU ends the server after 4 s of CPU time; the observation says it ran into its CPU-time "
+    "limit, later calls say it is stopped, the episode ends normally",
+)
+def test_an_mcp_server_past_its_cpu_time_limit_is_stopped_and_the_run_says_so(horizon_home, notes_plugin, notes_folder, observe):
+    result, records, seen, marker = _episode(horizon_home, notes_folder, _after("hog__spin", {"seconds": 60}), cpu_s=4)
+    observe(f"observation: {seen[0][:160]}; run {result.exit_status.value}, reward {result.reward}")
+    assert [r["tool"] for r in records] == ["hog__spin", "hog__ping", "write_file", "finish"]
+    assert records[0]["is_error"] and "the MCP server hog was stopped during spin: it ran into its CPU-time limit (4 s)" in seen[0]
+    assert records[1]["is_error"] and "the MCP server hog was stopped" in seen[1]
     assert result.status == "finished" and result.reward == 1.0
     assert not _alive_with(marker)
