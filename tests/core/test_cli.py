@@ -52,3 +52,18 @@ def test_dead_model_server_ends_with_a_stated_reason(notes_plugin, notes_folder)
     # the server is still dead: resuming says so again, and the run stays resumable
     again = runner.invoke(app, ["resume", run_id, "--base-url", "http://127.0.0.1:9/v1"])
     assert again.exit_code == 1 and "cannot reach the model server at http://127.0.0.1:9/v1" in again.output
+
+
+def test_agent_trust_records_lists_and_revokes_a_file(horizon_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["trust"]).exit_code == 2  # nothing to do: says what to give
+    missing = runner.invoke(app, ["trust", "horizon.toml"])
+    assert missing.exit_code == 2 and "is not a file" in missing.output
+    (tmp_path / "horizon.toml").write_text('model = "m"\n')
+    assert runner.invoke(app, ["trust", str(tmp_path)]).exit_code == 0  # a folder means its horizon.toml
+    listed = runner.invoke(app, ["trust", "--list"])
+    assert str(tmp_path / "horizon.toml") in listed.output and "unchanged" in listed.output
+    (tmp_path / "horizon.toml").write_text('model = "other"\n')
+    assert "changed since" in runner.invoke(app, ["trust", "--list"]).output
+    assert "no longer trusted" in runner.invoke(app, ["trust", "--revoke", "horizon.toml"]).output
+    assert "no trusted files" in runner.invoke(app, ["trust", "--list"]).output
