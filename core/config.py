@@ -106,6 +106,9 @@ def _unwritable(path: Path, exc: OSError) -> str:
 class Settings(BaseSettings):
     """User settings for the model and its price.
 
+    Made by ``load_settings``, each setting remembers where it came from (``source_of``,
+    ``sources``); from an untrusted ``./horizon.toml`` only ``UNTRUSTED_OK`` settings apply.
+
     Attributes:
         base_url: an OpenAI-compatible server's root (``http://host:port/v1``); unset means the
             embedded model.
