@@ -410,7 +410,8 @@ class McpToolset:
         while True:
             for name in self._confined:
                 if name not in self._stopped:
-                    await asyncio.to_thread(self._check, name)
+                    with suppress(Exception):  # a cgroup file that went away: the next look, or the call, tells
+                        await asyncio.to_thread(self._check, name)
             await asyncio.sleep(_WATCH_S)
 
     def stopped(self) -> dict[str, str]:

@@ -166,7 +166,6 @@ def test_server_specs_that_cannot_work_are_refused_with_the_reason(raw, message)
 def test_the_config_names_servers_for_agent_run(tmp_path, monkeypatch):
     from core.cli import _mcp_metadata
     from core.config import load_settings
-
     from core.trust import trust
 
     monkeypatch.chdir(tmp_path)

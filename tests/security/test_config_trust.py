@@ -45,7 +45,7 @@ def recording_server():
     requests: list[tuple[str, str, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's name
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append((self.path, self.headers.get("Authorization", ""), body.get("model", "")))
             data = json.dumps(FINISH).encode()
