@@ -12,6 +12,7 @@
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
     agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
     agent server [--workers N] [--address RAY]   an HTTP API that queues runs and runs them on Ray; /metrics
+    agent trust PATH | --list | --revoke PATH   trust a repository's horizon.toml or task.json (its SHA-256)
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _mcp_metadata(settings: Settings) -> dict[str, Any]:
         return {}
     from core.mcp.client import parse_servers
 
-    parse_servers(settings.mcp_servers, "the config's mcp_servers (horizon.toml, HORIZON_MCP_SERVERS)")
+    parse_servers(settings.mcp_servers, f"mcp_servers from {settings.source_of('mcp_servers')}")
     return {"mcp_servers": settings.mcp_servers}
 
 
@@ -257,6 +258,8 @@ def run(
             pricing=settings.pricing_for(spec["kind"]), isolated=not no_sandbox, keep_checkpoints=settings.keep_checkpoints, on_event=StepPrinter(),
         )
         console.print(f"[bold]{_safe(plugin)}[/]: {_safe(task)}  [dim]({_safe(the_policy.name)}, repo {_safe(repo.resolve())})[/]")
+        if spec["kind"] == "openai":  # who chose where the code and the key go
+            console.print(f"[dim]model server {_safe(settings.base_url)} (set by {_safe(settings.source_of('base_url'))})[/]")
         console.print(f"[dim]run {_safe(started.run_id)}  workspace {_safe(started.episode.ctx.workspace)}[/]")
         if no_sandbox:
             console.print("[yellow]warning: --no-sandbox: the agent's commands run WITHOUT isolation, as you[/]")
@@ -791,6 +794,45 @@ def human_answer(
     except HorizonError as exc:
         _fail(exc)
     console.print(f"answered request {number}")
+
+
+@app.command("trust")
+def trust_cmd(
+    path: Path | None = typer.Argument(None, help="the config file to trust (a folder: its horizon.toml), e.g. ./horizon.toml"),
+    list_files: bool = typer.Option(False, "--list", help="list the trusted files and whether each is unchanged"),
+    revoke: Path | None = typer.Option(None, "--revoke", help="stop trusting this file"),
+) -> None:
+    """Trust a repository's horizon.toml (or task.json): its model server, keys, prices and MCP servers apply.
+
+    Until then such settings from it are ignored. The file is recorded with its SHA-256 in
+    $HORIZON_HOME/trusted.json; once it changes it is untrusted again.
+    """
+    from core import trust
+
+    try:
+        if sum(x is not None and x is not False for x in (path, revoke, list_files or None)) != 1:
+            raise UserError("give one of: agent trust PATH, agent trust --list, agent trust --revoke PATH")
+        if list_files:
+            found = trust.trusted_files()
+            if not found:
+                console.print("no trusted files")
+            for file, record in found.items():
+                try:
+                    now = trust.check_trust(file, file.read_bytes()).status
+                except OSError:
+                    now = "missing"
+                state = {"trusted": "[green]unchanged[/]", "changed": "[yellow]changed since (untrusted)[/]"}.get(now, f"[yellow]{now}[/]")
+                console.print(f"{_safe(file)}  {state}  [dim]trusted {_safe(record.get('trusted_at', '?'))}[/]")
+        elif revoke is not None:
+            if trust.revoke(revoke):
+                console.print(f"no longer trusted: {_safe(revoke)}")
+            else:
+                console.print(f"{_safe(revoke)} was not trusted")
+        else:
+            state = trust.trust(path)
+            console.print(f"trusted {_safe(state.path)} (sha256 {state.sha256[:16]}…); it is untrusted again once it changes")
+    except HorizonError as exc:
+        _fail(exc)
 
 
 MCP_TASK = "(an MCP session: the request is in the MCP client's conversation)"

@@ -4,6 +4,17 @@ Config files (TOML, later ones win): ``$HORIZON_HOME/config.toml`` (default ``~/
 ``./horizon.toml`` in the current folder. Environment variables are the field names in capitals
 with the prefix ``HORIZON_`` (``HORIZON_BASE_URL``, ``HORIZON_MODEL``, ``HORIZON_API_KEY``, ...).
 
+Trust: ``./horizon.toml`` belongs to whatever folder the command runs in, often a repository
+someone else wrote. Until the user trusts that file (``agent trust PATH``, ``core.trust``: its
+path and SHA-256, so a changed file is untrusted again), only the settings of ``UNTRUSTED_OK``
+apply from it (limits, sampling, the tool format: nothing that sends data somewhere new or starts
+a program); every other one (``base_url``, ``api_key``, ``model``, the fallback endpoint, the
+prices, ``mcp_servers``, and any setting added later unless it is listed there) is ignored, with
+one line on stderr naming the file, the keys and the command that trusts it. The user's own
+``$HORIZON_HOME/config.toml``, the environment and flags are trusted. Each setting's origin is kept
+(``Settings.source_of``: a flag, a variable, a file or the default), e.g. for the run banner's
+"model server ... (from ...)".
+
 Example ``horizon.toml``::
 
     base_url = "http://localhost:8000/v1"
@@ -23,14 +34,26 @@ from __future__ import annotations
 import errno
 import os
 import tomllib
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic import Field, PrivateAttr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import ConfigError, UserError
 from core.state import Pricing
+from core.trust import TrustState, check_trust, warn_untrusted
+
+#: The settings an untrusted config file (``./horizon.toml`` before ``agent trust``) may still set:
+#: none sends data to a new place, starts a program or hides what a run costs. Every other setting
+#: (and any new one not added here) needs a trusted file, the environment or a flag.
+UNTRUSTED_OK = frozenset({
+    "temperature", "max_completion_tokens", "timeout_s", "tool_format", "vision", "critic",
+    "keep_checkpoints", "retry_max_attempts", "retry_max_total_s",
+})  # fmt: skip
 
 
 def horizon_home() -> Path:
@@ -82,6 +105,9 @@ def _unwritable(path: Path, exc: OSError) -> str:
 
 class Settings(BaseSettings):
     """User settings for the model and its price.
+
+    Made by ``load_settings``, each setting remembers where it came from (``source_of``,
+    ``sources``); from an untrusted ``./horizon.toml`` only ``UNTRUSTED_OK`` settings apply.
 
     Attributes:
         base_url: an OpenAI-compatible server's root (``http://host:port/v1``); unset means the
@@ -136,6 +162,8 @@ class Settings(BaseSettings):
     retry_max_total_s: float = Field(120.0, gt=0)
     mcp_servers: list[dict[str, Any]] = []
 
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -145,7 +173,23 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_files()))
+        layers = _LAYERS.get()
+        if layers is None:  # Settings() made directly: the same files, the same trust rule, no warning
+            layers = read_config_layers()
+        # highest priority first: flags, the environment, then the files, the last one read first
+        return (init_settings, env_settings, *(_LayerSource(settings_cls, layer.applied) for layer in reversed(layers)))
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each setting came from (``source_of``), for every field; empty for a ``Settings``
+        made directly rather than by ``load_settings``."""
+        return dict(self._sources)
+
+    def source_of(self, name: str) -> str:
+        """Where setting ``name`` came from, for messages: ``"--base-url"`` (a flag, or what
+        ``load_settings``'s ``overrides_from`` says), ``"HORIZON_BASE_URL"`` (the environment),
+        a config file's path, or ``"default"``; ``"unknown"`` for a ``Settings`` made directly."""
+        return self._sources.get(name, "unknown")
 
     @property
     def auto_policy(self) -> str:
@@ -175,7 +219,12 @@ class Settings(BaseSettings):
 def config_files() -> list[Path]:
     """The config files read, lowest priority first (missing ones are skipped; one whose folder
     cannot be read is kept, so that ``load_settings`` says so instead of a traceback)."""
-    return [f for f in (horizon_home() / "config.toml", Path("horizon.toml")) if _present(f)]
+    return [f for f in (user_config_file(), Path("horizon.toml")) if _present(f)]
+
+
+def user_config_file() -> Path:
+    """The user's own config file, ``$HORIZON_HOME/config.toml``: always trusted."""
+    return horizon_home() / "config.toml"
 
 
 def _present(path: Path) -> bool:
@@ -185,29 +234,114 @@ def _present(path: Path) -> bool:
         return True
 
 
-def _check_file(path: Path) -> None:
-    """Fail on TOML that does not parse or on keys Settings does not know (a typo is not ignored)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read the config file {path}: {exc}") from None
-    unknown = sorted(set(data) - set(Settings.model_fields))
-    if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}")
+@dataclass(frozen=True)
+class ConfigLayer:
+    """One config file as read for these settings.
+
+    Attributes:
+        path: the file (as ``config_files`` names it).
+        applied: the settings taken from it.
+        ignored: the keys it set that were not taken (an untrusted file's, ``UNTRUSTED_OK``).
+        trust: the file's trust state; None for the user's own ``config.toml``.
+    """
+
+    path: Path
+    applied: dict[str, Any]
+    ignored: list[str] = field(default_factory=list)
+    trust: TrustState | None = None
 
 
-def load_settings(**overrides: Any) -> Settings:
+def read_config_layers() -> list[ConfigLayer]:
+    """Read each config file once (lowest priority first) and apply the trust rule.
+
+    Raises:
+        ConfigError: a file cannot be read, is not TOML, or has keys Settings does not know (a
+            typo is not ignored), trusted or not.
+    """
+    layers = []
+    own = user_config_file()
+    for path in config_files():
+        try:
+            content = path.read_bytes()
+            data = tomllib.loads(content.decode("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc}") from None
+        unknown = sorted(set(data) - set(Settings.model_fields))
+        if unknown:
+            raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}")
+        if path == own:
+            layers.append(ConfigLayer(path, data))
+            continue
+        state = check_trust(path, content)
+        if state.trusted:
+            layers.append(ConfigLayer(path, data, trust=state))
+            continue
+        kept = {k: v for k, v in data.items() if k in UNTRUSTED_OK}
+        layers.append(ConfigLayer(path, kept, sorted(set(data) - set(kept)), state))
+    return layers
+
+
+class _LayerSource(PydanticBaseSettingsSource):
+    """One config file's settings (``ConfigLayer.applied``) as a pydantic-settings source."""
+
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+_LAYERS: ContextVar[list[ConfigLayer] | None] = ContextVar("horizon_config_layers", default=None)
+
+
+def load_settings(*, overrides_from: str = "flag", **overrides: Any) -> Settings:
     """Load settings; ``overrides`` (from flags) win, ``None`` values are ignored.
+
+    Settings an untrusted ``./horizon.toml`` sets outside ``UNTRUSTED_OK`` are ignored, with one
+    line on stderr (once per process for each file and content) naming the file, the keys and
+    ``agent trust PATH``. Each setting's origin is recorded (``Settings.source_of``).
+
+    Args:
+        overrides_from: what the overrides are, for ``source_of``: ``"flag"`` (``--base-url``),
+            or a description such as ``"the request"`` (``"the request's base_url"``).
+        overrides: field values that win over everything else.
 
     Raises:
         ConfigError: a file does not parse or has an unknown key, or a file or variable holds
             an invalid value (the file and the field are named).
     """
-    for path in config_files():
-        _check_file(path)
+    layers = read_config_layers()
+    for layer in layers:
+        if layer.ignored and layer.trust is not None:
+            warn_untrusted(layer.trust, layer.ignored)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    token = _LAYERS.set(layers)
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = Settings(**given)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         where = ", ".join(map(str, config_files())) or "no config file"
         raise ConfigError(f"invalid settings ({where}, HORIZON_* variables, flags): {problems}") from None
+    finally:
+        _LAYERS.reset(token)
+    settings._sources = _sources(given, layers, overrides_from)
+    return settings
+
+
+def _sources(given: dict[str, Any], layers: list[ConfigLayer], overrides_from: str) -> dict[str, str]:
+    """Each field's origin, by the priority ``Settings`` applies (flags, environment, files, default)."""
+    env = {k.upper() for k in os.environ}
+    found = {}
+    for name in Settings.model_fields:
+        variable = f"HORIZON_{name.upper()}"
+        if name in given:
+            found[name] = f"--{name.replace('_', '-')}" if overrides_from == "flag" else f"{overrides_from}'s {name}"
+        elif variable in env:
+            found[name] = variable
+        else:
+            found[name] = next((str(layer.path.absolute()) for layer in reversed(layers) if name in layer.applied), "default")
+    return found

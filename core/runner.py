@@ -245,8 +245,9 @@ class Run:
         ep = self.episode
         if ep.env.mcp is not None:  # the store keeps what the external servers offered, for the export's tool list
             config = self.store.run()["config"]
-            self.store.update_run(config={**config, "external_tools": [t.schema() for t in ep.env.mcp.tools],
-                                          "external_read_only": [t.name for t in ep.env.mcp.tools if t.read_only]})  # fmt: skip
+            # as JSON text (as create_run writes it): DuckDB cannot type a dict's empty parts (a tool without arguments)
+            self.store.update_run(config=json.dumps({**config, "external_tools": [t.schema() for t in ep.env.mcp.tools],
+                                                     "external_read_only": [t.name for t in ep.env.mcp.tools if t.read_only]}))  # fmt: skip
         opening = ep.env.reset()
         ep.on_event("setup", {"text": ep.env.setup_text})  # what the plugin found (failing tests, unreadable files)
         self.store.append_opening(opening)

@@ -37,8 +37,12 @@ from pydantic import BaseModel, Field, ValidationError
 from core.errors import UserError
 from core.eval.formats import format_of, task_formats
 from core.eval.sources import StartRecipe, materialise
+from core.trust import trusted_part
 
 TASK_FILES = ("task.json", "task.toml")
+#: What a task file may set only once the user trusts it (``agent trust PATH``, ``core.trust``):
+#: the programs its episodes start.
+UNTRUSTED_TASK_KEYS = frozenset({"mcp_servers"})
 #: The reference trajectory of a task that has no fix.diff (a scripted policy's JSON Lines turns).
 REFERENCE_SCRIPT = "reference.jsonl"
 
@@ -90,7 +94,8 @@ class TaskSpec(BaseModel):
             distributions uploaded before it (the fixed release's upload time), so an old
             release is tested with the dependencies of its time. Empty: the newest.
         mcp_servers: external MCP servers whose tools the episode adds to the plugin's
-            (``core.mcp.client.McpServerSpec``'s fields: name, command or url, env, timeout_s, start_timeout_s, tools).
+            (``core.mcp.client.McpServerSpec``'s fields: name, command or url, env, timeout_s, start_timeout_s, tools);
+            ignored, with a line on stderr, until the user trusts the task file (``agent trust PATH``).
     """
 
     instruction: str = Field(min_length=1)
@@ -178,8 +183,11 @@ def load_task(folder: Path) -> EvalTask:
         raise UserError(f"{folder} is not a task folder: it has neither task.json nor task.toml (see suites/README.md)")
     path = found[0]
     try:
-        text = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
+        text = content.decode("utf-8")
         raw: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        if isinstance(raw, dict):  # a task file ships with a suite or a repository: it starts no program untrusted
+            raw = trusted_part(path, content, raw, UNTRUSTED_TASK_KEYS)
         spec = TaskSpec.model_validate(raw)
     except (OSError, ValueError) as exc:  # JSONDecodeError, TOMLDecodeError and ValidationError are ValueErrors
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)

@@ -14,6 +14,18 @@ land in the run store like any call, so they are recorded, exported and resumed 
   network unless the sandbox allows more, no host environment variables but those the spec
   names. An HTTP server is someone else's process; it never sees the workspace, so its tools are
   marked read-only (no snapshot before each call).
+- **Resource limits**: a stdio server runs under the episode's sandbox limits
+  (``SandboxLimits``: CPU time, memory, processes, file size), for its whole life, through
+  ``Confinement.launcher`` (``core.sandbox.launch``): the rlimits, and a cgroup of its own where
+  the sandbox uses cgroups, apply before its first instruction. A spec's ``limits`` may lower
+  them for one server, never raise them. A server that runs into its memory or process limit
+  (the cgroup says so: an OOM kill, ``pids.max``), or is killed by the CPU-time limit, is stopped
+  (everything in its cgroup killed): the call that was running and every later call of its tools
+  becomes an error observation saying which limit stopped it, and the episode goes on without
+  it; the line is also appended to its stderr log. Without a cgroup the kernel still enforces
+  the rlimits (an allocation past ``RLIMIT_AS`` fails, a fork past ``RLIMIT_NPROC`` fails) but the
+  server is not stopped for it. The wall-clock limit of a server is the episode's: it lives
+  until the episode's end, and each call has its own ``timeout_s``.
 - **Time limits**: each call waits at most the server's ``timeout_s``; a call past it is
   cancelled and becomes an error observation naming the server and the limit. A server that
   dies or returns ``isError`` gives an error observation too; the episode goes on.
@@ -34,7 +46,9 @@ import asyncio
 import base64
 import json
 import re
+import signal
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import suppress
@@ -45,7 +59,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.errors import ToolError, UserError
-from core.sandbox.base import Sandbox
+from core.sandbox.base import Sandbox, SandboxLimits
+from core.sandbox.limits import Confinement
+from core.sandbox.process import shell_status_to_exit_code
 from core.tools import Tool, ToolContext, ToolResult
 
 __all__ = ["McpServerSpec", "McpToolset", "parse_servers"]
@@ -53,6 +69,23 @@ __all__ = ["McpServerSpec", "McpToolset", "parse_servers"]
 #: OpenAI's limit on a function name's length, and the characters it allows.
 _NAME_LIMIT = 64
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class McpLimits(BaseModel):
+    """Lower limits for one stdio server than the episode's sandbox gives (``SandboxLimits``'s
+    fields; each one the smaller of the two applies)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_s: int | None = Field(None, gt=0)
+    memory_bytes: int | None = Field(None, gt=0)
+    max_processes: int | None = Field(None, gt=0)
+    file_size_bytes: int | None = Field(None, gt=0)
+
+    def within(self, limits: SandboxLimits) -> SandboxLimits:
+        """``limits`` with each field given here lowered to it (never raised)."""
+        lowered = {k: min(v, getattr(limits, k)) for k, v in self.model_dump().items() if v is not None}
+        return limits.model_copy(update=lowered)
 
 
 class McpServerSpec(BaseModel):
@@ -66,6 +99,7 @@ class McpServerSpec(BaseModel):
         timeout_s: seconds one tool call may take.
         start_timeout_s: seconds the server may take to start and list its tools.
         tools: the server's tools to offer (its own names); None: all of them.
+        limits: lower resource limits for a stdio server than the episode's (``McpLimits``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -77,6 +111,7 @@ class McpServerSpec(BaseModel):
     timeout_s: float = Field(60.0, gt=0, le=3600)
     start_timeout_s: float = Field(60.0, gt=0, le=3600)
     tools: list[str] | None = None
+    limits: McpLimits = McpLimits()
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
@@ -177,6 +212,10 @@ class McpToolset:
         self._stops: list[asyncio.Event] = []
         self._holders: list[Future[Any]] = []
         self._logs: list[Any] = []  # open stderr files of stdio servers
+        self._confined: dict[str, _Confined] = {}  # stdio servers: their limits and how they ended
+        self._stopped: dict[str, str] = {}  # server -> why Horizon stopped it (a limit)
+        self._stop_lock = threading.Lock()
+        self._calling: dict[str, str] = {}  # server -> the tool being called now
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="horizon-mcp-client", daemon=True)
         self._thread.start()
@@ -186,6 +225,8 @@ class McpToolset:
         except BaseException:
             self.close()
             raise
+        if self._confined:
+            self._watcher = asyncio.run_coroutine_threadsafe(self._watch(), self._loop)
 
     def _connect(self, spec: McpServerSpec, sandbox: Sandbox) -> None:
         from mcp import Client, StdioServerParameters
@@ -202,6 +243,11 @@ class McpToolset:
             # Its stderr goes to a file in scratch (kept with the run), not over Horizon's screen.
             log = sandbox.scratch / f"mcp-{spec.name}.stderr.log"
             self._logs.append(stream := log.open("a", encoding="utf-8"))
+            limits = spec.limits.within(sandbox.limits)
+            confined = _Confined(Confinement(limits, use_cgroups=getattr(sandbox, "use_cgroups", True)), limits,
+                                 sandbox.scratch / f"mcp-{spec.name}.exit.json", log, stream)  # fmt: skip
+            self._confined[spec.name] = confined
+            argv = confined.confinement.launcher(argv, confined.status)
             target = stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(sandbox.workspace)), errlog=stream)
         ready: Future[Any] = Future()
         stop = asyncio.Event()
@@ -231,6 +277,9 @@ class McpToolset:
             raise UserError(f"MCP server {spec.name!r} ({spec.where()}) did not answer within {spec.start_timeout_s:g} s; "
                             "check that it starts and speaks MCP, or raise its start_timeout_s") from None  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - any failure to start or reach the server is the user's to fix
+            if (why := self._limit_reason(spec.name)) is not None:
+                raise UserError(f"MCP server {spec.name!r} ({spec.where()}) was stopped while starting: it ran into {why}; "
+                                "lower what it needs, or give the episode's sandbox more") from None  # fmt: skip
             said = _tail(log) if log is not None else ""
             raise UserError(f"MCP server {spec.name!r} ({spec.where()}) could not be reached: {_reason(exc)}"
                             + (f"; it said: {said}" if said else "")  # the log's folder goes with the run that could not start
@@ -271,15 +320,26 @@ class McpToolset:
             ToolError: the call took longer than ``timeout_s`` (cancelled), the connection failed,
                 or the server answered ``isError`` (its text is the message).
         """
+        if spec.name in self._stopped:
+            raise ToolError(self._stopped[spec.name])
         client = self._clients[spec.name]
+        self._calling[spec.name] = tool  # named by the watcher's message if the server is stopped meanwhile
         future = asyncio.run_coroutine_threadsafe(client.call_tool(tool, arguments), self._loop)
         try:
-            result = future.result(timeout=spec.timeout_s)
+            result = self._wait(spec, future)
         except FutureTimeout:
             future.cancel()
+            if self._check(spec.name, tool):
+                raise ToolError(self._stopped[spec.name]) from None
             raise ToolError(f"the MCP server {spec.name} did not answer {tool} within {spec.timeout_s:g} s; the call was cancelled") from None
         except Exception as exc:  # noqa: BLE001 - a dead server or a protocol error is an observation, not a crash
+            if self._check(spec.name, tool, ended=True):
+                raise ToolError(self._stopped[spec.name]) from None
             raise ToolError(f"the MCP server {spec.name} failed on {tool}: {_reason(exc)}") from None
+        finally:
+            self._calling.pop(spec.name, None)
+        if self._check(spec.name, tool):  # it answered, but ran into a limit meanwhile: it is stopped now
+            raise ToolError(self._stopped[spec.name])
         text = _content_text(result)
         if result.is_error:
             raise ToolError(f"{spec.name}__{tool} failed: {text or 'the server gave no reason'}")
@@ -288,11 +348,84 @@ class McpToolset:
             data["structured_content"] = result.structured_content
         return ToolResult(output=text or "(no output)", data=data)
 
+    def _wait(self, spec: McpServerSpec, future: Future[Any]) -> Any:
+        """The call's result; gives up early (``FutureTimeout``) once the server was stopped."""
+        deadline = time.monotonic() + spec.timeout_s
+        while True:
+            try:
+                return future.result(timeout=max(0.0, min(_WATCH_S, deadline - time.monotonic())))
+            except FutureTimeout:
+                if spec.name in self._stopped or time.monotonic() >= deadline:
+                    raise
+
+    def _limit_reason(self, name: str, *, ended: bool = False) -> str | None:
+        """Which limit a stdio server ran into (the cgroup's record, or the signal it died of), or
+        None; ``ended``: its connection just ended, so wait a moment for the launcher's record."""
+        confined = self._confined.get(name)
+        if confined is None:
+            return None
+        why = confined.confinement.exceeded()
+        if why is None:
+            code = confined.exit_code(wait_s=2.0 if ended else 0.0)
+            # bwrap reports its command's death by signal n as 128 + n; an unconfined server's is -n
+            code = shell_status_to_exit_code(code) if code is not None else None
+            if code == -signal.SIGXCPU:
+                why = "its CPU-time limit"
+            elif code == -signal.SIGXFSZ:
+                why = "its file-size limit"
+        if why is None:
+            return None
+        detail = {"its memory limit": f"{confined.limits.memory_bytes:,} bytes",
+                  "its process limit": f"{confined.limits.max_processes} processes",
+                  "its CPU-time limit": f"{confined.limits.cpu_s} s",
+                  "its file-size limit": f"{confined.limits.file_size_bytes:,} bytes"}[why]  # fmt: skip
+        return f"{why} ({detail})"
+
+    def _check(self, name: str, tool: str | None = None, *, ended: bool = False) -> bool:
+        """Stop server ``name`` if it ran into a limit (once); True when it is stopped.
+        ``ended``: its call failed as a dead connection does (see ``_limit_reason``)."""
+        if name in self._stopped:
+            return True
+        why = self._limit_reason(name, ended=ended)
+        if why is None:
+            return False
+        with self._stop_lock:
+            if name in self._stopped:
+                return True
+            tool = tool or self._calling.get(name)
+            during = f" during {tool}" if tool else ""
+            message = (f"the MCP server {name} was stopped{during}: it ran into {why}; its tools are unavailable "
+                       "for the rest of the episode")  # fmt: skip
+            self._stopped[name] = message
+        confined = self._confined[name]
+        confined.confinement.kill()
+        with suppress(OSError, ValueError):
+            confined.stream.write(f"horizon: {message}\n")
+            confined.stream.flush()
+        return True
+
+    async def _watch(self) -> None:
+        """Stop a server the moment its cgroup records a limit (a fork bomb would otherwise spin
+        until its call times out)."""
+        while True:
+            for name in self._confined:
+                if name not in self._stopped:
+                    with suppress(Exception):  # a cgroup file that went away: the next look, or the call, tells
+                        await asyncio.to_thread(self._check, name)
+            await asyncio.sleep(_WATCH_S)
+
+    def stopped(self) -> dict[str, str]:
+        """The servers Horizon stopped for a limit, each with the message its calls get."""
+        return dict(self._stopped)
+
     def close(self) -> None:
-        """Close every connection (a stdio server's process ends with it) and stop the thread;
-        safe to call twice."""
+        """Close every connection (a stdio server's process ends with it), remove the servers'
+        cgroups and stop the thread; safe to call twice."""
         if not self._thread.is_alive():
             return
+        watcher = getattr(self, "_watcher", None)
+        if watcher is not None:
+            watcher.cancel()
         for stop in self._stops:
             self._loop.call_soon_threadsafe(stop.set)
         for holder in self._holders:
@@ -302,8 +435,39 @@ class McpToolset:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+        for confined in self._confined.values():
+            confined.confinement.close()
         for stream in self._logs:
             stream.close()
+
+
+#: Seconds between two looks at the servers' cgroups.
+_WATCH_S = 0.2
+
+
+@dataclass
+class _Confined:
+    """A stdio server's limits: its confinement, the limits it was given, where the launcher
+    writes its exit status, and its stderr log (path and open stream)."""
+
+    confinement: Confinement
+    limits: SandboxLimits
+    status: Path
+    log: Path
+    stream: Any
+
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """The server's exit status once it has ended (negative: a signal), else None; waits up
+        to ``wait_s`` seconds for the launcher to write it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return int(json.loads(self.status.read_text(encoding="utf-8"))["exit_code"])
+            except (OSError, ValueError, KeyError, TypeError):
+                if time.monotonic() >= deadline:
+                    return None
+            time.sleep(0.05)
+
 
 
 def _content_text(result: Any) -> str:

@@ -21,7 +21,9 @@ _WHERE = {"Policy": "base", "PolicyResponse": "base", "EmbeddedPolicy": "embedde
           "OpenAIServerPolicy": "openai_server", "FallbackPolicy": "router", "with_fallback": "router",
           "ScriptedPolicy": "scripted", "load_script": "scripted"}
 
-__all__ = sorted(_WHERE)
+__all__ = ["EmbeddedPolicy", "EndpointFailed", "FallbackPolicy", "OpenAIServerPolicy", "Policy", "PolicyResponse", "ScriptedPolicy",
+           "load_script", "with_fallback"]
+assert sorted(__all__) == sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:

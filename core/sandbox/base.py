@@ -99,7 +99,9 @@ class Sandbox(Protocol):
     def command_line(self, argv: list[str], *, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """How to start ``argv`` as a long-lived process in this sandbox whose pipes the caller
         holds (an MCP server over stdio): ``(argv to spawn, its environment)``. Isolation as
-        ``run``'s; no limits or deadline (the process lives as long as the episode).
+        ``run``'s; no limits or deadline of its own (the process lives as long as the episode):
+        the caller wraps it in ``Confinement.launcher`` (``core.sandbox.limits``) for the limits,
+        as ``core.mcp.client`` does.
 
         Raises:
             ValueError: empty ``argv`` or an invalid environment variable.

@@ -523,8 +523,10 @@ class BwrapSandbox:
         pipes the caller holds (an MCP server over stdio), instead of ``run``'s run-to-completion.
 
         Isolation is ``run``'s (the same mounts, namespaces, environment and network rule); the
-        limits are not: the process lives as long as the episode and has no cgroup or deadline.
-        It dies with Horizon (``--die-with-parent`` and a parent-death signal).
+        limits are the caller's to add, around this command line (``Confinement.launcher``: a
+        cgroup and the rlimits for the process's whole life, as ``core.mcp.client`` does); there
+        is no deadline, the process lives as long as the episode. It dies with Horizon
+        (``--die-with-parent`` and a parent-death signal).
 
         Returns:
             ``(bwrap's argv, bwrap's own environment)``; the command's environment (the fixed

@@ -25,6 +25,12 @@ then the rlimits above are all there is: that is the clean degradation, not an e
 The command joins its cgroup in the child before exec (by writing "0" to a ``cgroup.procs`` opened
 by the parent), so nothing it forks can escape the accounting. The parent kills whatever is left in
 the cgroup and removes it after the command.
+
+A long-lived process that another library spawns (an external MCP server, started by the ``mcp``
+SDK) gets the same confinement through ``Confinement.launcher``: a small launcher
+(``core.sandbox.launch``) joins the cgroup and sets the rlimits in a child before it execs the
+command, and records how the command ended; ``Confinement.exceeded`` tells which cgroup limit it
+ran into (an OOM kill, a fork refused by ``pids.max``).
 """
 
 from __future__ import annotations
@@ -352,6 +358,21 @@ class Cgroup:
                 continue
         return False
 
+    def pids_limit_hit(self) -> bool:
+        """True when a process of this command could not be started because of ``pids.max``
+        (``pids.events``' ``max`` counter, cgroup v1 and v2)."""
+        pids = self.dirs.get("pids")
+        if pids is None:
+            return False
+        try:
+            for line in (pids / "pids.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max" and int(value) > 0:
+                    return True
+        except (OSError, ValueError):
+            pass
+        return False
+
     def remove(self) -> None:
         """Kill what is left and remove the directories.
 
@@ -548,6 +569,33 @@ class Confinement:
 
     def oom_killed(self) -> bool:
         return self.cgroup is not None and self.cgroup.oom_killed()
+
+    def exceeded(self) -> str | None:
+        """Which cgroup limit the command ran into, as a phrase for messages (``"its memory
+        limit"``, ``"its process limit"``), or None (none, or no cgroup to tell)."""
+        if self.cgroup is None:
+            return None
+        if self.cgroup.oom_killed():
+            return "its memory limit"
+        if self.cgroup.pids_limit_hit():
+            return "its process limit"
+        return None
+
+    def launcher(self, argv: list[str], status_file: Path) -> list[str]:
+        """The command line that starts ``argv`` as a long-lived process under these limits
+        (``core.sandbox.launch``): the process joins the cgroup and sets the rlimits before it
+        execs ``argv``, and its exit status (negative: the signal) is written to ``status_file``
+        as ``{"exit_code": N}`` when it ends. For a process someone else spawns (an MCP server
+        started by the ``mcp`` SDK); ``run``'s commands use ``preexec`` or ``apply_to`` instead.
+        """
+        import json
+        import sys
+
+        cgroup_dirs = sorted({str(d / "cgroup.procs") for d in self.cgroup.dirs.values()}) if self.cgroup is not None else []
+        spec = {"cgroup_procs": cgroup_dirs, "rlimits": [[r, soft, hard] for r, (soft, hard) in self.rlimits],
+                "status": str(status_file), "parent": os.getpid()}  # fmt: skip
+        script = Path(__file__).with_name("launch.py")
+        return [sys.executable, "-I", "-S", str(script), json.dumps(spec), "--", *argv]
 
     def close(self) -> None:
         for fd in self._procs_fds:

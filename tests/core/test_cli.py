@@ -82,3 +82,18 @@ def test_starting_the_cli_imports_no_plugin_or_heavy_library(argv, tmp_path, mon
         assert "duckdb" in heavy  # the control: listing runs reads their DuckDB stores
     else:
         assert heavy == [], f"starting agent {' '.join(argv)} imported {heavy}"
+
+
+def test_agent_trust_records_lists_and_revokes_a_file(horizon_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["trust"]).exit_code == 2  # nothing to do: says what to give
+    missing = runner.invoke(app, ["trust", "horizon.toml"])
+    assert missing.exit_code == 2 and "is not a file" in missing.output
+    (tmp_path / "horizon.toml").write_text('model = "m"\n')
+    assert runner.invoke(app, ["trust", str(tmp_path)]).exit_code == 0  # a folder means its horizon.toml
+    listed = runner.invoke(app, ["trust", "--list"])
+    assert str(tmp_path / "horizon.toml") in listed.output and "unchanged" in listed.output
+    (tmp_path / "horizon.toml").write_text('model = "other"\n')
+    assert "changed since" in runner.invoke(app, ["trust", "--list"]).output
+    assert "no longer trusted" in runner.invoke(app, ["trust", "--revoke", "horizon.toml"]).output
+    assert "no trusted files" in runner.invoke(app, ["trust", "--list"]).output

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,7 +33,16 @@ from core.state import Limits, Pricing
 
 SERVER = Path(__file__).resolve().parent / "mcp_notes_server.py"
 BUDGET_NOTE = re.compile(r"\n\n\[\d+ steps? and [\d,]+ tokens left\]$")  # the loop's, after each step
-STDIO = {"name": "notes", "command": [sys.executable, str(SERVER)], "timeout_s": 20}
+# The stdio server is started from the episode's workspace (the test copies it into the folder the
+# run works on): the sandbox hides /tmp, so a checkout there could not start it from tests/.
+STDIO = {"name": "notes", "command": [sys.executable, SERVER.name], "timeout_s": 20}
+
+
+@pytest.fixture
+def server_folder(notes_folder):
+    """``notes_folder`` with the notes MCP server's script in it: the episode's workspace holds it."""
+    shutil.copy(SERVER, notes_folder / SERVER.name)
+    return notes_folder
 
 
 def run_episode(calls, servers, home, folder):
@@ -50,7 +60,8 @@ def run_episode(calls, servers, home, folder):
     return tools, records, seen
 
 
-def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_path, horizon_home, notes_plugin, notes_folder):
+def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_path, horizon_home, notes_plugin, server_folder):
+    notes_folder = server_folder
     secret = tmp_path / "outside.txt"  # outside the workspace: the sandbox hides it (tmp is its own tmpfs)
     secret.write_text("host secret")
     words = len((notes_folder / "log.md").read_text().split())
@@ -79,7 +90,8 @@ def test_a_stdio_servers_tools_run_in_the_episodes_sandbox_and_are_recorded(tmp_
     assert seen[6] == "1 words in NOTES.md"
 
 
-def test_the_note_a_stdio_server_wrote_is_in_the_runs_patch_and_its_export(tmp_path, horizon_home, notes_plugin, notes_folder):
+def test_the_note_a_stdio_server_wrote_is_in_the_runs_patch_and_its_export(tmp_path, horizon_home, notes_plugin, server_folder):
+    notes_folder = server_folder
     calls = [{"tool": "notes__write_note", "arguments": {"path": "NOTES.md", "text": "hello from MCP"}},
              {"tool": "finish", "arguments": {"summary": "wrote a note"}}]  # fmt: skip
     run = Run.start(Task(plugin=notes_plugin, instruction="write a note", repo=notes_folder, metadata={"mcp_servers": [STDIO]}),
@@ -154,10 +166,14 @@ def test_server_specs_that_cannot_work_are_refused_with_the_reason(raw, message)
 def test_the_config_names_servers_for_agent_run(tmp_path, monkeypatch):
     from core.cli import _mcp_metadata
     from core.config import load_settings
+    from core.trust import trust
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "horizon.toml").write_text('[[mcp_servers]]\nname = "notes"\ncommand = ["python3", "server.py"]\n')
+    assert _mcp_metadata(load_settings()) == {}  # the working folder's file starts nothing until trusted
+    trust(tmp_path / "horizon.toml")
     assert _mcp_metadata(load_settings()) == {"mcp_servers": [{"name": "notes", "command": ["python3", "server.py"]}]}
     (tmp_path / "horizon.toml").write_text('[[mcp_servers]]\nname = "notes"\n')
-    with pytest.raises(UserError, match="give exactly one of command"):
+    trust(tmp_path / "horizon.toml")
+    with pytest.raises(UserError, match=f"mcp_servers from {tmp_path / 'horizon.toml'}.*give exactly one of command"):
         _mcp_metadata(load_settings())

@@ -139,9 +139,11 @@ def attack_table_markdown(cases: list[Case]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: The table's order of id prefixes: sandbox reads, writes, network, resources, Horizon's own
-#: process, git, reward hacking, the grading property, agent apply, the terminal, web surfaces, limitations.
-_PREFIXES = ["R", "W", "N", "X", "H", "G", "RH", "P", "A", "T", "WS", "L"]
+#: The table's order of id prefixes: sandbox reads, writes, network, resources, external MCP
+#: servers' resources, Horizon's own process, git, reward hacking, the grading property, agent
+#: apply, the terminal, configuration trust, web surfaces (and a breaker's attacks on them), what
+#: a service request may choose, limitations.
+_PREFIXES = ["R", "W", "N", "X", "MC", "H", "G", "RH", "P", "A", "T", "TR", "WS", "WB", "SB", "L"]
 
 
 def _order(case: Case) -> tuple[int, str]:
