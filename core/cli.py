@@ -83,6 +83,9 @@ console = Console(highlight=False, soft_wrap=True, emoji=False)
 EXIT_INTERRUPTED = 130  # the shell's convention for a run stopped by Ctrl-C
 #: The limits a run gets when no flag says otherwise: the CLI's defaults are ``Limits``'s own (one owner).
 DEFAULT_LIMITS = Limits()
+#: The embedded model's step limit when --max-steps is not given: it is a demonstration (a step
+#: takes tens of seconds on 2 cores), not a model that fixes bugs.
+EMBEDDED_MAX_STEPS = 6
 
 
 def _safe(text: object) -> str:
@@ -188,13 +191,19 @@ def _summary(result: RunResult) -> None:
     console.print(table)
 
 
-def _run_and_report(run: Run, apply: bool) -> None:
-    """Execute a run, print its summary, apply its patch if asked; exit with the run's status."""
+def _run_and_report(run: Run, apply: bool, *, embedded: bool = False) -> None:
+    """Execute a run, print its summary, apply its patch if asked; exit with the run's status.
+    An embedded-model run ends with a line saying what it showed and how to get a capable model."""
     try:
         result = run.execute()
     finally:
         run.close()
     _summary(result)
+    if embedded:
+        verdict = "and fixed it" if result.reward == 1.0 else "without a fix, as expected of a model this small"
+        steps = f"{result.steps} real step{'' if result.steps == 1 else 's'}"
+        console.print(f"[bold]the embedded model ran {steps} of the loop {verdict}.[/] For real work, point "
+                      "agent run at a model server: --base-url http://localhost:8000/v1 --model NAME (agent serve MODEL starts one; README)")
     if result.status != "finished":
         console.print(f"[yellow]the run stopped before it ended; continue it with: agent resume {result.run_id}[/]")
         raise typer.Exit(EXIT_INTERRUPTED if result.status == "interrupted" else 1)
@@ -233,7 +242,8 @@ def run(
     tool_format: str | None = typer.Option(None, "--tool-format", help="native (the server's tool calling) or text (<tool_call> blocks, for servers without it)"),
     vision: bool | None = typer.Option(None, "--vision/--no-vision", help="the server's model sees images: renders go to it as image parts (default: config's vision, false)"),
     critic: bool | None = typer.Option(None, "--critic/--no-critic", help="after each render, a model call judges it against the task; its verdict is added to the observation"),
-    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="model calls before the run stops"),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1,
+                                         help=f"model calls before the run stops (default {DEFAULT_LIMITS.max_steps}; the embedded model: {EMBEDDED_MAX_STEPS})"),
     max_tokens: int = typer.Option(DEFAULT_LIMITS.max_tokens, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
     max_wall_s: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--max-time", min=0.001, help="seconds of running before the run stops"),
     max_cost: float = typer.Option(DEFAULT_LIMITS.max_cost, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
@@ -251,6 +261,8 @@ def run(
         from core.config import load_settings
         settings = load_settings(base_url=base_url, model=model, tool_format=tool_format, vision=vision, critic=critic)
         spec = policy_spec(policy, settings, script, exchange)  # auto: settings.auto_policy (a --base-url is in settings)
+        if max_steps is None:  # the embedded model demonstrates the loop: a short episode, not a long wait
+            max_steps = EMBEDDED_MAX_STEPS if spec["kind"] == "embedded" else DEFAULT_LIMITS.max_steps
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         the_policy = make_policy(spec, settings)
         started = Run.start(
@@ -261,13 +273,16 @@ def run(
         if spec["kind"] == "openai":  # who chose where the code and the key go
             console.print(f"[dim]model server {_safe(settings.base_url)} (set by {_safe(settings.source_of('base_url'))})[/]")
         console.print(f"[dim]run {_safe(started.run_id)}  workspace {_safe(started.episode.ctx.workspace)}[/]")
+        if spec["kind"] == "embedded":
+            console.print(f"[dim]the embedded model (135M parameters, in-process) shows the loop working, at most {max_steps} steps; "
+                          "it is far too small to fix real bugs (a model server: --base-url URL --model NAME)[/]")
         if no_sandbox:
             console.print("[yellow]warning: --no-sandbox: the agent's commands run WITHOUT isolation, as you[/]")
         if spec["kind"] == "human":
             folder = _safe(spec["exchange"])
             console.print(f"[bold]you play the model[/]: in another terminal, [bold]agent human wait {folder}[/] shows each "
                           f"request and [bold]agent human answer {folder} --tool NAME --args JSON[/] answers it")  # fmt: skip
-        _run_and_report(started, apply)
+        _run_and_report(started, apply, embedded=spec["kind"] == "embedded")
     except HorizonError as exc:
         _fail(exc)
 

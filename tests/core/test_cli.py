@@ -97,3 +97,24 @@ def test_agent_trust_records_lists_and_revokes_a_file(horizon_home, tmp_path, mo
     assert "changed since" in runner.invoke(app, ["trust", "--list"]).output
     assert "no longer trusted" in runner.invoke(app, ["trust", "--revoke", "horizon.toml"]).output
     assert "no trusted files" in runner.invoke(app, ["trust", "--list"]).output
+
+
+def test_the_embedded_model_runs_a_short_episode_and_says_what_it_showed(notes_plugin, notes_folder):
+    """Without --max-steps the embedded model gets ``EMBEDDED_MAX_STEPS`` (a demonstration, not a
+    long wait), the banner says so, and the run ends with a line on what it showed and how to get a
+    capable model; a model server's run keeps the usual limit. (``--max-time`` ends the run
+    after at most one model call: what is tested is the CLI's choice, not the model.)"""
+    from core.cli import EMBEDDED_MAX_STEPS
+
+    done = runner.invoke(app, ["run", "notes", "answer", "--repo", str(notes_folder), "--policy", "embedded", "--max-time", "0.001"])
+    said = " ".join(done.output.split())  # rich wraps long lines at the terminal's width
+    assert f"at most {EMBEDDED_MAX_STEPS} steps" in said, said
+    assert re.search(r"the embedded model ran [01] real steps? of the loop without a fix", said) and "--base-url" in said
+    run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", done.output).group(1)
+    shown = json.loads(runner.invoke(app, ["show", run_id, "--json"]).output)
+    assert shown["run"]["config"]["limits"]["max_steps"] == EMBEDDED_MAX_STEPS
+    served = runner.invoke(app, ["run", "notes", "answer", "--repo", str(notes_folder), "--base-url", "http://127.0.0.1:9/v1",
+                                 "--model", "m", "--max-time", "0.001"])
+    run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", served.output).group(1)
+    assert json.loads(runner.invoke(app, ["show", run_id, "--json"]).output)["run"]["config"]["limits"]["max_steps"] == 30
+    assert "embedded model ran" not in served.output
