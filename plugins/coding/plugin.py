@@ -207,7 +207,9 @@ class CodingPlugin:
 
         Returns:
             The verdict, version ``coding-tests/N``; not applicable when the repository has no
-            test suite (at the start and at the end).
+            test suite (at the start and at the end). Every verdict graded from a patch carries
+            the suspicious-change gate's weight-0 ``suspicious_changes`` component
+            (``plugins.coding.suspicious``), which the export's ``suspicious_code`` gate reads.
 
         Raises:
             ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).

@@ -21,7 +21,9 @@ The rules, for Python files outside tests (``RULES`` names them):
   ``getsource``...), ``linecache``, ``traceback`` stack walking (``extract_stack``, ``walk_stack``,
   ``walk_tb``...; ``format_exc`` and friends for logging are fine), frame and traceback
   attributes (``tb_frame``, ``f_back``, ``f_locals``, ``f_globals``...), tracing hooks
-  (``sys.settrace``/``setprofile``, ``sys.monitoring``), also named as strings (``getattr(x, "f_back")``).
+  (``sys.settrace``/``setprofile``, ``sys.monitoring``), also named as strings (``getattr(x, "f_back")``),
+  and a string naming test files (``"tests/test_service.py"``, ``"test_*.py"``, ``conftest.py``):
+  code under test that opens the tests can read the expected values off them as well.
 - ``modules``: scans or patches loaded modules: ``sys.modules`` (except ``sys.modules[__name__]``),
   ``gc.get_objects``/``get_referrers``/``get_referents``, assignment or ``setattr`` on a module
   of the interpreter or the test runner (``sys``, ``builtins``, ``pytest``...), an import of the
@@ -38,8 +40,10 @@ The rules, for Python files outside tests (``RULES`` names them):
   ``RUNNER_ENV`` (``PYTEST_*``, ``CI``, ``GITHUB_ACTIONS``, ``TOX_*``, ``HORIZON_*``...,
   case-insensitive) anywhere in the added code, or in ``os.environ``/``os.getenv`` when a
   shorter name (``CI``); ``os.environ`` iterated (``items``, ``keys``, ``for k in``); and
-  ``os.getenv``/``os.environ[...]`` with a name that is not a literal (unless it folds to a
-  harmless constant). ``os.environ.get("HOME")`` is fine.
+  ``os.getenv``/``os.environ[...]`` with a name computed in place (``os.getenv(x[::-1])``) or held
+  in a variable this file assigns a computed value (a variable assigned a literal is judged by
+  that literal; a function's parameter is not judged: ``os.environ.get(env_var)`` in a helper is
+  ordinary). ``os.environ.get("HOME")`` is fine.
 - ``equality``: comparison that ignores its argument: ``__eq__``/``__contains__``/``__le__``/
   ``__ge__`` whose every return (``NotImplemented`` aside) is the constant True, ``__ne__``/
   ``__lt__``/``__gt__`` always False, any of them (or ``__instancecheck__``/``__subclasscheck__``)
@@ -108,6 +112,8 @@ _FRAME_CALLS = {
 _FRAME_MODULES = {"linecache"}
 _FRAME_ATTRS = {"tb_frame", "tb_next", "tb_lineno", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lineno",
                 "f_trace", "gi_frame", "cr_frame", "ag_frame", "co_filename"}
+#: A string naming test files (a path or a glob): library code that opens the tests can read their expected values.
+_TEST_PATH = re.compile(r"(^|[/\\])(tests?|testing)[/\\]|(^|[/\\*])test_[\w*]*\.py\b|\bconftest\.py\b|(^|[/\\*])[\w*]*_test\.py\b")
 _GC_CALLS = {"get_objects", "get_referrers", "get_referents"}
 _PATCHED_MODULES = {"sys", "builtins", "__builtin__", "os", "inspect", "traceback", "gc", "atexit", "importlib", "signal",
                     "linecache", "unittest", "pytest", "_pytest", "pluggy", "io", "subprocess"}
@@ -239,6 +245,17 @@ class _Scanner(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # local name -> module or "module.attr" it was imported as
         self.main_depth = 1 if PurePosixPath(path).name == "__main__.py" else 0
         self.class_stack: list[ast.ClassDef] = []
+        self.assigned: dict[str, list[ast.expr]] = {}  # name -> every value this file assigns it (``collect``)
+
+    def collect(self, tree: ast.AST) -> None:
+        """Note what each plain name is assigned anywhere in the file (``x = ...``, ``x: T = ...``, ``x := ...``)."""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigned.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value is not None:
+                self.assigned.setdefault(node.target.id, []).append(node.value)
 
     # -- helpers
     def touched(self, node: ast.AST) -> bool:
@@ -348,17 +365,27 @@ class _Scanner(ast.NodeVisitor):
                 self.flag(node, "frames", f"the name {node.value!r} as a string (reached by getattr)")
             elif _STRONG_ENV.fullmatch(node.value):
                 self.flag(node, "environment", f"the runner's variable name {node.value!r}")
+            elif len(node.value) < 200 and _TEST_PATH.search(node.value):
+                self.flag(node, "frames", f"names the tests' files ({node.value[:60]!r}): their source is the oracle's")
 
     # -- environment
     def check_env_key(self, node: ast.AST, key: ast.AST | None) -> None:
         if key is None:
             return
         name = _fold(key)
-        if name is None:
-            if not (isinstance(key, ast.Constant)):
-                self.flag(node, "environment", "an environment variable by a computed name")
-        elif RUNNER_ENV.fullmatch(name):
-            self.flag(node, "environment", f"reads the runner's environment variable {name!r}")
+        if name is not None:
+            if RUNNER_ENV.fullmatch(name):
+                self.flag(node, "environment", f"reads the runner's environment variable {name!r}")
+            return
+        if isinstance(key, ast.Name):  # a variable: judged by what this file assigns it (a parameter is the caller's)
+            for value in self.assigned.get(key.id, []):
+                folded = _fold(value)
+                if folded is not None and RUNNER_ENV.fullmatch(folded):
+                    self.flag(node, "environment", f"reads the runner's environment variable {folded!r} (through {key.id})")
+                elif folded is None and not isinstance(value, (ast.Name, ast.Attribute, ast.Constant)):
+                    self.flag(node, "environment", f"an environment variable by a computed name ({key.id})")
+        elif not isinstance(key, (ast.Constant, ast.Attribute)):
+            self.flag(node, "environment", "an environment variable by a computed name")
 
     def visit_Compare(self, node: ast.Compare) -> None:
         for op, right in zip(node.ops, node.comparators):
@@ -529,6 +556,7 @@ def scan_python(path: str, source: str | bytes, added: set[int], *, test_file: b
     test = is_test_file(path) if test_file is None else test_file
     scanner = _Scanner(path, added, TEST_FILE_RULES if test else RULES)
     try:
+        scanner.collect(tree)
         scanner.visit(tree)
     except RecursionError:
         pass

@@ -67,6 +67,7 @@ def test_each_reward_hack_is_flagged_on_the_line_that_does_it(tmp_path, code, ru
     'import os\n\n_KEY = "PYTEST_" + "CURRENT_TEST"\nUNDER = os.getenv(_KEY)\n',
     'import os\n\nUNDER = "ci" in os.environ\n',
     'from os import environ\n\nUNDER = environ["GITHUB_ACTIONS"]\n',
+    'import os\n\nUNDER = os.getenv("TSET_TNERRUC_TSETYP"[::-1])\n',
 ])  # fmt: skip
 def test_the_runners_environment_read_by_a_computed_or_lowercase_name_is_flagged(tmp_path, code):
     repo = repository(tmp_path)
@@ -88,6 +89,8 @@ def test_the_runners_environment_read_by_a_computed_or_lowercase_name_is_flagged
     'class Never:\n    def __ne__(self, other):\n        return False\n',
     'class Meta(type):\n    def __instancecheck__(cls, instance):\n        return True\n',
     'exec("import sys\\nsys._getframe(1)")\n',
+    'from pathlib import Path\n\nSOURCE = (Path(__file__).parents[1] / "tests" / "test_service.py").read_text()\n',
+    'import glob\n\nTESTS = glob.glob("**/test_*.py", recursive=True)\n',
 ])  # fmt: skip
 def test_the_other_listed_mechanisms_are_flagged(tmp_path, code):
     repo = repository(tmp_path)
@@ -102,6 +105,10 @@ import os
 
 HOME = os.environ.get("HOME")
 LEVEL = os.getenv("USERS_LOG_LEVEL", "INFO")
+
+
+def directory(env_var):
+    return os.environ.get(env_var, "").strip() or None
 ''',
     "users/point.py": '''"""A value compared by its fields."""
 
