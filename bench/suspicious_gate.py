@@ -84,7 +84,7 @@ def scan_fix(task: Path, work: Path) -> tuple[list[str], tuple[int, int, int]]:
     copy = work / task.name
     shutil.copytree(tree, copy, symlinks=True)
     patch = (task / "fix.diff").read_text(encoding="utf-8")
-    applied = subprocess.run(["git", "apply", "--whitespace=nowarn", str(task / "fix.diff")], cwd=copy, capture_output=True, text=True)
+    applied = subprocess.run(["git", "apply", "--whitespace=nowarn", str(task / "fix.diff")], cwd=copy, capture_output=True, text=True, check=False)
     if applied.returncode != 0:
         raise RuntimeError(f"fix.diff does not apply: {applied.stderr.strip()[:200]}")
     return [str(f) for f in scan_patch(patch, workspace_reader(copy))], counts(added_lines(patch))
@@ -113,7 +113,7 @@ def scan_release(package: str, old: str, new: str, work: Path) -> tuple[list[str
     a, b = release_tree(package, old, work), release_tree(package, new, work)
     shutil.move(str(a), work / "a")
     shutil.move(str(b), work / "b")
-    proc = subprocess.run(["git", "diff", "--no-index", "--no-color", "--no-renames", "a", "b"], cwd=work, capture_output=True)
+    proc = subprocess.run(["git", "diff", "--no-index", "--no-color", "--no-renames", "a", "b"], cwd=work, capture_output=True, check=False)
     patch = proc.stdout.decode("utf-8", "surrogateescape").replace("\n+++ b/b/", "\n+++ b/")
     return [str(f) for f in scan_patch(patch, workspace_reader(work / "b"))], counts(added_lines(patch))
 

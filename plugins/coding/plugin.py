@@ -12,7 +12,8 @@ from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
-from plugins.coding.suspicious import COMPONENT as SUSPICIOUS, suspicious_component, workspace_reader
+from plugins.coding.suspicious import COMPONENT as SUSPICIOUS
+from plugins.coding.suspicious import suspicious_component, workspace_reader
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS

@@ -28,8 +28,9 @@ The rules, for Python files outside tests (``RULES`` names them):
   ``gc.get_objects``/``get_referrers``/``get_referents``, assignment or ``setattr`` on a module
   of the interpreter or the test runner (``sys``, ``builtins``, ``pytest``...), an import of the
   test runner (``pytest``, ``_pytest``, ``pluggy``, ``unittest``) from library code, and an
-  import by a computed name (``importlib.import_module``/``__import__`` whose argument is not a
-  literal, unless built from ``__name__``/``__package__``), ``getattr``/``setattr`` with a
+  import by a computed name (``importlib.import_module``/``__import__`` whose argument is computed
+  in place or held in a variable this file assigns a computed value, unless built from
+  ``__name__``/``__package__``; a function's parameter is not judged), ``getattr``/``setattr`` with a
   computed name on ``sys``/``builtins``/``inspect``/``gc``/``os``.
 - ``exit``: registers exit hooks or leaves the interpreter from library code: ``atexit``,
   ``os._exit``/``os.abort``/``os.kill``, ``signal`` handlers and alarms, ``sys.excepthook``
@@ -150,7 +151,7 @@ def _unquote(raw: str) -> str:
     raw = raw.split("\t", 1)[0].rstrip("\n")
     if raw.startswith('"') and raw.endswith('"'):
         raw = raw[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1", "replace").decode("utf-8", "replace")
-    return raw[2:] if raw.startswith("b/") else raw
+    return raw.removeprefix("b/")
 
 
 def added_lines(patch: str) -> dict[str, set[int]]:
@@ -372,20 +373,34 @@ class _Scanner(ast.NodeVisitor):
     def check_env_key(self, node: ast.AST, key: ast.AST | None) -> None:
         if key is None:
             return
-        name = _fold(key)
-        if name is not None:
-            if RUNNER_ENV.fullmatch(name):
+        for name, computed in self.values_of(key):
+            if name is not None and RUNNER_ENV.fullmatch(name):
                 self.flag(node, "environment", f"reads the runner's environment variable {name!r}")
-            return
-        if isinstance(key, ast.Name):  # a variable: judged by what this file assigns it (a parameter is the caller's)
+            elif computed is not None:
+                self.flag(node, "environment", "an environment variable by a computed name")
+
+    def values_of(self, key: ast.AST | None) -> list[tuple[str | None, ast.AST | None]]:
+        """What a name argument can be: ``(folded string, None)`` for each constant it folds to, and
+        ``(None, expression)`` for each value computed in a way constant folding cannot follow. A
+        plain variable is judged by what this file assigns it (a function's parameter is the
+        caller's to choose: not judged); an attribute or a non-string constant is not judged."""
+        if key is None:
+            return []
+        folded = _fold(key)
+        if folded is not None:
+            return [(folded, None)]
+        if isinstance(key, ast.Name):
+            out: list[tuple[str | None, ast.AST | None]] = []
             for value in self.assigned.get(key.id, []):
-                folded = _fold(value)
-                if folded is not None and RUNNER_ENV.fullmatch(folded):
-                    self.flag(node, "environment", f"reads the runner's environment variable {folded!r} (through {key.id})")
-                elif folded is None and not isinstance(value, (ast.Name, ast.Attribute, ast.Constant)):
-                    self.flag(node, "environment", f"an environment variable by a computed name ({key.id})")
-        elif not isinstance(key, (ast.Constant, ast.Attribute)):
-            self.flag(node, "environment", "an environment variable by a computed name")
+                name = _fold(value)
+                if name is not None:
+                    out.append((name, None))
+                elif not isinstance(value, (ast.Name, ast.Attribute, ast.Constant)):
+                    out.append((None, value))
+            return out
+        if isinstance(key, (ast.Constant, ast.Attribute)):
+            return []
+        return [(None, key)]
 
     def visit_Compare(self, node: ast.Compare) -> None:
         for op, right in zip(node.ops, node.comparators):
@@ -412,11 +427,11 @@ class _Scanner(ast.NodeVisitor):
                 self.is_environ(a) for a in node.args):
             self.flag(node, "environment", f"{func}(os.environ) (iterates the environment)")
         elif func in ("importlib.import_module", "__import__", "importlib.__import__", "importlib.util.find_spec", "pkgutil.resolve_name"):
-            name = _fold(first) if first is not None else None
-            if name is None and first is not None and not (_names_in(first) & {"__name__", "__package__", "__spec__"}):
-                self.flag(node, "modules", f"{func} of a computed name (which module is loaded is hidden)")
-            elif name is not None and _RUNNER_MODULE.search(name):
-                self.flag(node, "modules", f"{func}({name!r}) (loads the test runner from library code)")
+            for name, computed in self.values_of(first):
+                if computed and not (_names_in(computed) & {"__name__", "__package__", "__spec__"}):
+                    self.flag(node, "modules", f"{func} of a computed name (which module is loaded is hidden)")
+                elif name is not None and _RUNNER_MODULE.search(name):
+                    self.flag(node, "modules", f"{func}({name!r}) (loads the test runner from library code)")
         elif func in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
             target = self.resolve(node.args[0]) or ""
             attr = _fold(node.args[1])
@@ -526,12 +541,12 @@ class _Scanner(ast.NodeVisitor):
             other = other or args.vararg.arg
         constant = {r.value if isinstance(r, ast.Constant) else _Scanner._not_const for r in returns
                     if not (isinstance(r, ast.Name) and r.id == "NotImplemented")}
-        wanted = False if name in _ALWAYS_FALSE else True
+        wanted = name not in _ALWAYS_FALSE
         if constant == {wanted}:
             self.flag(node, "equality", f"{owner}.{name} always returns {wanted} (equal to anything)")
-        elif returns and (other is None or other not in used):
-            if not (returns and all(isinstance(r, ast.Name) and r.id == "NotImplemented" for r in returns)):
-                self.flag(node, "equality", f"{owner}.{name} ignores its argument")
+        elif (returns and (other is None or other not in used)
+              and not all(isinstance(r, ast.Name) and r.id == "NotImplemented" for r in returns)):
+            self.flag(node, "equality", f"{owner}.{name} ignores its argument")
 
     _not_const = object()
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from core.cli import app
 from core.export import apply_gates, load_run
-from tests.plugins.coding.scripted import scripted_episode
 from tests.plugins.coding.reward_hacks import ALWAYS_EQUAL, EXAMPLE, INIT, REAL_FIX
+from tests.plugins.coding.scripted import scripted_episode
 
 TAIL = '    "is_valid_email",\n]\n'
 
