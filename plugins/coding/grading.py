@@ -133,7 +133,6 @@ class Graded:
         patch_sha256: SHA-256 of the graded patch's bytes (UTF-8, surrogate escapes kept), so
             the verdict names the exact text it judged.
         patch_error: why the patch did not apply to the starting files ("" when it did).
-        patch: the graded patch's text (the suspicious-change gate reads its added lines).
     """
 
     run: TestRun | None
@@ -143,7 +142,6 @@ class Graded:
     patch_sha256: str = ""
     patch_error: str = ""
     reproduction: Reproduction | None = None
-    patch: str = ""
 
 
 #: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
@@ -253,7 +251,7 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     try:
         materialize(baseline, copy, patch)
     except UserError as exc:
-        return Graded(run=None, patch_sha256=digest, patch_error=str(exc), patch=patch)
+        return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
     tests_now = test_files(copy)
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = changed_paths(baseline, "HEAD^{tree}", tree)
@@ -267,5 +265,4 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     grading_scratch = folder / "scratch"
     # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
     run = run_test_suite(sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
-    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
-                  patch=patch)
+    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)

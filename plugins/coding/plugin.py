@@ -12,8 +12,7 @@ from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
-from plugins.coding.suspicious import COMPONENT as SUSPICIOUS
-from plugins.coding.suspicious import suspicious_component, workspace_reader
+from plugins.coding.suspicious import with_suspicious_changes
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
@@ -203,14 +202,28 @@ class CodingPlugin:
         )
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
+        """The tests' verdict (``_tests_verdict``) with the suspicious-change gate's weight-0
+        ``suspicious_changes`` component added (``plugins.coding.suspicious``; the export's
+        ``suspicious_code`` gate reads it); a Terminal-Bench task's verdict as it is.
+
+        Raises:
+            ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).
+        """
+        verdict = self._tests_verdict(task, trajectory)
+        if is_terminal_bench(task):
+            return verdict
+        ctx = trajectory.require_context(self.name)
+        base_db = ctx.baseline or next(p for p in (ctx.scratch / "baseline.git", ctx.scratch.parent / "baseline.git")
+                                        if (p / "HEAD").is_file())  # fmt: skip - as _tests_verdict finds it (it raised otherwise)
+        return with_suspicious_changes(verdict, ctx.workspace, base_db)
+
+    def _tests_verdict(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """Run the suite again in the episode's sandbox, on a copy with the original test files,
         and grade it against the baseline (see ``plugins.coding.reward`` and ``plugins.coding.grading``).
 
         Returns:
             The verdict, version ``coding-tests/N``; not applicable when the repository has no
-            test suite (at the start and at the end). Every verdict graded from a patch carries
-            the suspicious-change gate's weight-0 ``suspicious_changes`` component
-            (``plugins.coding.suspicious``), which the export's ``suspicious_code`` gate reads.
+            test suite (at the start and at the end).
 
         Raises:
             ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).
@@ -231,33 +244,27 @@ class CodingPlugin:
         hidden = Path(declared["hidden_tests"]) if declared.get("hidden_tests") else None
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
                              reproduce=reproduce and hidden is None, hidden_tests=hidden)  # fmt: skip
-        # The suspicious-change gate (plugins.coding.suspicious): recorded beside every verdict, weight 0.
-        flagged = suspicious_component(graded.patch, workspace_reader(ctx.workspace))
-
-        def judged(result: RewardResult) -> RewardResult:
-            return result.model_copy(update={"components": {**result.components, SUSPICIOUS: flagged}})
-
         if graded.run is None:
-            return judged(RewardResult(
+            return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
                 summary=f"the run's patch does not apply to its starting files: {graded.patch_error}; reward 0",
                 components={"patch_applies": RewardComponent(value=0.0, detail={"patch_sha256": graded.patch_sha256})},
-            ))  # fmt: skip
+            )  # fmt: skip
         final = graded.run
         if baseline["framework"] is None and not final.outcomes:
-            return judged(RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by"))
+            return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
         if (baseline["framework"] is not None and not baseline["outcomes"] and final.outcomes
                 and (baseline.get("timed_out") or not baseline["build_failed"])):
             # Nothing is known of the start: counting every test that passes now as fixed would pay a run that
             # did nothing. (No test at either end stays 0 in grade(): nothing verified.)
             why = "timed out" if baseline.get("timed_out") else "reported no test"
-            return judged(RewardResult.not_applicable(
-                REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with"))
-        return judged(grade(
+            return RewardResult.not_applicable(
+                REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
+        return grade(
             baseline["outcomes"], final.outcomes, graded.edited_tests,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
             reproduction=graded.reproduction.record() if graded.reproduction else None,
             own_tests_allowed=hidden is not None,
-        ))  # fmt: skip
+        )  # fmt: skip

@@ -78,7 +78,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from core.api import RewardComponent
+from core.api import RewardComponent, RewardResult
 from plugins.coding.focus import is_test_file
 
 #: The component's name in the coding reward's ``RewardResult`` (the export gate reads it by name).
@@ -678,3 +678,19 @@ def suspicious_component(patch: str, read: Callable[[str], bytes | None]) -> Rew
     findings = scan_patch(patch, read)
     return RewardComponent(value=0.0 if findings else 1.0, weight=0.0,
                            detail={"findings": [str(f) for f in findings], "rules": list(RULES)})
+
+
+def with_suspicious_changes(verdict: RewardResult, workspace: Path, baseline: Path) -> RewardResult:
+    """``verdict`` with the ``suspicious_changes`` component of the run's final patch added.
+
+    Args:
+        verdict: the coding reward's verdict (its reward and other components are kept).
+        workspace: the episode's workspace at the end (its files are the patched ones).
+        baseline: the run's git database (``core.workspace.snapshot``): the patch is the diff
+            from its baseline tree to the workspace now, the text ``agent apply`` applies.
+    """
+    from core.api import diff_trees, save_tree
+
+    patch = diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline))
+    component = suspicious_component(patch, workspace_reader(workspace))
+    return verdict.model_copy(update={"components": {**verdict.components, COMPONENT: component}})
