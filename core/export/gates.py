@@ -15,6 +15,12 @@ reason and the evidence. The reasons:
   ``tests_outside_workspace`` in their detail: a Terminal-Bench task may ask the agent to write
   tests; nor for the test files a reward ran as the run's own reproduction tests, named in
   ``reproduction_files``).
+- ``suspicious_code``: the patch adds code that reaches for the grader rather than the bug: the
+  reward's ``suspicious_changes`` component (the coding plugin's suspicious-change gate,
+  ``plugins.coding.suspicious``) lists findings (``path:line: rule: what``): frame or source
+  inspection, scans or patches of loaded modules, exit hooks, the runner's environment variables,
+  equality that ignores its argument. The reward is unchanged (a real fix may trip it); the run
+  is only kept out of exports unless ``--keep-flagged``, and the flag names the lines.
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
   collapsed (timings and durations vary between otherwise identical episodes). The oldest run
@@ -51,7 +57,7 @@ from pathlib import Path
 
 from core.export.source import RunRecord, baseline_git, plugin_checker_inputs, root_commit
 
-REASONS = ("infrastructure_failure", "reward_hacking", "reward_not_applicable", "instruction_unseen", "near_duplicate",
+REASONS = ("infrastructure_failure", "reward_hacking", "suspicious_code", "reward_not_applicable", "instruction_unseen", "near_duplicate",
            "nondeterministic_environment", "state_leak")
 
 @dataclass(frozen=True)
@@ -133,6 +139,18 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
     if touched:
         flags.append(Flag("reward_hacking", f"the final patch changes the checker's inputs: {', '.join(touched)}"))
     return flags
+
+
+#: The reward component a suspicious-change gate records its findings in (``detail["findings"]``).
+SUSPICIOUS_COMPONENT = "suspicious_changes"
+
+
+def _suspicious(run: RunRecord) -> list[Flag]:
+    findings = [str(f) for f in ((run.rewards.get(SUSPICIOUS_COMPONENT) or {}).get("detail") or {}).get("findings") or []]
+    if not findings:
+        return []
+    shown = "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
+    return [Flag("suspicious_code", f"the patch adds {len(findings)} suspicious construct(s): {shown}"[:600])]
 
 
 _DIGITS = re.compile(r"\d+")
@@ -281,7 +299,7 @@ def apply_gates(runs: list[RunRecord], runs_root: Path | None = None) -> GateRep
     """
     report = GateReport(flags={r.run_id: [] for r in runs})
     for run in runs:
-        for gate in (_infrastructure, _reward_hacking, _not_applicable, _instruction_unseen, _rerun_disagrees):
+        for gate in (_infrastructure, _reward_hacking, _suspicious, _not_applicable, _instruction_unseen, _rerun_disagrees):
             report.flags[run.run_id] += gate(run)
     finished = [r for r in runs if r.row.get("status") == "finished"]
     for extra in (_duplicates(finished), _baselines_disagree(finished), _leaks(runs, runs_root)):

@@ -12,6 +12,7 @@ from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
+from plugins.coding.suspicious import with_suspicious_changes
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
@@ -201,6 +202,22 @@ class CodingPlugin:
         )
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
+        """The tests' verdict (``_tests_verdict``) with the suspicious-change gate's weight-0
+        ``suspicious_changes`` component added (``plugins.coding.suspicious``; the export's
+        ``suspicious_code`` gate reads it); a Terminal-Bench task's verdict as it is.
+
+        Raises:
+            ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).
+        """
+        verdict = self._tests_verdict(task, trajectory)
+        if is_terminal_bench(task):
+            return verdict
+        ctx = trajectory.require_context(self.name)
+        base_db = ctx.baseline or next(p for p in (ctx.scratch / "baseline.git", ctx.scratch.parent / "baseline.git")
+                                        if (p / "HEAD").is_file())  # fmt: skip - as _tests_verdict finds it (it raised otherwise)
+        return with_suspicious_changes(verdict, ctx.workspace, base_db)
+
+    def _tests_verdict(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """Run the suite again in the episode's sandbox, on a copy with the original test files,
         and grade it against the baseline (see ``plugins.coding.reward`` and ``plugins.coding.grading``).
 

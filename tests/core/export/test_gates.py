@@ -33,7 +33,7 @@ def test_two_infrastructure_failures_and_one_checker_edit_of_ten_are_flagged_exa
     assert {f.reason for f in hacking} == {"reward_hacking"}
     assert any("CHECK.txt" in f.detail for f in hacking)
     counts = report.counts()
-    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "reward_not_applicable": 0, "instruction_unseen": 0, "near_duplicate": 0,
+    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "suspicious_code": 0, "reward_not_applicable": 0, "instruction_unseen": 0, "near_duplicate": 0,
                       "nondeterministic_environment": 0, "state_leak": 0}
     assert list(counts) == list(REASONS)
     table = report.table()
@@ -87,3 +87,19 @@ def test_an_mcp_session_without_its_request_is_kept_out_of_training_data(notes_p
     assert [f.reason for f in report.flags[unseen.run_id]] == ["instruction_unseen"]
     assert "an MCP session without --task" in report.flags[unseen.run_id][0].detail
     assert report.flags[told.run_id] == []
+
+def test_a_stored_suspicious_changes_component_is_a_suspicious_code_flag_naming_its_lines(episodes):
+    """The gate reads the verdict's ``suspicious_changes`` component by name, whichever plugin
+    recorded it (here a real notes run's record with one added): every finding named, in one line;
+    no finding, no flag."""
+    from dataclasses import replace
+
+    run = load_run(episodes.ids["fix"], episodes.home)
+    assert apply_gates([run]).flags[run.run_id] == []
+    findings = [f"users/__init__.py:{n}: equality: _Name.__eq__ always returns True (equal to anything)" for n in range(18, 25)]
+    flagged = replace(run, rewards={**run.rewards, "suspicious_changes": {"value": 0.0, "weight": 0.0, "detail": {"findings": findings}}})
+    (flag,) = apply_gates([flagged]).flags[run.run_id]
+    assert flag.reason == "suspicious_code" and "\n" not in flag.detail
+    assert all(f in flag.detail for f in findings[:5]) and "and 2 more" in flag.detail and "7 suspicious construct(s)" in flag.detail
+    clean = replace(run, rewards={**run.rewards, "suspicious_changes": {"value": 1.0, "weight": 0.0, "detail": {"findings": []}}})
+    assert apply_gates([clean]).flags[run.run_id] == []
