@@ -11,7 +11,7 @@
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
     agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
-    agent server [--workers N] [--address RAY]   an HTTP API that queues runs and runs them on Ray; /metrics
+    agent server [--workers N] [--address RAY] [--repo-root DIR]... [--max-queued N] [--no-sandbox]   an HTTP API that queues runs and runs them on Ray; /metrics
 """
 
 from __future__ import annotations
@@ -578,13 +578,21 @@ def server_cmd(
     port: int = typer.Option(8766, "--port", min=1, max=65535, help="TCP port"),
     workers: int = typer.Option(2, "--workers", min=1, help="runs at once (a local Ray gets this many CPUs)"),
     address: str | None = typer.Option(None, "--address", help="a Ray cluster's address (default: a local Ray)"),
+    repo_root: list[Path] = typer.Option([], "--repo-root", help="a folder whose repositories and scripts requests may use (repeatable; default: the working folder)"),
+    max_queued: int = typer.Option(100, "--max-queued", min=1, help="runs queued or running at once; more submits are answered 429"),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run every run WITHOUT the sandbox (requests cannot ask for it; listens on 127.0.0.1 only)"),
 ) -> None:
     """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus."""
     from core.service import serve
+    from core.service.bounds import Bounds
 
-    console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
     try:
-        serve(host, port, workers=workers, address=address)
+        bounds = Bounds.make(repo_root, max_queued, sandbox=not no_sandbox)
+        console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
+        console.print(f"[dim]repositories from: {_safe(', '.join(map(str, bounds.repo_roots)))}; at most {max_queued} runs queued[/]")
+        if no_sandbox:
+            console.print("[yellow]warning: --no-sandbox: every run's commands run WITHOUT isolation, as you[/]")
+        serve(host, port, workers=workers, address=address, bounds=bounds)
     except HorizonError as exc:
         _fail(exc)
     except KeyboardInterrupt:

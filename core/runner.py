@@ -108,15 +108,21 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None, excha
 
 def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
     """Build the policy described by ``policy_spec``; its server and model are the recorded ones
-    (a resumed run talks to the same model), the key and sampling settings come from ``settings``."""
+    (a resumed run talks to the same model), the key and sampling settings come from ``settings``.
+
+    A run on a named model server (``core.config.ModelServer``, chosen through ``agent server``:
+    the spec has ``server`` and ``api_key_env``) gets that server's key, read from its variable,
+    and no fallback endpoint: ``settings.api_key`` is only ever sent to the server it was set for."""
     if spec["kind"] == "openai":
+        named = "api_key_env" in spec
+        api_key = (os.environ.get(spec["api_key_env"]) if spec["api_key_env"] else None) if named else settings.api_key
         server = OpenAIServerPolicy(
-            spec["base_url"], spec["model"], api_key=settings.api_key,
+            spec["base_url"], spec["model"], api_key=api_key,
             retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
             cache_salt=spec.get("cache_salt"), tool_format=spec.get("tool_format", "native"), vision=spec.get("vision", False),
         )
-        return with_fallback(server, settings)  # a second endpoint, when the settings name one
+        return server if named else with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
         return ScriptedPolicy.from_file(Path(spec["script"]))
     if spec["kind"] == "mcp":  # never the embedded model in an MCP client's place

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from core.config import horizon_home
+from core.service.bounds import Bounds
 
 __all__ = ["serve"]
 
@@ -13,11 +14,13 @@ log = logging.getLogger(__name__)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: str | None = None, home: Path | None = None,
-          on_ready: object = None) -> None:
+          on_ready: object = None, bounds: Bounds | None = None) -> None:
     """Run the service until interrupted.
 
-    On start the queue is read again (``RunQueue.recover``): runs that were running when the
-    last server died are queued again and resumed from their checkpoints by the workers.
+    On start the queue is opened and checked (a damaged one is refused, kept as it is) and read
+    again (``RunQueue.recover``): runs that were running when the last server died are queued
+    again and resumed from their checkpoints by the workers. The bounds are recorded in the queue
+    for ``agent ui``.
 
     Args:
         host, port: where the HTTP API listens (no login: keep 127.0.0.1).
@@ -25,9 +28,12 @@ def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: 
         address: a Ray cluster's address (None: a local Ray of this process's own).
         home: Horizon's data folder (default ``$HORIZON_HOME`` or ``~/.horizon``).
         on_ready: called with no arguments once Ray is up and the queue recovered (tests, the CLI's banner).
+        bounds: what requests may choose (``core.service.bounds``; None: ``Bounds.make()``).
 
     Raises:
-        UserError: Ray or the service's libraries are missing, or Ray cannot start or be reached.
+        UserError: Ray or the service's libraries are missing, or Ray cannot start or be reached;
+            the queue is damaged (``damaged: <file> (...)``, ``QueueDamaged``) or cannot be opened;
+            ``--no-sandbox`` with a ``host`` other than loopback.
     """
     from core.errors import UserError
 
@@ -45,8 +51,13 @@ def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: 
     from core.service.queue import RunQueue, queue_path
     from core.service.scheduler import Scheduler
 
+    bounds = bounds or Bounds.make()
+    if not bounds.sandbox and host not in ("127.0.0.1", "::1", "localhost"):
+        raise UserError(f"--no-sandbox runs a request's commands on this machine as you: the server listens only on 127.0.0.1 "
+                        f"then, not {host!r}; drop --host or --no-sandbox")
     home = home or horizon_home()
-    queue = RunQueue(queue_path(home))
+    queue = RunQueue(queue_path(home))  # a damaged queue: one line, before Ray starts
+    queue.record_bounds(bounds.to_json())
     requeued, cancelled = queue.recover()
     if requeued or cancelled:
         log.warning("restarted: %d run(s) queued again to resume, %d cancelled", len(requeued), len(cancelled))
@@ -58,7 +69,7 @@ def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: 
     if callable(on_ready):
         on_ready()
     try:
-        uvicorn.run(create_app(queue, home, registry), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(queue, home, registry, bounds=bounds), host=host, port=port, log_level="warning")
     finally:
         scheduler.stop()
         if started_here:
