@@ -878,7 +878,13 @@ def main() -> None:
     except KeyboardInterrupt:  # before a run exists (copying the repository): nothing to resume
         console.print("[yellow]interrupted[/]")
         raise SystemExit(130) from None
-    except Exception:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+    except Exception as exc:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+        from core.errors import disk_full
+
+        if disk_full(exc):  # not a bug: one line (the run, if any, resumes with agent resume once there is room)
+            sys.stderr.write(terminal_safe(f"error: a disk is full ({type(exc).__name__}: {exc}); free space (df -h "
+                                           f"{horizon_home()}), then run the command again (a stopped run: agent resume RUN_ID)") + "\n")
+            raise SystemExit(1) from None
         sys.stderr.write(terminal_safe(traceback.format_exc()))
         sys.stderr.write("this is a bug in Horizon; please report it with the lines above\n")
         raise SystemExit(1) from None

@@ -5,7 +5,8 @@
     │   │                        prints it as one line with what to do, no traceback
     │   ├── ConfigError          config file, environment variable or flag is invalid
     │   ├── PluginNotFound       no installed plugin has that name
-    │   └── RunNotFound          no run with that id in the run store
+    │   ├── RunNotFound          no run with that id in the run store
+    │   └── DiskFull             the disk holding Horizon's data is full (``disk_full``): free space, then resume
     ├── SandboxUnavailable       bwrap is missing or cannot start here (the cause is in the text)
     ├── ModelUnavailable         the model server is down or the embedded model cannot load
     └── ToolError                a tool failed in a way the model should see and can react to;
@@ -15,6 +16,8 @@ Signals that end an episode are not errors: the loop records an ``ExitStatus`` i
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class HorizonError(Exception):
@@ -40,6 +43,28 @@ class PluginContractError(UserError, TypeError):
 
 class RunNotFound(UserError):
     """The run store holds no run with the requested id."""
+
+
+class DiskFull(UserError):
+    """The disk holding Horizon's data (or a run's folder) is full; the message names the folder
+    and what to do (free space, then ``agent resume RUN_ID``)."""
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an exception it was raised from or during) says that a disk is full:
+    ``OSError`` ENOSPC or EDQUOT, SQLite's ``SQLITE_FULL`` ("database or disk is full"), DuckDB's
+    "No space left on device"."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(exc, "sqlite_errorcode", None) == 13 or "database or disk is full" in str(exc):  # SQLITE_FULL
+            return True
+        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):  # DuckDB's IO errors carry the OS's words
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class SandboxUnavailable(HorizonError):

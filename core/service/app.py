@@ -216,6 +216,12 @@ def _page(request: Request) -> tuple[int, int]:
     return int(limit), int(offset)
 
 
+def _full(cap: int) -> JSONResponse:
+    return JSONResponse({"error": f"the queue is full: {cap} runs are queued or running, this server's cap (agent server "
+                                  f"--max-queued {cap}); submit again when some have ended"}, 429,
+                        headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
 def _loopback(request: Request) -> bool:
     """Whether the request's peer is this machine (127.0.0.0/8 or ::1)."""
     host = request.client.host if request.client else ""
@@ -241,6 +247,8 @@ def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s
         if not bounds.sandbox and not _loopback(request):
             return JSONResponse({"error": "this server runs without the sandbox (--no-sandbox): it takes runs only from its "
                                           "own machine (127.0.0.1)"}, 403)
+        if await asyncio.to_thread(queue.active) >= bounds.max_queued:  # full: said before the body is even read
+            return _full(bounds.max_queued)
         raw = await _capped_body(request, max_body_bytes)
         if raw is None:
             return JSONResponse({"error": f"the body is larger than this server takes ({max_body_bytes:,} bytes); send a "
@@ -256,7 +264,7 @@ def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s
             return JSONResponse({"error": "the body is not a submit: JSON nested too deep"}, 400)
         except ValidationError as exc:
             return JSONResponse({"error": "bad request: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())}, 400)
-        except QueueFull as exc:
+        except QueueFull as exc:  # filled by another submit meanwhile (counted again with the insert)
             return JSONResponse({"error": str(exc)}, 429, headers={"Retry-After": str(RETRY_AFTER_S)})
         except HorizonError as exc:
             return JSONResponse({"error": str(exc)}, 400)

@@ -37,6 +37,10 @@ def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: 
     """
     from core.errors import UserError
 
+    bounds = bounds or Bounds.make()
+    if not bounds.sandbox and host not in ("127.0.0.1", "::1", "localhost"):
+        raise UserError(f"--no-sandbox runs a request's commands on this machine as you: the server listens only on 127.0.0.1 "
+                        f"then, not {host!r}; drop --host or --no-sandbox")
     try:
         import prometheus_client  # noqa: F401
         import ray
@@ -51,10 +55,6 @@ def serve(host: str = "127.0.0.1", port: int = 8766, workers: int = 2, address: 
     from core.service.queue import RunQueue, queue_path
     from core.service.scheduler import Scheduler
 
-    bounds = bounds or Bounds.make()
-    if not bounds.sandbox and host not in ("127.0.0.1", "::1", "localhost"):
-        raise UserError(f"--no-sandbox runs a request's commands on this machine as you: the server listens only on 127.0.0.1 "
-                        f"then, not {host!r}; drop --host or --no-sandbox")
     home = home or horizon_home()
     queue = RunQueue(queue_path(home))  # a damaged queue: one line, before Ray starts
     queue.record_bounds(bounds.to_json())
