@@ -879,6 +879,7 @@ def main() -> None:
         console.print("[yellow]interrupted[/]")
         raise SystemExit(130) from None
     except Exception as exc:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+        from core.config import horizon_home
         from core.errors import disk_full
 
         if disk_full(exc):  # not a bug: one line (the run, if any, resumes with agent resume once there is room)

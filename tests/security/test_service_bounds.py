@@ -231,38 +231,48 @@ def test_the_key_and_the_repository_never_reach_a_server_a_request_names(horizon
     attacker, configured, named = Recorder(), Recorder(), Recorder()
     token = "REPO-CONTENT-7f3a9c"
     (roots["repo"] / f"{token}.md").write_text(f"{token}\n")  # the setup text lists the files: in the first model request
-    horizon_home.mkdir(parents=True, exist_ok=True)
-    (horizon_home / "config.toml").write_text(f'[model_servers.second]\nbase_url = "{named.url}"\nmodel = "m2"\napi_key_env = "SECOND_KEY"\n')
     for var, value in {"HORIZON_BASE_URL": configured.url, "HORIZON_MODEL": "m", "HORIZON_API_KEY": "sk-user-secret-1",
                        "SECOND_KEY": "sk-second-2", "HORIZON_RETRY_MAX_ATTEMPTS": "1"}.items():  # fmt: skip
         monkeypatch.setenv(var, value)
     url = attacker.url
     base = {"plugin": "notes", "task": "write done", "repo": str(roots["repo"])}
     bodies = [{**base, "base_url": url}, {**base, "base_url": url, "policy": "openai"}, {**base, "model_server": url},
-              {**base, "model": url}, {**base, "model_server": "second", "base_url": url}, {**base, "tool_format": url},
-              {**base, "policy": url}, {**base, "repo": url}, {**base, "script": url, "policy": "scripted"}, {**base, "api_base": url},
-              {**base, "openai_base_url": url}, {**base, "limits": {"base_url": url}}, {**base, "task": f"use {url}"},
-              {**base, "model_server": "second"}, base]  # fmt: skip
+              {**base, "model": url}, {**base, "tool_format": url}, {**base, "policy": url}, {**base, "repo": url},
+              {**base, "script": url, "policy": "scripted"}, {**base, "api_base": url}, {**base, "openai_base_url": url},
+              {**base, "limits": {"base_url": url}}, {**base, "task": f"use {url}"}, base]  # fmt: skip
+    forms = [{**base, "base_url": url}, {**base, "model_server": url}, {**base, "model": url}]
     queue = RunQueue(queue_path(horizon_home))
-    bounds = Bounds.make([roots["root"]])
-    try:
-        client = client_for(horizon_home, bounds)
-        answers = [client.post("/api/runs", json=body) for body in bodies]
-        forms = [{**base, "base_url": url}, {**base, "model_server": url}, {**base, "model": url}]
+    client = client_for(horizon_home, Bounds.make([roots["root"]]))
+
+    def submit_and_run(bodies: list[dict], forms: list[dict]) -> list[int]:
+        codes = [client.post("/api/runs", json=body).status_code for body in bodies]
         for form in forms:
             try:
                 actions.start_run({k: str(v) for k, v in form.items()}, horizon_home)
             except Exception:  # noqa: BLE001 - a refusal is what is hoped for; only what reaches the recorder counts
                 pass
-        observe(" ".join(str(a.status_code) for a in answers) + f"; the recorder got {len(attacker.requests)} request(s)")
         for row in queue.rows():  # what was taken runs, as the service's worker runs it
-            worker.execute_queued_run(row["run_id"], row["request"], str(horizon_home))
+            if row["state"] == "queued":
+                worker.execute_queued_run(row["run_id"], row["request"], str(horizon_home))
+                queue.set_state(row["run_id"], "done")
+        return codes
+
+    try:
+        codes = submit_and_run(bodies, forms)
+        observe(" ".join(map(str, codes)) + f"; the recorder got {len(attacker.requests)} request(s)")
         assert attacker.requests == [], attacker.seen()[:2000]
-        assert configured.requests and named.requests  # the runs did call their configured servers (the test is not vacuous)
-        assert token in configured.seen() and token in named.seen()
+        assert configured.requests and token in configured.seen()  # the runs called the configured server (not vacuous)
         assert all(r["headers"].get("authorization") == "Bearer sk-user-secret-1" for r in configured.requests)
-        assert all(r["headers"].get("authorization") == "Bearer sk-second-2" for r in named.requests)  # never the user's key
-        assert [a.status_code for a in answers[:3]] == [400, 400, 400]
+        assert codes[:3] == [400, 400, 400]
+
+        # a named server gets its own key, never the user's; naming it with a URL beside it changes nothing
+        (horizon_home / "config.toml").write_text(f'[model_servers.second]\nbase_url = "{named.url}"\nmodel = "m2"\n'
+                                                  'api_key_env = "SECOND_KEY"\n')  # fmt: skip
+        codes = submit_and_run([{**base, "model_server": "second", "base_url": url}, {**base, "model_server": "second"}],
+                               [{**base, "model_server": "second", "base_url": url}])
+        assert codes == [400, 201] and attacker.requests == [], attacker.seen()[:2000]
+        assert named.requests and token in named.seen()
+        assert all(r["headers"].get("authorization") == "Bearer sk-second-2" for r in named.requests)
     finally:
         for recorder in (attacker, configured, named):
             recorder.close()
