@@ -37,8 +37,18 @@ from starlette.routing import Route
 
 from core.errors import HorizonError, RunNotFound
 from core.service import control
-from core.service.bounds import (LIST_DEFAULT, LIST_MAX, MAX_BODY_BYTES, MAX_NAME_CHARS, MAX_PATH_CHARS, MAX_TASK_CHARS,
-                                 RETRY_AFTER_S, TASK_LISTED_CHARS, Bounds, QueueFull)
+from core.service.bounds import (
+    LIST_DEFAULT,
+    LIST_MAX,
+    MAX_BODY_BYTES,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_TASK_CHARS,
+    RETRY_AFTER_S,
+    TASK_LISTED_CHARS,
+    Bounds,
+    QueueFull,
+)
 from core.service.queue import FINAL, RunQueue
 from core.state import Limits
 
