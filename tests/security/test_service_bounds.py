@@ -493,3 +493,20 @@ def test_a_full_disk_mid_run_is_one_line_and_resumable(tmp_path, notes_plugin, n
         assert run["status"] == "finished" and run["reward"] == 1.0, run
         assert [t["tool"] for t in tools] == ["edit_file", "shell", "edit_file", "finish"]  # each step once, none lost
         assert (folder / "workspace" / "log.md").read_text() == "# Log\nstep one\n<!-- end -->\n"
+
+
+@pytest.mark.attack("SB09b", "HORIZON_HOME on an 8 MiB disk; agent run on a repository of 16 MiB (the copy fills the disk before the run exists)",
+                    "one line naming the runs folder, a non-zero exit, no half-made run folder left behind")
+def test_a_full_disk_while_a_run_is_made_is_one_line(tmp_path, notes_plugin, notes_folder, observe):
+    (notes_folder / "big.bin").write_bytes(os.urandom(16 * 1024 * 1024))
+    script = tmp_path / "calls.jsonl"
+    script.write_text("".join(json.dumps(c) + "\n" for c in FIX))
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        home = disk / "home"
+        done = agent(home, "run", "notes", "write done", "--repo", str(notes_folder), "--policy", "scripted", "--script", str(script))
+        out = done.stdout + done.stderr
+        errors = [line for line in out.splitlines() if line.startswith("error:")]
+        observe(f"exit {done.returncode}: {errors[0][:200] if errors else out[-200:]}")
+        assert done.returncode != 0 and len(errors) == 1 and "no space left" in errors[0] and str(home / "runs") in errors[0], out
+        assert "Traceback" not in out and "bug in Horizon" not in out, out
+        assert list((home / "runs").iterdir()) == []  # the half-made run is gone: nothing for agent runs to trip over
