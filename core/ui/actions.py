@@ -108,16 +108,24 @@ def resume_run(run_id: str, home: Path | None = None) -> str:
 
 
 def in_service(run_id: str, home: Path | None = None) -> bool:
-    """Whether the service's queue holds ``run_id`` (only such a run can be stopped from the UI)."""
-    from core.service.queue import queue_path
+    """Whether the service's queue holds ``run_id`` (only such a run can be stopped from the UI);
+    False when the queue is damaged (the runs page says so: ``queued_runs`` raises)."""
+    from core.service.queue import QueueDamaged, queue_path
 
-    return queue_path(home).is_file() and _queue(home).get(run_id) is not None
+    try:
+        return queue_path(home).is_file() and _queue(home).get(run_id) is not None
+    except QueueDamaged:
+        return False
 
 
 def queued_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """The service's runs that have no run store yet or are still in its hands (queued, running,
     cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]``; empty when
-    the service was never used here."""
+    the service was never used here.
+
+    Raises:
+        QueueDamaged: ``damaged: <file> (...)`` with what to do (the file is left as it is).
+    """
     from core.service.queue import queue_path
 
     if not queue_path(home).is_file():

@@ -40,6 +40,7 @@ from core.service.app import create_app
 from core.service.bounds import LIST_MAX, MAX_BODY_BYTES, TASK_LISTED_CHARS, Bounds
 from core.service.queue import RunQueue, queue_path
 from core.ui import actions
+from core.ui.app import create_app as create_ui
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTES_PLUGIN = ROOT / "tests" / "notes_plugin"
@@ -415,8 +416,8 @@ def _truncated(path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("damage", [_garbled, _truncated], ids=["random-bytes", "truncated"])
-@pytest.mark.attack("SB08", "queue.sqlite garbled (random bytes) or cut in half, then agent server started",
-                    "one line 'damaged: <file> (...)' with what to do, a non-zero exit, the file kept byte for byte")
+@pytest.mark.attack("SB08", "queue.sqlite garbled (random bytes) or cut in half, then agent server started (and agent ui's page shown)",
+                    "one line 'damaged: <file> (...)' with what to do, a non-zero exit (the UI: the line on its page), the file kept byte for byte")
 def test_a_damaged_queue_is_one_line_and_kept(horizon_home, damage, observe):
     path = queue_path(horizon_home)
     before = damage(path)
@@ -427,6 +428,8 @@ def test_a_damaged_queue_is_one_line_and_kept(horizon_home, damage, observe):
     assert done.returncode != 0 and len(lines) == 1, out
     assert lines[0].startswith(f"error: damaged: {path}") and "mv " in lines[0], out
     assert "Traceback" not in out and "bug in Horizon" not in out
+    page = TestClient(create_ui(horizon_home)).get("/")  # agent ui over the same home: the line, and the runs page still served
+    assert page.status_code == 200 and f"damaged: {path}" in page.text
     assert path.read_bytes() == before  # kept, byte for byte
 
 
