@@ -18,6 +18,7 @@ Signals that end an episode are not errors: the loop records an ``ExitStatus`` i
 from __future__ import annotations
 
 import errno
+import sqlite3
 
 
 class HorizonError(Exception):
@@ -52,16 +53,18 @@ class DiskFull(UserError):
 
 def disk_full(exc: BaseException | None) -> bool:
     """Whether ``exc`` (or an exception it was raised from or during) says that a disk is full:
-    ``OSError`` ENOSPC or EDQUOT, SQLite's ``SQLITE_FULL`` ("database or disk is full"), DuckDB's
-    "No space left on device"."""
+    ``OSError`` ENOSPC or EDQUOT, SQLite's ``SQLITE_FULL`` ("database or disk is full"), a DuckDB
+    error quoting "No space left on device" (its IO errors carry the operating system's words)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
-        if getattr(exc, "sqlite_errorcode", None) == 13 or "database or disk is full" in str(exc):  # SQLITE_FULL
+        if isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                                               or "database or disk is full" in str(exc)):
             return True
-        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):  # DuckDB's IO errors carry the OS's words
+        if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and any(
+                words in str(exc) for words in ("No space left on device", "Disk quota exceeded")):  # the OS's words in DuckDB's IO errors
             return True
         exc = exc.__cause__ or exc.__context__
     return False

@@ -11,8 +11,9 @@
 
 What a submit may choose is bounded by the server's ``core.service.bounds.Bounds``: repositories
 and scripts under its ``--repo-root`` folders, model servers by configured name only, never the
-sandbox off. Its body is read up to ``MAX_BODY_BYTES`` (413 past that, the rest never read), and
-a full queue (``--max-queued``) answers 429 with ``Retry-After``. ``GET /api/runs`` answers
+sandbox off (a ``--no-sandbox`` server answers 403 to a submit from another machine). Its body is
+read up to ``MAX_BODY_BYTES`` (413 past that, the rest never read), and a full queue
+(``--max-queued``) answers 429 with ``Retry-After``. ``GET /api/runs`` answers
 ``limit`` rows (default ``LIST_DEFAULT``, at most ``LIST_MAX``) after the first ``offset``, each
 task clipped to ``TASK_LISTED_CHARS``; the ``X-Total-Count`` header counts every row and a
 ``Link: <...>; rel="next"`` header names the next page while there is one.
