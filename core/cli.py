@@ -588,11 +588,14 @@ def server_cmd(
 
     try:
         bounds = Bounds.make(repo_root, max_queued, sandbox=not no_sandbox)
-        console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
-        console.print(f"[dim]repositories from: {_safe(', '.join(map(str, bounds.repo_roots)))}; at most {max_queued} runs queued[/]")
-        if no_sandbox:
-            console.print("[yellow]warning: --no-sandbox: every run's commands run WITHOUT isolation, as you[/]")
-        serve(host, port, workers=workers, address=address, bounds=bounds)
+
+        def banner() -> None:  # once the queue is checked and Ray is up: a server that cannot start prints only why
+            console.print(f"[bold]horizon server[/] http://{_safe(host)}:{port}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
+            console.print(f"[dim]repositories from: {_safe(', '.join(map(str, bounds.repo_roots)))}; at most {max_queued} runs queued[/]")
+            if no_sandbox:
+                console.print("[yellow]warning: --no-sandbox: every run's commands run WITHOUT isolation, as you[/]")
+
+        serve(host, port, workers=workers, address=address, bounds=bounds, on_ready=banner)
     except HorizonError as exc:
         _fail(exc)
     except KeyboardInterrupt:

@@ -53,7 +53,7 @@ class DiskFull(UserError):
 
 def disk_full(exc: BaseException | None) -> bool:
     """Whether ``exc`` (or an exception it was raised from or during) says that a disk is full:
-    ``OSError`` ENOSPC or EDQUOT, SQLite's ``SQLITE_FULL`` ("database or disk is full"), a DuckDB
+    ``OSError`` ENOSPC or EDQUOT (also in ``shutil.copytree``'s collected errors), SQLite's ``SQLITE_FULL`` ("database or disk is full"), a DuckDB
     error quoting "No space left on device" (its IO errors carry the operating system's words)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
@@ -62,6 +62,9 @@ def disk_full(exc: BaseException | None) -> bool:
             return True
         if isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
                                                or "database or disk is full" in str(exc)):
+            return True
+        if (type(exc).__module__, type(exc).__name__) == ("shutil", "Error") and any(  # copytree's list of (src, dst, why)
+                f"[Errno {errno.ENOSPC}]" in str(entry[-1]) for entry in (exc.args[0] if exc.args and isinstance(exc.args[0], list) else [])):
             return True
         if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and any(
                 words in str(exc) for words in ("No space left on device", "Disk quota exceeded")):  # the OS's words in DuckDB's IO errors
