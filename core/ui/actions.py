@@ -120,8 +120,8 @@ def in_service(run_id: str, home: Path | None = None) -> bool:
 
 def queued_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """The service's runs that have no run store yet or are still in its hands (queued, running,
-    cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]``; empty when
-    the service was never used here.
+    cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]`` (the task
+    clipped as ``GET /api/runs`` clips it); empty when the service was never used here.
 
     Raises:
         QueueDamaged: ``damaged: <file> (...)`` with what to do (the file is left as it is).
@@ -130,9 +130,15 @@ def queued_runs(home: Path | None = None) -> list[dict[str, Any]]:
 
     if not queue_path(home).is_file():
         return []
+    from core.service.bounds import TASK_LISTED_CHARS
+
     rows = _queue(home).rows()
     return [{"run_id": r["run_id"], "state": r["state"], "detail": r["detail"], "plugin": r["request"]["plugin"],
-             "task": r["request"]["task"]} for r in rows if r["state"] in ("queued", "running", "cancelling")]  # fmt: skip
+             "task": _clip(r["request"]["task"], TASK_LISTED_CHARS)} for r in rows if r["state"] in ("queued", "running", "cancelling")]  # fmt: skip
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Review:
