@@ -244,7 +244,9 @@ def test_the_key_and_the_repository_never_reach_a_server_a_request_names(horizon
               {**base, "limits": {"base_url": url}}, {**base, "task": f"use {url}"}, base]  # fmt: skip
     forms = [{**base, "base_url": url}, {**base, "model_server": url}, {**base, "model": url}]
     queue = RunQueue(queue_path(horizon_home))
-    client = client_for(horizon_home, Bounds.make([roots["root"]]))
+    bounds = Bounds.make([roots["root"]])
+    queue.record_bounds(bounds.to_json())  # as agent server does: the UI's form is checked inside the same roots
+    client = client_for(horizon_home, bounds)
 
     def submit_and_run(bodies: list[dict], forms: list[dict]) -> list[int | str]:
         """Each body's status code, then each form's outcome ("queued" or the refusal); then every queued run executed."""
@@ -263,11 +265,14 @@ def test_the_key_and_the_repository_never_reach_a_server_a_request_names(horizon
 
     try:
         codes = submit_and_run(bodies, forms)
-        observe(" ".join(map(str, codes)) + f"; the recorder got {len(attacker.requests)} request(s)")
+        shown = [c if isinstance(c, int) or c == "queued" else "refused" for c in codes]
+        observe(f"API: {' '.join(map(str, shown[:len(bodies)]))}; UI form: {' '.join(map(str, shown[len(bodies):]))}; "
+                f"the recorder got {len(attacker.requests)} request(s)")
         assert attacker.requests == [], attacker.seen()[:2000]
         assert configured.requests and token in configured.seen()  # the runs called the configured server (not vacuous)
         assert all(r["headers"].get("authorization") == "Bearer sk-user-secret-1" for r in configured.requests)
         assert codes[:3] == [400, 400, 400] and "model_servers.NAME" in codes[len(bodies)]  # the form's base_url: refused too
+        assert "no model server named" in codes[len(bodies) + 1] and codes[len(bodies) + 2] == "queued"  # a model *name*: run
 
         # a named server gets its own key, never the user's; naming it with a URL beside it changes nothing
         (horizon_home / "config.toml").write_text(f'[model_servers.second]\nbase_url = "{named.url}"\nmodel = "m2"\n'
