@@ -11,7 +11,7 @@
     agent human wait DIR / agent human answer DIR ...   answer a --policy human run's model requests
     agent mcp PLUGIN [--repo PATH] [--transport stdio|http] [--port N]   serve the tools to MCP clients, each session a run
     agent ui [--host H] [--port N]   a local web page over runs (live) and evaluations
-    agent server [--workers N] [--address RAY]   an HTTP API that queues runs and runs them on Ray; /metrics
+    agent server [--workers N] [--address RAY] [--repo-root DIR]... [--max-queued N] [--no-sandbox]   an HTTP API that queues runs and runs them on Ray; /metrics
     agent trust PATH | --list | --revoke PATH   trust a repository's horizon.toml or task.json (its SHA-256)
 """
 
@@ -673,6 +673,9 @@ def server_cmd(
     token_file: Path | None = typer.Option(None, "--token-file", metavar="PATH",
                                            help="the API's bearer token file (default $HORIZON_HOME/server.token; made at first start, mode 0600)"),
     allow_host: list[str] = typer.Option([], "--allow-host", metavar="NAME", help=_ALLOW_HOST_HELP),
+    repo_root: list[Path] = typer.Option([], "--repo-root", help="a folder whose repositories and scripts requests may use (repeatable; default: the working folder)"),
+    max_queued: int = typer.Option(100, "--max-queued", min=1, help="runs queued or running at once; more submits are answered 429"),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run every run WITHOUT the sandbox (requests cannot ask for it; listens on 127.0.0.1 only)"),
 ) -> None:
     """Serve an HTTP API that queues runs and executes them on Ray; /metrics for Prometheus (every request needs the bearer token)."""
     import shlex
@@ -680,19 +683,27 @@ def server_cmd(
     from core.config import horizon_home
     from core.netguard import allowed_hosts, server_token, token_path
     from core.service import serve
+    from core.service.bounds import Bounds
 
     try:
         allowed_hosts(allow_host)
         path = (token_file or token_path(horizon_home())).expanduser().absolute()
         token = server_token(path)
+        bounds = Bounds.make(repo_root, max_queued, sandbox=not no_sandbox)
     except HorizonError as exc:
         _fail(exc)
     url = f"http://{_safe(_local_name(host))}:{port}"
-    console.print(f"[bold]horizon server[/] {url}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
-    console.print(f"  token: {_safe(str(path))} [dim](every request: Authorization: Bearer <its contents>)[/]", highlight=False)
-    console.print(f"  curl -H \"Authorization: Bearer $(cat {_safe(shlex.quote(str(path)))})\" {url}/api/runs", highlight=False, soft_wrap=True)
+
+    def banner() -> None:  # once the queue is checked and Ray is up: a server that cannot start prints only why
+        console.print(f"[bold]horizon server[/] {url}/api/runs  metrics /metrics  [dim](Ctrl-C stops it)[/]")
+        console.print(f"  token: {_safe(str(path))} [dim](every request: Authorization: Bearer <its contents>)[/]", highlight=False)
+        console.print(f"  curl -H \"Authorization: Bearer $(cat {_safe(shlex.quote(str(path)))})\" {url}/api/runs", highlight=False, soft_wrap=True)
+        console.print(f"[dim]repositories from: {_safe(', '.join(map(str, bounds.repo_roots)))}; at most {max_queued} runs queued[/]")
+        if no_sandbox:
+            console.print("[yellow]warning: --no-sandbox: every run's commands run WITHOUT isolation, as you[/]")
+
     try:
-        serve(host, port, workers=workers, address=address, token=token, allow_hosts=allow_host)
+        serve(host, port, workers=workers, address=address, token=token, allow_hosts=allow_host, bounds=bounds, on_ready=banner)
     except HorizonError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -1023,7 +1034,14 @@ def main() -> None:
     except KeyboardInterrupt:  # before a run exists (copying the repository): nothing to resume
         console.print("[yellow]interrupted[/]")
         raise SystemExit(130) from None
-    except Exception:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+    except Exception as exc:  # noqa: BLE001 (a bug: the traceback, with every control sequence removed; file names can hold them)
+        from core.config import horizon_home
+        from core.errors import disk_full
+
+        if disk_full(exc):  # not a bug: one line (the run, if any, resumes with agent resume once there is room)
+            sys.stderr.write(terminal_safe(f"error: a disk is full ({type(exc).__name__}: {exc}); free space (df -h "
+                                           f"{horizon_home()}), then run the command again (a stopped run: agent resume RUN_ID)") + "\n")
+            raise SystemExit(1) from None
         sys.stderr.write(terminal_safe(traceback.format_exc()))
         sys.stderr.write("this is a bug in Horizon; please report it with the lines above\n")
         raise SystemExit(1) from None

@@ -24,6 +24,11 @@ Example ``horizon.toml``::
     fallback_model = "Qwen/Qwen3-8B"
     vision = true                                  # the served model sees images (a vision-language model)
 
+    [model_servers.gpu2]                           # a named server: agent server's requests choose it by name
+    base_url = "http://gpu-2:8000/v1"
+    model = "Qwen/Qwen3-32B"
+    api_key_env = "GPU2_API_KEY"                   # the variable holding its key (none: no key is sent)
+
 Prices: the default table is a current large model's (per million tokens: cached input 1.3,
 uncached input 13.0, output 68.0), so a run's cost shows what prefix caching saves; set your
 own. The embedded model runs in-process and always costs 0 (``Settings.pricing_for``).
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -103,6 +108,26 @@ def _unwritable(path: Path, exc: OSError) -> str:
     return f"cannot write Horizon's data folder {path} ({reason}); {fix}"
 
 
+class ModelServer(BaseModel):
+    """A named model server (``[model_servers.NAME]``): what a request to ``agent server`` may
+    choose instead of a URL (``core.service.bounds``).
+
+    Attributes:
+        base_url: its OpenAI-compatible root (``http://host:port/v1``).
+        model: the served model's name (a request may name another on the same server).
+        api_key_env: the environment variable holding its key; None: no key is sent to it (never
+            ``api_key``, which is the default server's).
+        tool_format: ``native`` or ``text`` (None: the settings' ``tool_format``).
+    """
+
+    model_config = {"extra": "forbid"}
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    tool_format: Literal["native", "text"] | None = None
+
+
 class Settings(BaseSettings):
     """User settings for the model and its price.
 
@@ -138,6 +163,8 @@ class Settings(BaseSettings):
         mcp_servers: external MCP servers whose tools join every run's tools (``[[mcp_servers]]``
             tables: ``name``, ``command`` or ``url``, ``env``, ``timeout_s``, ``start_timeout_s``, ``tools``; checked by
             ``core.mcp.client.parse_servers`` when a run starts).
+        model_servers: named model servers (``[model_servers.NAME]`` tables, ``ModelServer``)
+            that a request to ``agent server`` may choose by name; the default one is ``base_url``.
     """
 
     model_config = SettingsConfigDict(env_prefix="HORIZON_", extra="ignore")
@@ -161,6 +188,7 @@ class Settings(BaseSettings):
     retry_max_attempts: int = Field(6, ge=1)
     retry_max_total_s: float = Field(120.0, gt=0)
     mcp_servers: list[dict[str, Any]] = []
+    model_servers: dict[str, ModelServer] = {}
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 

@@ -32,7 +32,7 @@ from core import workspace as ws
 from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
 from core.config import Settings, horizon_home, make_data_folder, runs_dir
 from core.environment import Environment
-from core.errors import ConfigError, ModelUnavailable, UserError
+from core.errors import ConfigError, DiskFull, ModelUnavailable, UserError, disk_full
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Plugin, Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
@@ -108,15 +108,21 @@ def policy_spec(kind: str, settings: Settings, script: Path | None = None, excha
 
 def make_policy(spec: dict[str, Any], settings: Settings) -> Policy:
     """Build the policy described by ``policy_spec``; its server and model are the recorded ones
-    (a resumed run talks to the same model), the key and sampling settings come from ``settings``."""
+    (a resumed run talks to the same model), the key and sampling settings come from ``settings``.
+
+    A run on a named model server (``core.config.ModelServer``, chosen through ``agent server``:
+    the spec has ``server`` and ``api_key_env``) gets that server's key, read from its variable,
+    and no fallback endpoint: ``settings.api_key`` is only ever sent to the server it was set for."""
     if spec["kind"] == "openai":
+        named = "api_key_env" in spec
+        api_key = (os.environ.get(spec["api_key_env"]) if spec["api_key_env"] else None) if named else settings.api_key
         server = OpenAIServerPolicy(
-            spec["base_url"], spec["model"], api_key=settings.api_key,
+            spec["base_url"], spec["model"], api_key=api_key,
             retry=RetryConfig(max_attempts=settings.retry_max_attempts, max_total_s=settings.retry_max_total_s),
             temperature=settings.temperature, max_tokens=settings.max_completion_tokens, timeout_s=settings.timeout_s,
             cache_salt=spec.get("cache_salt"), tool_format=spec.get("tool_format", "native"), vision=spec.get("vision", False),
         )
-        return with_fallback(server, settings)  # a second endpoint, when the settings name one
+        return server if named else with_fallback(server, settings)  # a second endpoint, when the settings name one
     if spec["kind"] == "scripted":
         return ScriptedPolicy.from_file(Path(spec["script"]))
     if spec["kind"] == "mcp":  # never the embedded model in an MCP client's place
@@ -198,6 +204,7 @@ class Run:
                 plugin's ``validate`` refused the task, ``run_id`` is taken or not a plain name,
                 or Horizon's runs folder cannot be written (``make_data_folder``).
             SandboxUnavailable: isolation was asked for and cannot start here.
+            DiskFull: the disk filled up while the run was made (nothing is left behind).
         """
         plugin = load_plugin(task.plugin)  # fail before copying anything
         validate = getattr(plugin, "validate", None)
@@ -225,8 +232,11 @@ class Run:
             with closing(RunStore(partial / "trajectory.duckdb")) as store:
                 store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""),
                                  policy=policy.name, config=config, steps=0)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(partial, ignore_errors=True)
+            if isinstance(exc, Exception) and disk_full(exc):
+                raise DiskFull(f"no space left on the disk holding {runs_dir(home)} while the run was made (its half-made folder "
+                               "is removed); free space there, then start it again") from None
             raise
         os.replace(partial, folder)
         store = RunStore(folder / "trajectory.duckdb")
@@ -321,6 +331,10 @@ class Run:
 
         Ctrl-C, a dead model server and a crash stop the run resumably (``agent resume``); the
         checkpoint keeps every completed node and the store every completed call.
+
+        Raises:
+            DiskFull: the disk holding the run's folder filled up (``core.errors.disk_full``):
+                nothing more is written, the run stays resumable once space is freed.
         """
         snap = self.graph.get_state(self._graph_config)
         # Ended means no task is left in the last checkpoint's step. `snap.next` is not enough: it
@@ -341,11 +355,23 @@ class Run:
         except ModelUnavailable as exc:
             status, forced = "model_error", (ExitStatus.MODEL_ERROR, f"{exc}; continue with: agent resume {self.run_id}")
         except Exception as exc:  # noqa: BLE001 - a bug in Horizon or a plugin: keep everything, say where
+            if disk_full(exc):  # not a bug: nothing more is written (it would fail too); the last checkpoint is the truth
+                raise self._disk_full(exc) from None
             (self.folder / "crash.txt").write_text(traceback.format_exc())
             status, forced = "crashed", (ExitStatus.CRASHED, f"{type(exc).__name__}: {exc} (traceback in {self.folder / 'crash.txt'})")
         finally:
             restore()
         return self._finish(status, forced)
+
+    def _disk_full(self, exc: BaseException) -> DiskFull:
+        """The one line for a run stopped by a full disk (``execute``): the folder, and how to go on."""
+        try:
+            done = self.state()
+        except Exception:  # noqa: BLE001 - only for the message: the step is a courtesy
+            done = None
+        return DiskFull(f"no space left on the disk holding {self.folder} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                        f"run {self.run_id} stopped after step {done.step if done else 0}, its completed steps are kept. Free space "
+                        f"there (df -h {self.folder}), then continue with: agent resume {self.run_id}")
 
     def _graceful_ctrl_c(self) -> Callable[[], None]:
         """First Ctrl-C: stop at the next node boundary (the step in flight is kept); second: now.

@@ -4,8 +4,9 @@ on Ray, with Prometheus metrics and OpenTelemetry traces.
 Modules: ``queue`` (the SQLite queue, written before a submit returns), ``worker`` (one run in a
 Ray worker: start or resume, cancel, traces), ``scheduler`` (the driver loop: at most N runs at
 once, re-queueing after a restart), ``metrics`` (a Prometheus collector over the run stores),
-``tracing`` (GenAI spans from the loop's events), ``control`` (cancel and resume, for the API and the UI), ``app`` (the Starlette routes), ``server``
-(wires them together under uvicorn).
+``tracing`` (GenAI spans from the loop's events), ``control`` (cancel and resume, for the API and the UI), ``bounds`` (what a
+request may choose and its sizes: ``--repo-root``, named model servers, the sandbox, ``--max-queued``), ``app`` (the Starlette
+routes), ``server`` (wires them together under uvicorn).
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ executed again, whatever the queue says (``core.service.worker``).
 
 Every call opens its own connection (the web thread and the scheduler thread both use the
 queue); WAL mode lets readers go on while one writes.
+
+A submit counts the runs queued or running in the same transaction as its insert, so a cap
+(``max_active``) holds however many submits race. A queue file that is not an SQLite database or
+fails SQLite's quick check is refused as one line (``damaged: <file> ...``, ``QueueDamaged``) and
+left exactly as it is. The queue also keeps the bounds of the last ``agent server`` that opened it
+(``record_bounds``), for ``agent ui``.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from core.config import horizon_home, make_data_folder
+from core.errors import UserError
 from core.runs import new_run_id
+from core.service.bounds import QueueFull
 
-__all__ = ["ACTIVE", "FINAL", "RunQueue", "queue_path"]
+__all__ = ["ACTIVE", "FINAL", "QueueDamaged", "RunQueue", "queue_path"]
 
 #: States after which the service does nothing more with a run.
 FINAL = ("done", "cancelled", "failed")
@@ -40,7 +48,21 @@ CREATE TABLE IF NOT EXISTS queue (
     submitted_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS service (key TEXT PRIMARY KEY, value TEXT NOT NULL);  -- JSON values: bounds
 """
+
+
+class QueueDamaged(UserError):
+    """The queue file is not an SQLite database or fails its quick check; the message is one line."""
+
+
+def _damaged(path: Path, exc: sqlite3.Error) -> QueueDamaged:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return QueueDamaged(
+        f"damaged: {path} ({reason}); it is kept as it is. Move it away (mv {path} {path}.damaged) and start agent server "
+        f"again with an empty queue: the runs it had are in {path.parent.parent / 'runs'} (agent runs lists them, "
+        "agent resume RUN_ID continues a stopped one)"
+    )
 
 
 def queue_path(home: Path | None = None) -> Path:
@@ -55,15 +77,28 @@ class RunQueue:
         path: the SQLite file (created with its folder when missing).
 
     Raises:
-        UserError: the folder cannot be created (``core.config.make_data_folder``).
+        UserError: the folder cannot be created (``core.config.make_data_folder``) or the file
+            cannot be opened; ``QueueDamaged``: ``damaged: <file> (...)`` with what to do, the file untouched.
     """
 
     def __init__(self, path: Path) -> None:
         make_data_folder(path.parent)
         self.path = path
-        with closing(self._connect()) as con:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(SCHEMA)
+        existing = path.is_file() and path.stat().st_size > 0
+        try:
+            with closing(self._connect()) as con:
+                if existing:  # an existing queue: read it all once before anything is written to it
+                    problems = [row[0] for row in con.execute("PRAGMA quick_check").fetchall()]
+                    if problems != ["ok"]:
+                        raise sqlite3.DatabaseError("; ".join(problems[:3]))
+                con.execute("PRAGMA journal_mode=WAL")
+                con.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            from core.checkpoint import is_damage  # SQLite's damage codes (imported only on this path: LangGraph is heavy)
+
+            if type(exc) is sqlite3.DatabaseError or is_damage(exc):
+                raise _damaged(path, exc) from None
+            raise UserError(f"cannot open the service's queue {path} ({exc}); check its permissions and the file system") from None
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)  # autocommit; BEGIN IMMEDIATE where needed
@@ -74,14 +109,50 @@ class RunQueue:
         with closing(self._connect()) as con:
             return con.execute(sql, params).rowcount
 
-    def submit(self, request: dict[str, Any]) -> str:
-        """Add a run; return its new run id. The row is committed when this returns."""
-        taken = {row["run_id"] for row in self.rows()}
-        run_id = new_run_id(taken)
-        now = time.time()
-        self._write("INSERT INTO queue (run_id, request, state, submitted_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
-                    (run_id, json.dumps(request), now, now))
+    def submit(self, request: dict[str, Any], max_active: int | None = None) -> str:
+        """Add a run; return its new run id. The row is committed when this returns.
+
+        Args:
+            request: what the worker runs (``core.service.app.queued_request``).
+            max_active: refuse when this many runs are queued or running already (None: no cap);
+                counted in the insert's own transaction.
+
+        Raises:
+            QueueFull: the cap is reached (``core.service.bounds``: answered 429).
+        """
+        with closing(self._connect()) as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                if max_active is not None:
+                    active = con.execute("SELECT count(*) FROM queue WHERE state IN ('queued', 'running', 'cancelling')").fetchone()[0]
+                    if active >= max_active:
+                        raise QueueFull(f"the queue is full: {active} runs are queued or running, this server's cap "
+                                        f"(agent server --max-queued {max_active}); submit again when some have ended")
+                taken = {row[0] for row in con.execute("SELECT run_id FROM queue")}
+                run_id = new_run_id(taken)
+                now = time.time()
+                con.execute("INSERT INTO queue (run_id, request, state, submitted_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
+                            (run_id, json.dumps(request), now, now))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
         return run_id
+
+    def active(self) -> int:
+        """Runs queued or running (``queued``, ``running``, ``cancelling``): what ``max_active`` counts."""
+        with closing(self._connect()) as con:
+            return con.execute("SELECT count(*) FROM queue WHERE state IN ('queued', 'running', 'cancelling')").fetchone()[0]
+
+    def record_bounds(self, bounds: dict[str, Any]) -> None:
+        """Keep the bounds of the server using this queue (``core.service.bounds.Bounds.to_json``), for ``agent ui``."""
+        self._write("INSERT OR REPLACE INTO service (key, value) VALUES ('bounds', ?)", (json.dumps(bounds),))
+
+    def recorded_bounds(self) -> dict[str, Any] | None:
+        """What ``record_bounds`` kept last, None when no server has recorded any."""
+        with closing(self._connect()) as con:
+            row = con.execute("SELECT value FROM service WHERE key = 'bounds'").fetchone()
+        return None if row is None else json.loads(row[0])
 
     def add(self, run_id: str, request: dict[str, Any]) -> None:
         """Queue a run that exists already under ``run_id`` (one ``agent run`` started and that
@@ -94,14 +165,20 @@ class RunQueue:
         self._write("INSERT INTO queue (run_id, request, state, submitted_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
                     (run_id, json.dumps(request), now, now))
 
-    def rows(self, state: str | None = None) -> list[dict[str, Any]]:
-        """Every row in submit order (``request`` decoded), or those in ``state``."""
+    def rows(self, state: str | None = None, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """Every row in submit order (``request`` decoded), or those in ``state``; with ``limit``,
+        at most that many after the first ``offset`` (a page: rows are only ever appended)."""
+        where, params = ("", []) if state is None else (" WHERE state = ?", [state])
+        page = "" if limit is None else " LIMIT ? OFFSET ?"
+        params += [] if limit is None else [limit, offset]
         with closing(self._connect()) as con:
-            if state is None:
-                found = con.execute("SELECT * FROM queue ORDER BY seq").fetchall()
-            else:
-                found = con.execute("SELECT * FROM queue WHERE state = ? ORDER BY seq", (state,)).fetchall()
+            found = con.execute(f"SELECT * FROM queue{where} ORDER BY seq{page}", params).fetchall()
         return [{**dict(row), "request": json.loads(row["request"])} for row in found]
+
+    def count(self) -> int:
+        """Rows in the queue, whatever their state."""
+        with closing(self._connect()) as con:
+            return con.execute("SELECT count(*) FROM queue").fetchone()[0]
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         """The row of ``run_id``, or None."""

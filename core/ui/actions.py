@@ -21,8 +21,9 @@ from core.runs import reading_store
 
 __all__ = ["Review", "apply_patch", "in_service", "queued_runs", "resume_run", "review_patch", "start_run", "stop_run"]
 
-#: The form fields of "Start a run" (``core.service.app.SubmitRequest``'s, flat).
-START_FIELDS = ("plugin", "task", "repo", "policy", "script", "base_url", "model", "max_steps")
+#: The form fields of "Start a run" (``core.service.app.SubmitRequest``'s, flat; ``base_url`` is
+#: read only to be refused as the API refuses it: a model server is chosen by its configured name).
+START_FIELDS = ("plugin", "task", "repo", "policy", "script", "model_server", "base_url", "model", "max_steps")
 
 
 def _queue(home: Path | None) -> Any:
@@ -34,7 +35,10 @@ def _queue(home: Path | None) -> Any:
 
 
 def start_run(form: dict[str, str], home: Path | None = None) -> str:
-    """Queue a new run from the start form (checked as ``POST /api/runs`` checks a submit).
+    """Queue a new run from the start form, checked as ``POST /api/runs`` checks a submit: inside
+    the bounds the last ``agent server`` on this home recorded in its queue (its ``--repo-root``
+    folders, ``--max-queued``, ``--no-sandbox``), or, before any server recorded them, the
+    defaults of ``core.service.bounds.Bounds.make()`` in this process (its working folder).
 
     Args:
         form: ``START_FIELDS`` as strings (empty: not given); ``max_steps`` a whole number.
@@ -44,11 +48,13 @@ def start_run(form: dict[str, str], home: Path | None = None) -> str:
 
     Raises:
         UserError: a field that cannot work (unknown plugin or policy, a repository or script that is
-            not there, a step count that is not a number), with what was wrong.
+            not there or outside the roots, a model server by URL or not configured, a step count
+            that is not a number), or the queue is full (``QueueFull``), with what was wrong.
     """
     from pydantic import ValidationError
 
     from core.service.app import SubmitRequest, queued_request
+    from core.service.bounds import Bounds
 
     given = {k: form[k].strip() for k in START_FIELDS if (form.get(k) or "").strip()}
     limits = {}
@@ -60,7 +66,10 @@ def start_run(form: dict[str, str], home: Path | None = None) -> str:
         body = SubmitRequest.model_validate({**given, "limits": limits})
     except ValidationError as exc:
         raise UserError("the run cannot start: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-    return _queue(home).submit(queued_request(body))
+    queue = _queue(home)
+    recorded = queue.recorded_bounds()
+    bounds = Bounds.from_json(recorded) if recorded else Bounds.make()
+    return queue.submit(queued_request(body, bounds), bounds.max_queued)
 
 
 def stop_run(run_id: str, home: Path | None = None) -> str:
@@ -99,23 +108,37 @@ def resume_run(run_id: str, home: Path | None = None) -> str:
 
 
 def in_service(run_id: str, home: Path | None = None) -> bool:
-    """Whether the service's queue holds ``run_id`` (only such a run can be stopped from the UI)."""
-    from core.service.queue import queue_path
+    """Whether the service's queue holds ``run_id`` (only such a run can be stopped from the UI);
+    False when the queue is damaged (the runs page says so: ``queued_runs`` raises)."""
+    from core.service.queue import QueueDamaged, queue_path
 
-    return queue_path(home).is_file() and _queue(home).get(run_id) is not None
+    try:
+        return queue_path(home).is_file() and _queue(home).get(run_id) is not None
+    except QueueDamaged:
+        return False
 
 
 def queued_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """The service's runs that have no run store yet or are still in its hands (queued, running,
-    cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]``; empty when
-    the service was never used here."""
+    cancelling), oldest first: ``[{"run_id", "state", "detail", "plugin", "task"}]`` (the task
+    clipped as ``GET /api/runs`` clips it); empty when the service was never used here.
+
+    Raises:
+        QueueDamaged: ``damaged: <file> (...)`` with what to do (the file is left as it is).
+    """
     from core.service.queue import queue_path
 
     if not queue_path(home).is_file():
         return []
+    from core.service.bounds import TASK_LISTED_CHARS
+
     rows = _queue(home).rows()
     return [{"run_id": r["run_id"], "state": r["state"], "detail": r["detail"], "plugin": r["request"]["plugin"],
-             "task": r["request"]["task"]} for r in rows if r["state"] in ("queued", "running", "cancelling")]  # fmt: skip
+             "task": _clip(r["request"]["task"], TASK_LISTED_CHARS)} for r in rows if r["state"] in ("queued", "running", "cancelling")]  # fmt: skip
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Review:

@@ -83,8 +83,13 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
 
     async def runs(request: Request) -> Response:
         mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
-        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark), note=request.query_params.get("note"),
-                    queued=await asyncio.to_thread(actions.queued_runs, home), csrf=tokens.token(request.scope))  # fmt: skip
+        note = request.query_params.get("note")
+        try:
+            queued = await asyncio.to_thread(actions.queued_runs, home)
+        except HorizonError as exc:  # the service's queue is damaged: its one line, and the runs still listed
+            queued, note = [], str(exc)
+        return page("runs.html", rows=await asyncio.to_thread(runs_rows), since=_digest(mark), note=note, queued=queued,
+                    csrf=tokens.token(request.scope))
 
     async def run(request: Request) -> Response:
         try:

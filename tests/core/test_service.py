@@ -53,7 +53,8 @@ def start_server(home: Path, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "HORIZON_HOME": str(home), "HORIZON_TEST_ENV": "horizon", "PYTHONPATH": os.pathsep.join((str(ROOT), str(NOTES_PLUGIN)))}
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     code = "import sys; from core.cli import main; sys.argv[0] = 'agent'; main()"
-    return subprocess.Popen([sys.executable, "-c", code, "server", "--port", str(port), "--workers", "2"], cwd=ROOT, env=env,
+    roots = ["--repo-root", str(home.parent)]  # the test's folder: its repositories and scripts are there
+    return subprocess.Popen([sys.executable, "-c", code, "server", "--port", str(port), "--workers", "2", *roots], cwd=ROOT, env=env,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 

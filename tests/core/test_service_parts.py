@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 from core.runs import reading_store
 from core.service import tracing, worker
 from core.service.app import SubmitRequest, create_app, queued_request
+from core.service.bounds import Bounds
 from core.service.metrics import StoreCollector
 from core.service.queue import RunQueue, queue_path
 
@@ -68,7 +69,8 @@ def test_queue_keeps_runs_across_instances_and_recovers_running_ones(horizon_hom
 
 def test_api_refuses_bad_submits_and_cancels_a_queued_run(horizon_home, tmp_path, notes_plugin):
     queue = RunQueue(queue_path(horizon_home))
-    client = TestClient(create_app(queue, horizon_home, token=TOKEN), base_url="http://127.0.0.1:8766", headers=AUTH)
+    client = TestClient(create_app(queue, horizon_home, token=TOKEN, bounds=Bounds.make([tmp_path])), base_url="http://127.0.0.1:8766",
+                        headers=AUTH)
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", FIX)
     bad = [({"plugin": "nope", "task": "x"}, "no plugin named 'nope'"),
            ({"plugin": notes_plugin, "task": "x", "repo": str(tmp_path / "missing")}, "is not a folder"),
@@ -104,7 +106,8 @@ def test_worker_runs_traces_and_never_reruns_a_finished_run(horizon_home, tmp_pa
     monkeypatch.setattr(tracing, "otlp_tracer_provider", lambda: provider)
     repo = tiny_repo(tmp_path)
     script = write_script(tmp_path / "s.jsonl", [("view_file", {"path": "missing.py"}), *FIX])
-    request = queued_request(SubmitRequest(plugin=notes_plugin, task="make add add", repo=str(repo), policy="scripted", script=str(script)))
+    request = queued_request(SubmitRequest(plugin=notes_plugin, task="make add add", repo=str(repo), policy="scripted", script=str(script)),
+                             Bounds.make([tmp_path]))
     queue = RunQueue(queue_path(horizon_home))
     run_id = queue.submit(request)
 

@@ -19,6 +19,7 @@ from core.plugin import Task
 from core.policy import ScriptedPolicy
 from core.runner import Run
 from core.runs import open_store
+from core.service.bounds import Bounds
 from core.service.queue import RunQueue, queue_path
 from core.service.worker import execute_queued_run
 from core.state import Limits, Pricing
@@ -49,6 +50,7 @@ def test_a_started_run_is_queued_for_the_service_and_can_be_dropped(horizon_home
     assert client.post("/runs", data={**form, "csrf": "guess"}).status_code == 403
     assert client.post("/runs", data={**form, "csrf": token_of(page.text)}, headers={"origin": "http://evil.example"}).status_code == 403
     assert not queue_path(horizon_home).exists()
+    RunQueue(queue_path(horizon_home)).record_bounds(Bounds.make([tmp_path]).to_json())  # as agent server --repo-root does
 
     done = client.post("/runs", data={**form, "csrf": token_of(page.text)}, follow_redirects=False)
     assert done.status_code == 303
