@@ -52,11 +52,13 @@ def queue(horizon_home) -> RunQueue:
 
 
 @pytest.fixture
-def api(queue, horizon_home):
-    """The service's app (the token is the one ``agent server`` would read from its token file)."""
+def api(queue, horizon_home, tmp_path):
+    """The service's app (the token is the one ``agent server`` would read from its token file;
+    the test's folder is its repository root, so a well-formed submit is accepted)."""
     from core.service.app import create_app
+    from core.service.bounds import Bounds
 
-    return create_app(queue, horizon_home, token=TOKEN)
+    return create_app(queue, horizon_home, token=TOKEN, bounds=Bounds.make([tmp_path]))
 
 
 def concrete_requests(app) -> list[tuple[str, str]]:
@@ -246,7 +248,8 @@ def test_the_api_needs_its_bearer_token_on_every_route(api, queue, submit, obser
     "another browser's cookie, with the cookie and token but a foreign Origin (or Origin null)",
     "403 each, nothing queued; the page's own browser (cookie + token + own Origin) starts the run",
 )
-def test_ui_posts_need_the_browsers_cookie_and_their_own_origin(horizon_home, queue, submit, observe):
+def test_ui_posts_need_the_browsers_cookie_and_their_own_origin(horizon_home, queue, submit, observe, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no server has recorded its roots: the UI bounds a start by its own working folder
     app = ui_app(horizon_home)
     alice, mallory = TestClient(app, base_url=UI), TestClient(app, base_url=UI)
     alice_token, mallory_token = ui_token(alice.get("/").text), ui_token(mallory.get("/").text)
