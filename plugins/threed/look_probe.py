@@ -11,6 +11,8 @@ Cycles, and casts one ray per pixel of the smallest size into every mesh's BVH t
   value): texture, ramp, attribute and image nodes evaluate exactly as they render, with no light;
 - **properties**: the same with roughness, metallic and transmission as the red, green and blue
   of the emission;
+- **bare**: the shot again without the subject (``subject``), at the ray grid's size, so the
+  floor's light with and without the subject shows the shadow it casts;
 - **rays**: per pixel, the nearest mesh, its material slot, the surface normal and the hit point.
 
 Every change (materials, world, render settings) is undone before it returns; nothing is saved.
@@ -356,6 +358,16 @@ def look_data(args: dict[str, Any]) -> dict[str, Any]:
             beauty = big.reshape(height, BEAUTY_SCALE, width, BEAUTY_SCALE, 3).mean(axis=(1, 3))
             times["beauty"] = time.perf_counter() - start
             start = time.perf_counter()
+            hidden = [o for o in subject if o in objs and len(subject) < len(objs)]  # the rest of the scene, without the subject
+            bare = None
+            if hidden:
+                for obj in hidden:
+                    settings.set(obj, "hide_render", True)
+                bare = _render(scene, os.path.join(tmp, "bare.png"), width, height, int(args.get("samples", BEAUTY_SAMPLES)), data=False)
+                for obj in hidden:
+                    obj.hide_render = False
+            times["bare"] = time.perf_counter() - start
+            start = time.perf_counter()
             settings.set(scene, "world", None)  # data renders: emission only, on black
             for attr, value in (("view_transform", "Standard"), ("look", "None"), ("exposure", 0.0), ("gamma", 1.0)):
                 settings.set(scene.view_settings, attr, value)
@@ -374,7 +386,8 @@ def look_data(args: dict[str, Any]) -> dict[str, Any]:
             except TypeError:  # a depth the restored format does not offer: keep its default
                 pass
     path = os.path.join(folder, "look.npz")
-    np.savez(path, beauty=beauty.astype(np.float32), albedo=data["color"], props=data["props"], **rays)
+    extra = {"bare": bare.astype(np.float32)} if bare is not None else {}
+    np.savez(path, beauty=beauty.astype(np.float32), albedo=data["color"], props=data["props"], **extra, **rays)
     view = scene.view_settings
     return {"camera": True, "file": path, "names": names, "size": [width, height],
             "slots": {o.name: [s.material.name if s.material else None for s in o.material_slots] for o in objs},

@@ -76,5 +76,5 @@ def test_a_real_oak_table_under_three_point_lighting_passes_the_look(tmp_path):
     for check in ("exposure", "key_fill", "key_power"):
         assert rewards[f"scene/{check}"]["value"] == 1.0 and rewards[f"scene/{check}"]["weight"] > 0, failing(stored)
     # three-point lighting has no floor: no contact shadow to see, listed as not judged, never a free 1.0
-    assert rewards["scene/contact_shadow"]["weight"] == 0 and rewards["scene/contact_shadow"]["detail"]["status"] == "not_applicable"
+    assert rewards["scene/shadow"]["weight"] == 0 and rewards["scene/shadow"]["detail"]["status"] == "not_applicable"
     assert result.reward == 1.0 and stored["row"]["correct"] is True, failing(stored)
