@@ -142,7 +142,8 @@ def main() -> int:
             if obj not in rights:
                 png = args.previews / f"{obj}-right.png" if args.previews else None
                 rights[obj], seconds = build(task_json, make_right(), Path(tmp) / obj, png)
-                console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s ({rights[obj].summary})")
+                console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s, reward {COSTS[-1]['reward']:.1f} s, "
+                              f"look {COSTS[-1]['look']:.1f} s ({rights[obj].summary})")
                 if not rights[obj].correct:
                     failures.append(f"{obj}: the right build fails a check ({rights[obj].summary})")
             why, make = twins[(obj, twin_name)]
@@ -151,7 +152,8 @@ def main() -> int:
             right = rights[obj]
             margin = right.reward - twin.reward
             rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
-            console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s")
+            console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s, reward "
+                          f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s")
             if margin <= 0:
                 failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
     if args.markdown:
@@ -166,10 +168,12 @@ def main() -> int:
             table.add_row(pair, why, f"{r:.3f}", f"{t:.3f}", f"{m:+.3f}", f"{old:.3f}", sep)
         console.print(table)
     margins = [m for *_, m, _, _ in rows]
-    if COSTS:
-        reward_s, look_s = (sorted(c[k] for c in COSTS) for k in ("reward", "look"))
-        print(f"reward per build: median {reward_s[len(COSTS) // 2]:.1f} s (max {reward_s[-1]:.1f}), of which the look's renders "
-              f"(threed-geometry/5) median {look_s[len(COSTS) // 2]:.1f} s (max {look_s[-1]:.1f}), {len(COSTS)} builds")
+    looked = [c for c in COSTS if c["look"] > 0]
+    if looked:
+        reward_s, look_s = (sorted(c[k] for c in looked) for k in ("reward", "look"))
+        print(f"reward of the {len(looked)} builds whose task asks a look (of {len(COSTS)}): median {reward_s[len(looked) // 2]:.1f} s "
+              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/5) median {look_s[len(looked) // 2]:.1f} s "
+              f"(max {look_s[-1]:.1f})")
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
     for f in failures:

@@ -133,9 +133,10 @@ def object_words(materials: list[str], description: str, request: str) -> tuple[
     return [], [], ""
 
 
-def lit_asked(request: str, min_lights: int) -> bool:
-    """Whether the lighting checks apply: the request speaks of light or a shot, or the task asks for lights."""
-    return min_lights > 0 or any(w in LIGHT_WORDS for w in words(request))
+def lit_asked(request: str) -> bool:
+    """Whether the lighting checks apply: the request speaks of light or a shot. A task that only
+    asks for a number of lights (``min_lights``) has ``scene/lights``, not a judgement of the light."""
+    return any(w in LIGHT_WORDS for w in words(request))
 
 
 def product_shot(request: str) -> bool:
@@ -363,7 +364,7 @@ def key_power(lights: list[dict[str, Any]], exposure_ev: float) -> Check:
 
 def applies(spec: Any, request: str) -> bool:
     """Whether the task asks anything of the look (a material word for some object, or light)."""
-    return bool(spec.objects) and (lit_asked(request, spec.min_lights) or any(
+    return bool(spec.objects) and (lit_asked(request) or any(
         object_words(o.materials, o.description, request)[0] or object_words(o.materials, o.description, request)[1]
         for o in spec.objects))
 
@@ -379,7 +380,7 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
     """
     wanted = {o.name: object_words(o.materials, o.description, request) for o in spec.objects}
     wanted = {n: w for n, w in wanted.items() if w[0] or w[1]}
-    lit = lit_asked(request, spec.min_lights)
+    lit = lit_asked(request)
     out: dict[str, Check] = {}
     skipped: dict[str, str] = {}
     if not wanted and not lit:
