@@ -105,7 +105,7 @@ def _texture_nodes(socket: Any, seen: set | None = None) -> list[str]:
 def material_facts(mat: bpy.types.Material) -> dict[str, Any]:
     """What the material's node tree renders: its shader, and for each property whether a node
     feeds it (``linked``) or the constant it has."""
-    out, shader, note = _surface_shader(mat)
+    _, shader, note = _surface_shader(mat)
     facts: dict[str, Any] = {"shader": shader.bl_idname if shader else None, "note": note}
     if shader is None:
         return facts

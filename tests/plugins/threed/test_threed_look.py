@@ -78,3 +78,19 @@ def test_a_real_oak_table_under_three_point_lighting_passes_the_look(tmp_path):
     # three-point lighting has no floor: no contact shadow to see, listed as not judged, never a free 1.0
     assert rewards["scene/shadow"]["weight"] == 0 and rewards["scene/shadow"]["detail"]["status"] == "not_applicable"
     assert result.reward == 1.0 and stored["row"]["correct"] is True, failing(stored)
+
+
+def test_words_pick_the_object_and_the_family_never_the_evidence():
+    from plugins.threed import look
+
+    assert look.asked("Oak.Vertical") == (["oak"], [])  # a specific word replaces the general one (wood)
+    assert look.asked("a pink glazed ceramic mug") == (["glaze"], ["pink"])
+    # the object's own words first; the request's only when it names one family
+    assert look.object_words([], "the top board", "a low table in oak, lit for a product shot")[:2] == (["oak"], [])
+    assert look.object_words([], "a leg", "an oak top on steel legs") == ([], [], "")
+    assert look.object_words(["Steel"], "a leg", "an oak top on steel legs")[:2] == (["metal"], [])
+    assert look.lit_asked("lit for a product shot") and look.product_shot("lit for a product shot")
+    assert not look.lit_asked("a ceramic mug holding 250 ml")  # a light count alone is scene/lights, not a judgement
+    pink = look.material_look("Top", ["oak"], [], "test", {"pixels": 10, "metallic": 1.0, "roughness": 0.05, "transmission": 0.0,
+                                                            "lightness": 76.0, "chroma": 42.0, "hue": 350.0, "grain_l": 0.0})
+    assert not pink.passed and "metallic 1.00" in pink.message and "no grain" in pink.message
