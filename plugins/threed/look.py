@@ -387,7 +387,8 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
         return out, skipped
     lighting = ("exposure", "key_fill", "shadow") + (("key_power",) if product_shot(request) else ())
     if found is None or not found.get("camera"):
-        why = "no scene camera: nothing renders, so the look cannot be seen"
+        why = f"the look could not be rendered: {found['error']}" if found and found.get("error") else \
+            "no scene camera: nothing renders, so the look cannot be seen"
         for name in wanted:
             out[f"{name}/material_look"] = Check("material_look", False, 0.0, why)
         for check in lighting if lit else ():

@@ -94,9 +94,13 @@ class ThreeDPlugin:
             # contacts and the camera's view are measured only when the task states the object
             exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
                                         save=False, timeout_s=300)
-            # the look (materials, lighting) is rendered only when the task's words ask for it
-            looked = worker(ctx).call("look_data", {"folder": str(folder), "subject": spec.assembly_parts()}, save=False,
-                                      timeout_s=300) if look.applies(spec, request) else None
+            looked = None
+            if look.applies(spec, request):  # the look (materials, lighting) is rendered only when the task's words ask for it
+                try:
+                    looked = worker(ctx).call("look_data", {"folder": str(folder), "subject": spec.assembly_parts()}, save=False,
+                                              timeout_s=300)
+                except ToolError as exc:  # the geometry is still judged; every look check fails, saying why
+                    looked = {"camera": False, "error": str(exc)}
         except ToolError as exc:
             return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
