@@ -7,7 +7,7 @@
 
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
-calls), then the plugin's ``reward`` (``threed-geometry/4``). Each right build is built once and
+calls), then the plugin's ``reward`` (``threed-geometry/5``; the cost of its look renders is printed). Each right build is built once and
 compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
 the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
 separates the pair most (the largest weighted drop from right to twin).
@@ -45,8 +45,21 @@ from plugins.threed.tools import close_worker, threed_tools
 TOOLS = {t.name: t for t in threed_tools()}
 
 
+#: Seconds per build: the reward's whole call, and the look's renders in it (``look_data``).
+COSTS: list[dict[str, float]] = []
+
+
+def look_seconds(verdict: RewardResult) -> dict[str, float]:
+    """The worker's seconds per look render (rays, beauty, bare, data) that the verdict records, or {}."""
+    for c in verdict.components.values():
+        if "look_seconds" in c.detail:
+            return c.detail["look_seconds"]
+    return {}
+
+
 def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Path | None = None) -> tuple[RewardResult, float]:
-    """One episode: set up a workspace with ``task_json``, make ``calls``, return the reward and seconds.
+    """One episode: set up a workspace with ``task_json``, make ``calls``, return the reward and seconds
+    (the reward's own seconds and its look renders' are appended to ``COSTS``).
 
     Raises:
         RuntimeError: a tool call failed (the build script is wrong, not the reward).
@@ -75,7 +88,9 @@ def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Pat
                 raise RuntimeError(f"render failed: {out.output}")
             preview.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(workspace / "preview.png", preview)
+        judged = time.perf_counter()
         verdict = plugin.reward(task, Trajectory(context=ctx, tool_data=done))
+        COSTS.append({"reward": time.perf_counter() - judged, "look": sum(look_seconds(verdict).values())})
     finally:
         close_worker(ctx)
     return verdict, time.perf_counter() - start
@@ -127,7 +142,8 @@ def main() -> int:
             if obj not in rights:
                 png = args.previews / f"{obj}-right.png" if args.previews else None
                 rights[obj], seconds = build(task_json, make_right(), Path(tmp) / obj, png)
-                console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s ({rights[obj].summary})")
+                console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s, reward {COSTS[-1]['reward']:.1f} s, "
+                              f"look {COSTS[-1]['look']:.1f} s ({rights[obj].summary})")
                 if not rights[obj].correct:
                     failures.append(f"{obj}: the right build fails a check ({rights[obj].summary})")
             why, make = twins[(obj, twin_name)]
@@ -136,7 +152,8 @@ def main() -> int:
             right = rights[obj]
             margin = right.reward - twin.reward
             rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
-            console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s")
+            console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s, reward "
+                          f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s")
             if margin <= 0:
                 failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
     if args.markdown:
@@ -151,6 +168,12 @@ def main() -> int:
             table.add_row(pair, why, f"{r:.3f}", f"{t:.3f}", f"{m:+.3f}", f"{old:.3f}", sep)
         console.print(table)
     margins = [m for *_, m, _, _ in rows]
+    looked = [c for c in COSTS if c["look"] > 0]
+    if looked:
+        reward_s, look_s = (sorted(c[k] for c in looked) for k in ("reward", "look"))
+        print(f"reward of the {len(looked)} builds whose task asks a look (of {len(COSTS)}): median {reward_s[len(looked) // 2]:.1f} s "
+              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/5) median {look_s[len(looked) // 2]:.1f} s "
+              f"(max {look_s[-1]:.1f})")
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
     for f in failures:

@@ -68,10 +68,12 @@ def _uv_area(obj: bpy.types.Object) -> float:
 # -- surfaces ------------------------------------------------------------------------------
 
 #: Wood: light and dark linear RGB of the grain, rings per metre, roughness. Oak is a warm
-#: mid-brown with pronounced open grain; walnut a dark chocolate brown with a finer, subtler figure.
+#: mid-brown with pronounced open grain; walnut a dark chocolate brown with a finer, subtler figure;
+#: pine a pale honey yellow with wider rings.
 WOOD = {
     "oak": {"light": (0.50, 0.33, 0.16), "dark": (0.27, 0.15, 0.065), "rings": 90.0, "roughness": 0.45},
     "walnut": {"light": (0.15, 0.075, 0.035), "dark": (0.06, 0.03, 0.014), "rings": 110.0, "roughness": 0.4},
+    "pine": {"light": (0.62, 0.45, 0.25), "dark": (0.42, 0.26, 0.11), "rings": 60.0, "roughness": 0.5},
 }
 GRAIN_AXES = {"x": "X", "y": "Y", "z": "Z"}
 
@@ -201,7 +203,7 @@ def _image(nodes: Any, links: Any, bsdf: Any, path: str, objs: list[bpy.types.Ob
 
 
 def set_surface(args: dict[str, Any]) -> dict[str, Any]:
-    """Build material ``material`` from a preset (oak, walnut, ceramic, brushed_metal, image) and
+    """Build material ``material`` from a preset (oak, walnut, pine, ceramic, brushed_metal, image) and
     assign it to every face of each of ``objects`` (replacing their materials).
 
     ``scale`` (m) stretches the procedural pattern (1 = as designed); ``color`` is the glaze or
@@ -223,7 +225,7 @@ def set_surface(args: dict[str, Any]) -> dict[str, Any]:
     elif preset == "image":
         settings, viewport = _image(nodes, links, bsdf, args["image_path"], objs, args.get("root") or os.path.dirname(args["image_path"])), (0.5, 0.5, 0.5)
     else:  # the tool's Literal forbids this; kept for direct callers
-        raise OpError(f"no surface preset {preset!r}; presets: oak, walnut, ceramic, brushed_metal, image")
+        raise OpError(f"no surface preset {preset!r}; presets: oak, walnut, pine, ceramic, brushed_metal, image")
     mat.diffuse_color = (*viewport, 1.0)
     for obj in objs:
         obj.data.materials.clear()

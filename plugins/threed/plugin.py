@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
+from plugins.threed import look
 from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
@@ -87,17 +88,25 @@ class ThreeDPlugin:
             close_worker(ctx)
             return nothing
         spec = task_spec(ctx)
+        request = f"{spec.request} {task.instruction}"
         folder = ctx.scratch / "verify-meshes"
         try:
             # contacts and the camera's view are measured only when the task states the object
             exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
                                         save=False, timeout_s=300)
+            looked = None
+            if look.applies(spec, request):  # the look (materials, lighting) is rendered only when the task's words ask for it
+                try:
+                    looked = worker(ctx).call("look_data", {"folder": str(folder), "subject": spec.assembly_parts()}, save=False,
+                                              timeout_s=300)
+                except ToolError as exc:  # the geometry is still judged; every look check fails, saying why
+                    looked = {"camera": False, "error": str(exc)}
         except ToolError as exc:
             return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
         finally:
             close_worker(ctx)
-        return grade(spec, exported, task_folder(ctx))  # the reference as set-up saved it, not the workspace's
+        return grade(spec, exported, task_folder(ctx), looked, request)  # the reference as set-up saved it, not the workspace's
 
     def validate(self, task: Task) -> None:
         """Refuse a task folder whose ``task.json`` does not parse, before a run is made.

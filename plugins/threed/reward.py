@@ -14,7 +14,13 @@ material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene
 bodies joined through non-manifold edges too; 3: the whole-object checks below; 4: a run whose
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
-a part missing from the scene joins no group of ``assembly/connected``).
+a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below).
+
+The look (``plugins.threed.look``, when the task's words ask a material, a colour or light):
+``<object>/material_look`` judges each object's measured base colour, roughness, metallic and
+transmission (its node tree evaluated in a small render) against the words' ranges, and
+``scene/exposure``, ``key_fill``, ``contact_shadow`` and (a "product shot") ``key_power`` judge
+the lighting by what a small render of the camera's view shows, never by lights' names or count.
 
 The object as a whole (``task.json``'s ``assembly``; ``plugins.threed.assembly``) adds
 ``assembly/contacts``, ``connected``, ``on_floor``, ``stands``, ``cavity``, ``symmetry`` and
@@ -35,12 +41,12 @@ import numpy as np
 import trimesh
 
 from core.api import RewardComponent, RewardResult
-from plugins.threed import assembly, checks
+from plugins.threed import assembly, checks, look
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/4"
+REWARD_VERSION = "threed-geometry/5"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -166,8 +172,10 @@ def built_nothing(tool_data: list[dict[str, Any]]) -> RewardResult | None:
                         components={"scene/built": RewardComponent(value=0.0, detail={"passed": False, "message": why})})
 
 
-def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> RewardResult:
-    """Score the scene the worker exported (``ops.mesh_data``) against ``spec``.
+def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: dict[str, Any] | None = None,
+          request: str = "") -> RewardResult:
+    """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
+    (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
@@ -201,6 +209,8 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> Reward
     if spec.camera:
         cam = exported["camera"]
         named["scene/camera"] = Check("camera", cam is not None, 1.0 if cam else 0.0, f"camera {cam}" if cam else "no camera")
+    seen, unseen = look.look_checks(spec, meshes, looked, request) if looked is not None else ({}, {})
+    named.update(seen)
     whole, unjudged = assembly_checks(spec, meshes, exported)
     # the object as a whole weighs as much as all its parts' own checks together
     whole_weight = max(1.0, len(named) / len(whole)) if whole else 1.0
@@ -215,10 +225,12 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path) -> Reward
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:
         summary = f"all {len(named)} checks pass"
-    if unjudged:
-        summary += f"; not judged: {', '.join(unjudged)}"
+    if unjudged or unseen:
+        summary += f"; not judged: {', '.join([*unjudged, *(n.split('/')[-1] for n in unseen)])}"
     components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
                   for n, c in named.items()}
     for name, why in unjudged.items():  # weight 0: listed, never averaged in, never a free 1.0
         components[f"assembly/{name}"] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
+    for name, why in unseen.items():
+        components[name] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
     return RewardResult(reward=round(reward, 6), correct=not failing, summary=summary, version=REWARD_VERSION, components=components)

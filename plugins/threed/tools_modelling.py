@@ -204,8 +204,8 @@ def uv_unwrap(args: UvUnwrapArgs, ctx: ToolContext) -> ToolResult:
 class SetSurfaceArgs(Args):
     objects: Names = Field(description="every object that gets this material (all its faces)")
     material: Name = Field(description="material name, e.g. 'Oak'; rebuilt if it exists")
-    preset: Literal["oak", "walnut", "ceramic", "brushed_metal", "image"] = Field(
-        description="oak / walnut: procedural grain; ceramic: glossy glaze; brushed_metal; image: an image file through the UV map")
+    preset: Literal["oak", "walnut", "pine", "ceramic", "brushed_metal", "image"] = Field(
+        description="oak / walnut / pine: procedural grain; ceramic: glossy glaze; brushed_metal; image: an image file through the UV map")
     color: Color | None = Field(None, description="ceramic glaze or metal colour, linear RGB")
     grain_axis: Literal["x", "y", "z"] = Field("x", description="object axis the wood grain or brushing runs along (a leg: z)")
     scale: float = Field(1.0, gt=0, le=100, description="pattern size factor (2 = grain twice as coarse)")
@@ -220,7 +220,7 @@ class SetSurfaceArgs(Args):
 
 @tool
 def set_surface(args: SetSurfaceArgs, ctx: ToolContext) -> ToolResult:
-    """Give objects a textured material from a preset: oak or walnut (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials.
+    """Give objects a textured material from a preset: oak, walnut or pine (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials.
 
     Args: ``SetSurfaceArgs``. Returns ``data`` with ``material``, ``preset``, ``objects``, ``settings``.
     """

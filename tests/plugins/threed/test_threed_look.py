@@ -1,0 +1,96 @@
+"""The 3D reward's look checks (``plugins.threed.look``, ``threed-geometry/5``) on whole episodes
+through the real runner, tools, worker and reward: materials are judged by what their node trees
+render and lighting by what the camera's render shows, never by names or the number of lights.
+
+RH25 (docs/security.md): asked for "tapered legs, oak, lit for a product shot", a table of plain
+boxes in a mirror-pink metal named "Oak", lit by two 10 W point lights, scored 1.000 on all 39
+checks of ``threed-geometry/4`` (materials judged by name, lighting by count).
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.plugins.threed.test_threed_runs import EXAMPLES, run_episode
+
+REQUEST = "tapered legs, oak, lit for a product shot"
+LEGS = {"Leg.FL": [-0.53, -0.23], "Leg.FR": [0.53, -0.23], "Leg.BL": [-0.53, 0.23], "Leg.BR": [0.53, 0.23]}
+PARTS = ["Tabletop", *LEGS]
+
+
+def table_task(tmp_path):
+    """The low table's task file (39 checks: sizes, materials "Oak", 2 lights, camera, assembly) asking REQUEST."""
+    spec = json.loads((EXAMPLES / "low-table" / "task.json").read_text())
+    spec["request"] = REQUEST
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.json").write_text(json.dumps(spec))
+    return folder
+
+
+def boxes():
+    """The table as five plain boxes (the legs are not tapered: another check's subject)."""
+    turns = [{"tool": "add_primitive", "arguments": {"name": "Tabletop", "kind": "cube", "size": [1.2, 0.6, 0.04], "location": [0, 0, 0.43]}}]
+    turns += [{"tool": "add_primitive", "arguments": {"name": n, "kind": "cube", "size": [0.05, 0.05, 0.41], "location": [x, y, 0.205]}}
+              for n, (x, y) in LEGS.items()]
+    return turns
+
+
+def failing(stored):
+    return {n: c["detail"].get("message") for n, c in stored["rewards"].items() if c["weight"] > 0 and c["value"] < 1}
+
+
+def test_pink_metal_boxes_named_oak_under_two_10w_lights_fail_material_and_lighting(tmp_path):
+    turns = boxes() + [
+        {"tool": "set_material", "arguments": {"object": "Tabletop", "material": "Oak", "base_color": [1.0, 0.35, 0.6],
+                                               "metallic": 1.0, "roughness": 0.05}},
+        *({"tool": "set_material", "arguments": {"object": n, "material": "Oak"}} for n in LEGS),
+        {"tool": "add_light", "arguments": {"name": "Key", "kind": "point", "location": [1.5, -1.5, 2.0], "energy": 10}},
+        {"tool": "add_light", "arguments": {"name": "Fill", "kind": "point", "location": [-1.5, -1.0, 1.5], "energy": 10}},
+        {"tool": "set_camera", "arguments": {"location": [1.7, -2.1, 1.15], "target": [0, 0, 0.22], "lens_mm": 45}},
+        {"tool": "finish", "arguments": {"summary": "an oak table lit for a product shot"}},
+    ]
+    result, stored = run_episode(table_task(tmp_path), turns)
+    rewards = stored["rewards"]
+    bad = failing(stored)
+    assert result.reward < 1.0 and stored["row"]["correct"] is False, bad
+    # the names and the count still pass (the task asks for them); the look does not
+    assert rewards["Tabletop/materials"]["value"] == 1.0 and rewards["scene/lights"]["value"] == 1.0
+    for part in PARTS:
+        assert f"{part}/material_look" in bad and "metallic" in bad[f"{part}/material_look"], bad
+    assert "no grain" in bad["Tabletop/material_look"] and "hue" in bad["Tabletop/material_look"]
+    assert "under-exposed" in bad["scene/exposure"] and "too weak" in bad["scene/key_power"], bad
+
+
+def test_a_real_oak_table_under_three_point_lighting_passes_the_look(tmp_path):
+    turns = boxes() + [
+        {"tool": "set_surface", "arguments": {"objects": PARTS, "material": "Oak", "preset": "oak"}},
+        {"tool": "light_preset", "arguments": {"preset": "three_point"}},
+        {"tool": "frame_camera", "arguments": {}},
+        {"tool": "finish", "arguments": {"summary": "an oak table, three-point lit"}},
+    ]
+    result, stored = run_episode(table_task(tmp_path), turns)
+    rewards = stored["rewards"]
+    for part in PARTS:
+        assert rewards[f"{part}/material_look"]["value"] == 1.0, failing(stored)
+    for check in ("exposure", "key_fill", "key_power"):
+        assert rewards[f"scene/{check}"]["value"] == 1.0 and rewards[f"scene/{check}"]["weight"] > 0, failing(stored)
+    # three-point lighting has no floor: no contact shadow to see, listed as not judged, never a free 1.0
+    assert rewards["scene/shadow"]["weight"] == 0 and rewards["scene/shadow"]["detail"]["status"] == "not_applicable"
+    assert result.reward == 1.0 and stored["row"]["correct"] is True, failing(stored)
+
+
+def test_words_pick_the_object_and_the_family_never_the_evidence():
+    from plugins.threed import look
+
+    assert look.asked("Oak.Vertical") == (["oak"], [])  # a specific word replaces the general one (wood)
+    assert look.asked("a pink glazed ceramic mug") == (["glaze"], ["pink"])
+    # the object's own words first; the request's only when it names one family
+    assert look.object_words([], "the top board", "a low table in oak, lit for a product shot")[:2] == (["oak"], [])
+    assert look.object_words([], "a leg", "an oak top on steel legs") == ([], [], "")
+    assert look.object_words(["Steel"], "a leg", "an oak top on steel legs")[:2] == (["metal"], [])
+    assert look.lit_asked("lit for a product shot") and look.product_shot("lit for a product shot")
+    assert not look.lit_asked("a ceramic mug holding 250 ml")  # a light count alone is scene/lights, not a judgement
+    pink = look.material_look("Top", ["oak"], [], "test", {"pixels": 10, "metallic": 1.0, "roughness": 0.05, "transmission": 0.0,
+                                                            "lightness": 76.0, "chroma": 42.0, "hue": 350.0, "grain_l": 0.0})
+    assert not pink.passed and "metallic 1.00" in pink.message and "no grain" in pink.message
