@@ -10,6 +10,7 @@ from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import grading_run, save_original_tests
+from plugins.coding.verdict import verdict_targets
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
@@ -226,7 +227,8 @@ class CodingPlugin:
                      and not baseline.get("timed_out") and not any(o in ("failed", "error") for o in baseline["outcomes"].values()))  # fmt: skip
         hidden = Path(declared["hidden_tests"]) if declared.get("hidden_tests") else None
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
-                             reproduce=reproduce and hidden is None, hidden_tests=hidden)  # fmt: skip
+                             reproduce=reproduce and hidden is None, hidden_tests=hidden,
+                             targets=verdict_targets(baseline["outcomes"], declared.get("fail_to_pass")))  # fmt: skip
         if graded.run is None:
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
@@ -249,5 +251,5 @@ class CodingPlugin:
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
             reproduction=graded.reproduction.record() if graded.reproduction else None,
-            own_tests_allowed=hidden is not None,
+            own_tests_allowed=hidden is not None, verification=graded.verification,
         )  # fmt: skip
