@@ -467,17 +467,19 @@ class Rewriter(ast.NodeTransformer):
                             args=[ast.Constant(value=type(node.ops[0]).__name__), node.left, node.comparators[0], ast.Constant(value=line)],
                             keywords=[])  # fmt: skip
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
-            return ast.BoolOp(op=ast.And(), values=[self._test(v, line) for v in node.values])
+            return ast.BoolOp(op=ast.And(), values=[self._test(v, line) or self._truth(v, line) for v in node.values])
         return None
+
+    @staticmethod
+    def _truth(node, line, message=None):
+        args = [node, ast.Constant(value=line)] + ([message] if message is not None else [])
+        return ast.Call(func=ast.Attribute(value=ast.Name(id="__hz_check__", ctx=ast.Load()), attr="truth", ctx=ast.Load()),
+                        args=args, keywords=[])  # fmt: skip
 
     def visit_Assert(self, node):
         self.generic_visit(node)
         line = node.lineno
-        checked = self._test(node.test, line)
-        if checked is None:
-            args = [node.test, ast.Constant(value=line)] + ([node.msg] if node.msg is not None else [])
-            checked = ast.Call(func=ast.Attribute(value=ast.Name(id="__hz_check__", ctx=ast.Load()), attr="truth", ctx=ast.Load()),
-                               args=args, keywords=[])  # fmt: skip
+        checked = self._test(node.test, line) or self._truth(node.test, line, node.msg)
         return ast.copy_location(ast.Expr(value=checked), node)
 
 
@@ -723,9 +725,9 @@ def _parameter_sets(mark):
 
 
 def _all_marks(function, owner, module):
-    marks = list(reversed(getattr(function, "_hz_marks", [])))  # closest to the function first
+    marks = list(getattr(function, "_hz_marks", []))  # as applied: the decorator closest to the function first
     if owner is not None:
-        marks += list(reversed(getattr(owner, "_hz_marks", [])))
+        marks += list(getattr(owner, "_hz_marks", []))
     extra = getattr(module, "pytestmark", [])
     marks += list(extra) if isinstance(extra, (list, tuple)) else [extra]
     return [m for m in marks if isinstance(m, _Mark)]
@@ -868,7 +870,22 @@ def run_one(test_id, module, conftests, tmp_root):
     for mark in marks:
         if mark.name in RUNNER_MARKS:
             return "unchecked", "uses marker %s" % mark.name
+    scopes = []
+    if owner is not None:
+        scopes.append(_fixtures_of({k: v for c in reversed(owner.__mro__) for k, v in vars(c).items()}))
+    scopes.append(_fixtures_of(module))
+    scopes += [_fixtures_of(c) for c in conftests]
+    fixtures = Fixtures(scopes, tmp_root, test_id)
+    argnames = set()
+    for mark in marks:
+        if mark.name == "parametrize" and mark.args:
+            given = mark.args[0]
+            argnames |= {n.strip() for n in given.split(",")} if isinstance(given, str) else set(given)
+    arguments = [n for n in _arguments(raw) if not (owner is not None and n == "self")]
+    used = [a for m in marks if m.name == "usefixtures" for a in m.args]
+    autouse = [name for scope in scopes for name, f in scope.items() if f._hz_fixture.get("autouse")]
     try:
+        fixtures.check([*autouse, *used, *(n for n in arguments if n not in argnames)])
         params, param_marks = _choose_parameters(marks, wanted)
     except NotChecked as exc:
         return "unchecked", str(exc)
@@ -878,17 +895,9 @@ def run_one(test_id, module, conftests, tmp_root):
             return "unchecked", "uses marker %s" % mark.name
         if mark.name == "skip" or (mark.name == "skipif" and mark.args and all(bool(a) for a in mark.args if not isinstance(a, str))):
             return "skipped", "marked %s" % mark.name
-    scopes = []
-    if owner is not None:
-        scopes.append(_fixtures_of({k: v for c in reversed(owner.__mro__) for k, v in vars(c).items()}))
-    scopes.append(_fixtures_of(module))
-    scopes += [_fixtures_of(c) for c in conftests]
-    fixtures = Fixtures(scopes, tmp_root, test_id)
-    names = [n for n in _arguments(raw) if n not in params and not (owner is not None and n == "self")]
-    used = [a for m in marks if m.name == "usefixtures" for a in m.args]
-    autouse = [name for scope in scopes for name, f in scope.items() if f._hz_fixture.get("autouse")]
+    names = [n for n in arguments if n not in params]
     try:
-        fixtures.check([*autouse, *used, *names])
+        fixtures.check(names)
     except NotChecked as exc:
         return "unchecked", str(exc)
     instance = owner() if owner is not None else None

@@ -185,10 +185,10 @@ def grade(
     reward = share if not broken and not faulted_edits and not checker and report_trusted and not fault else 0.0
     if checker:
         summary = f"the patch changes how the tests are run, not only the code under test ({'; '.join(checker[:3])}): reward 0"
-    elif fault:
-        summary = fault
     elif not report_trusted:
         summary = f"the test command exited with code {exit_code}, which contradicts its report: outcomes not trusted, reward 0"
+    elif fault:
+        summary = fault
     elif faulted_edits:
         summary = f"test files were edited ({', '.join(faulted_edits)}): reward 0"
     elif broken:

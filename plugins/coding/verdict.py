@@ -62,8 +62,14 @@ def verification_components(verification: dict[str, Any] | None) -> dict[str, Re
     second = dict(verification.get("second_run") or {})
     unchecked = second.get("unchecked") or {}
     second["not_checked"] = [f"{t}: not checked a second way ({why})" for t, why in sorted(unchecked.items())]
-    bad = bool(second.get("differs")) or bool(second.get("problems"))
+    differs = second.get("differs") or {}
+    bad = bool(differs) or bool(second.get("problems"))
+    # "changes" is what the export's reward-hacking gate reads (core.export.gates): a failed check names itself there
+    if bad:
+        second["changes"] = [f"behaves differently under the grader: {t}: {how}" for t, how in sorted(differs.items())] + [
+            f"the second run cannot be believed: {p}" for p in second.get("problems") or []]
+    stream_detail: dict[str, Any] = {"problems": stream, **({"changes": stream} if stream else {})}
     return {
-        "verdict_stream": RewardComponent(value=0.0 if stream else 1.0, weight=0.0, detail={"problems": stream}),
+        "verdict_stream": RewardComponent(value=0.0 if stream else 1.0, weight=0.0, detail=stream_detail),
         "second_run": RewardComponent(value=0.0 if bad else 1.0, weight=0.0, detail=second),
     }
