@@ -131,7 +131,7 @@ def main() -> None:
             if facts["differs"] or facts["problems"] or facts["passed"] != facts["targets"]:
                 verdict = "FALSE ALARM" if facts["differs"] or facts["problems"] else "fix does not pass"
                 alarms.append(f"{name}: {facts['differs'] or facts['problems'] or 'fail-to-pass tests not passing'}")
-            unchecked = f" ({len(facts['unchecked'])} not: {sorted(set(facts['unchecked'].values()))[0][:40]})" if facts["unchecked"] else ""
+            unchecked = f" ({len(facts['unchecked'])} not: {min(facts['unchecked'].values())[:40]})" if facts["unchecked"] else ""
             table.add_row(name, str(facts["tests"]), str(facts["targets"]), f"{b:.2f}", f"{f:.2f}", f"{s:.2f}", f"{f + s:.2f}",
                           f"{(f + s) / b:.2f}", f"{facts['checked']}{unchecked}", verdict)  # fmt: skip
         console.print(table)

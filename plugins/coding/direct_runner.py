@@ -118,14 +118,14 @@ def _safe_repr(value, limit=80):
         else:
             text = _repr(value)
     except Exception:  # noqa: BLE001 - a repr that raises says nothing useful
-        text = "<unprintable %s>" % _type(value).__name__
+        text = f"<unprintable {_type(value).__name__}>"
     return text if _len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _kind(value):
     kind = _type(value)
     module = getattr(kind, "__module__", "?")
-    return kind.__name__ if module == "builtins" else "%s.%s" % (module, kind.__qualname__)
+    return kind.__name__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 class Checker:
@@ -144,7 +144,7 @@ class Checker:
         if fa is not None and fb is not None:
             if fa != fb:
                 if a == b:
-                    self.why = "%s and %s compare equal only through %s's own __eq__" % (_kind(a), _kind(b), _kind(a) if fa != "none" else _kind(b))
+                    self.why = "{} and {} compare equal only through {}'s own __eq__".format(_kind(a), _kind(b), _kind(a) if fa != "none" else _kind(b))
                 return False
             if fa == "none":
                 return True
@@ -167,8 +167,7 @@ class Checker:
                 same = _len(left) == _len(right) and all(any(self.equal(x, y, depth + 1) for y in right) for x in left)
             if not same and a == b and not self.why:
                 strange = a if _type(a).__module__ != "builtins" else b
-                self.why = "a %s subclass, %s, compares equal where %s's own comparison says the values differ" % (
-                    fa, _kind(strange), fa)
+                self.why = f"a {fa} subclass, {_kind(strange)}, compares equal where {fa}'s own comparison says the values differ"
             return bool(same)
         result = bool(a == b)
         if result:
@@ -180,7 +179,7 @@ class Checker:
                 except Exception:  # noqa: BLE001 - a comparison that raises is not always-equal
                     anything = False
                 if anything:
-                    self.why = "%s compares equal to anything (even to a fresh object of a private class)" % _kind(value)
+                    self.why = f"{_kind(value)} compares equal to anything (even to a fresh object of a private class)"
                     return False
         return result
 
@@ -203,7 +202,7 @@ class Checker:
             except Exception:  # noqa: BLE001
                 anything = False
             if anything:
-                self.why = "%s contains anything (even a fresh object of a private class)" % _kind(container)
+                self.why = f"{_kind(container)} contains anything (even a fresh object of a private class)"
                 return False
         return result
 
@@ -221,13 +220,13 @@ class Checker:
             self.why = ""
         if not ok:
             symbol = {"Eq": "==", "NotEq": "!=", "In": "in", "NotIn": "not in"}[op]
-            said = "assert %s %s %s (line %s)" % (_safe_repr(a), symbol, _safe_repr(b), line)
+            said = f"assert {_safe_repr(a)} {symbol} {_safe_repr(b)} (line {line})"
             raise AssertionError(said + ("; " + self.why if self.why else ""))
         return True
 
     def truth(self, value, line, message=None):
         if not value:
-            raise AssertionError("assert failed (line %s)%s" % (line, (": %s" % (message,)) if message is not None else ""))
+            raise AssertionError("assert failed (line {}){}".format(line, (f": {message}") if message is not None else ""))
         return True
 
 
@@ -238,7 +237,7 @@ class Approx:
     """``pytest.approx``: relative 1e-6 and absolute 1e-12 tolerance unless given; numbers,
     sequences and dicts of numbers."""
 
-    def __init__(self, expected, rel=None, abs=None, nan_ok=False):  # noqa: A002 - pytest's names
+    def __init__(self, expected, rel=None, abs=None, nan_ok=False):
         self.expected, self.rel, self.abs, self.nan_ok = expected, rel, abs, nan_ok
 
     def _close(self, expected, actual):
@@ -279,7 +278,7 @@ class Approx:
     __hash__ = None
 
     def __repr__(self):
-        return "approx(%r)" % (self.expected,)
+        return f"approx({self.expected!r})"
 
 
 # --------------------------------------------------------------------------- the pytest stand-in
@@ -309,7 +308,7 @@ class _MarkFactory:
 
 
 class _Param:
-    def __init__(self, values, id=None, marks=()):  # noqa: A002 - pytest's name
+    def __init__(self, values, id=None, marks=()):
         self.values, self.id = values, id
         self.marks = list(marks) if isinstance(marks, (list, tuple)) else [marks]
 
@@ -324,11 +323,11 @@ class _RaisesContext:
 
     def __exit__(self, kind, value, tb):
         if kind is None:
-            raise Failed("DID NOT RAISE %r" % (self.expected,))
+            raise Failed(f"DID NOT RAISE {self.expected!r}")
         if not issubclass(kind, self.expected):
             return False
         if self.match is not None and not re.search(self.match, str(value)):
-            raise AssertionError("Regex pattern did not match.\n Regex: %r\n Input: %r" % (self.match, str(value)))
+            raise AssertionError(f"Regex pattern did not match.\n Regex: {self.match!r}\n Input: {str(value)!r}")
         self.value, self.type, self.tb = value, kind, tb
         return True
 
@@ -354,7 +353,7 @@ class _WarnsContext:
         found = [w for w in self.list if issubclass(w.category, self.expected)
                  and (self.match is None or re.search(self.match, str(w.message)))]  # fmt: skip
         if not found:
-            raise Failed("DID NOT WARN %r" % (self.expected,))
+            raise Failed(f"DID NOT WARN {self.expected!r}")
         return False
 
     def __len__(self):
@@ -409,7 +408,7 @@ class PytestStandIn(types.SimpleNamespace):
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        raise Unsupported("pytest.%s" % name)
+        raise Unsupported(f"pytest.{name}")
 
 
 skip_ns = types.SimpleNamespace(Exception=Skipped)
@@ -443,7 +442,7 @@ class Rewriter(ast.NodeTransformer):
             if alias.name == "pytest":
                 out.append(self._bind(alias.asname or "pytest", ast.Name(id="__hz_pytest__", ctx=ast.Load()), node))
             elif top in ("_pytest", "pluggy") or top.startswith("pytest_"):
-                out.append(self._missing("import %s" % alias.name, node))
+                out.append(self._missing(f"import {alias.name}", node))
             else:
                 rest.append(alias)
         if rest:
@@ -457,7 +456,7 @@ class Rewriter(ast.NodeTransformer):
             return [self._bind(a.asname or a.name, ast.Attribute(value=ast.Name(id="__hz_pytest__", ctx=ast.Load()), attr=a.name,
                                                                  ctx=ast.Load()), node) for a in node.names]  # fmt: skip
         if node.level == 0 and (top in ("_pytest", "pluggy") or top.startswith("pytest_") or module.startswith("pytest.")):
-            return self._missing("from %s import ..." % module, node)
+            return self._missing(f"from {module} import ...", node)
         return node
 
     def _test(self, node, line):
@@ -532,10 +531,10 @@ class Served(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         rel = module.__spec__._hz_rel
         tree = ast.parse(self.sources[rel], filename="<horizon>")
         tree = ast.fix_missing_locations(Rewriter().visit(tree))
-        code = compile(tree, "<horizon %s %d>" % (self.token, next(self.counter)), "exec", dont_inherit=True)
+        code = compile(tree, f"<horizon {self.token} {next(self.counter)}>", "exec", dont_inherit=True)
         module.__file__ = os.path.join(self.root, rel)
         module.__dict__.update(__hz_pytest__=PYTEST, __hz_check__=CHECK, __hz_unsupported__=_unsupported)
-        exec(code, module.__dict__)
+        exec(code, module.__dict__)  # noqa: S102 - the task's own test file, rewritten, in the sandbox
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -557,7 +556,7 @@ class MonkeyPatch:
             value, name, target = name, attr, importlib.import_module(module)
         old = getattr(target, name, self._NOTSET)
         if raising and old is self._NOTSET:
-            raise AttributeError("%r has no attribute %r" % (target, name))
+            raise AttributeError(f"{target!r} has no attribute {name!r}")
         if inspect.isclass(target):
             old = target.__dict__.get(name, self._NOTSET)
         self._undo.append(lambda: setattr(target, name, old) if old is not self._NOTSET else delattr(target, name))
@@ -672,7 +671,7 @@ def _escaped(text):
         out = text.decode("ascii", "backslashreplace")
     else:
         out = text.encode("unicode_escape").decode("ascii")
-    return "".join(c if 32 <= ord(c) < 127 else "\\x%02x" % ord(c) for c in out)
+    return "".join(c if 32 <= ord(c) < 127 else f"\\x{ord(c):02x}" for c in out)
 
 
 def _value_id(value, argname, index):
@@ -689,7 +688,7 @@ def _value_id(value, argname, index):
     name = getattr(value, "__name__", None)
     if isinstance(name, str):
         return name
-    return "%s%d" % (argname, index)
+    return f"{argname}{index}"
 
 
 def _parameter_sets(mark):
@@ -738,10 +737,10 @@ def _choose_parameters(marks, wanted):
     rows = [("", {}, [])]
     for mark in [m for m in marks if m.name == "parametrize"]:
         sets = _parameter_sets(mark)
-        rows = [("%s-%s" % (i0, i1) if i0 else i1, {**a0, **a1}, m0 + list(m1)) for i0, a0, m0 in rows for i1, a1, m1 in sets]
+        rows = [(f"{i0}-{i1}" if i0 else i1, {**a0, **a1}, m0 + list(m1)) for i0, a0, m0 in rows for i1, a1, m1 in sets]
     chosen = [r for r in rows if r[0] == wanted]
     if _len(chosen) != 1:
-        raise NotChecked("its parameters could not be matched to the id [%s]" % wanted if wanted else "its parameters are not understood")
+        raise NotChecked(f"its parameters could not be matched to the id [{wanted}]" if wanted else "its parameters are not understood")
     return chosen[0][1], [m for m in chosen[0][2] if isinstance(m, _Mark)]
 
 
@@ -768,9 +767,9 @@ class Fixtures:
                 continue
             function = self.find(name)
             if function is None:
-                raise NotChecked("uses fixture %s" % name)
+                raise NotChecked(f"uses fixture {name}")
             if function._hz_fixture.get("params") is not None:
-                raise NotChecked("uses fixture %s, which is parametrized" % name)
+                raise NotChecked(f"uses fixture {name}, which is parametrized")
             self.check(_arguments(function), (*seen, name))
 
     def get(self, name):
@@ -799,7 +798,7 @@ class Fixtures:
                         next(generator)
                     except StopIteration:
                         return
-                    raise RuntimeError("fixture %s yielded twice" % name)
+                    raise RuntimeError(f"fixture {name} yielded twice")
 
                 self.teardowns.append(finish)
             else:
@@ -841,7 +840,7 @@ def _message(exc):
 
 def run_one(test_id, module, conftests, tmp_root):
     """Run one test; ``(outcome, message)``."""
-    path, _, rest = test_id.partition("::")
+    _path, _, rest = test_id.partition("::")
     parts = rest.split("::")
     last = parts[-1]
     wanted = ""
@@ -853,15 +852,15 @@ def run_one(test_id, module, conftests, tmp_root):
         target = getattr(target, name, None)
         owner = target
     if owner is not None and not inspect.isclass(owner):
-        return "unchecked", "its class %s was not found" % "::".join(parts[:-1])
+        return "unchecked", "its class {} was not found".format("::".join(parts[:-1]))
     function = getattr(target, last, None)
     if function is None:
-        return "unchecked", "the test function %s was not found by name" % last
+        return "unchecked", f"the test function {last} was not found by name"
     if owner is not None and isinstance(owner, type) and issubclass(owner, unittest.TestCase):
         return _run_testcase(owner, last)
     raw = getattr(function, "__func__", function)
     if not inspect.isfunction(raw):
-        return "unchecked", "%s is not a plain function here" % last
+        return "unchecked", f"{last} is not a plain function here"
     if inspect.iscoroutinefunction(raw) or inspect.isasyncgenfunction(raw):
         return "unchecked", "an async test (it needs a plugin's event loop)"
     if inspect.isgeneratorfunction(raw):
@@ -869,7 +868,7 @@ def run_one(test_id, module, conftests, tmp_root):
     marks = _all_marks(raw, owner, module)
     for mark in marks:
         if mark.name in RUNNER_MARKS:
-            return "unchecked", "uses marker %s" % mark.name
+            return "unchecked", f"uses marker {mark.name}"
     scopes = []
     if owner is not None:
         scopes.append(_fixtures_of({k: v for c in reversed(owner.__mro__) for k, v in vars(c).items()}))
@@ -892,9 +891,9 @@ def run_one(test_id, module, conftests, tmp_root):
     marks = marks + param_marks
     for mark in marks:
         if mark.name in RUNNER_MARKS:
-            return "unchecked", "uses marker %s" % mark.name
+            return "unchecked", f"uses marker {mark.name}"
         if mark.name == "skip" or (mark.name == "skipif" and mark.args and all(bool(a) for a in mark.args if not isinstance(a, str))):
-            return "skipped", "marked %s" % mark.name
+            return "skipped", f"marked {mark.name}"
     names = [n for n in arguments if n not in params]
     try:
         fixtures.check(names)
@@ -915,7 +914,7 @@ def run_one(test_id, module, conftests, tmp_root):
     except Skipped as exc:
         outcome, message = "skipped", str(exc)
     except Unsupported as exc:
-        outcome, message = "unchecked", "uses %s, which only pytest provides" % exc
+        outcome, message = "unchecked", f"uses {exc}, which only pytest provides"
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - every exception (SystemExit too) is the test's outcome
@@ -948,16 +947,16 @@ def _run_testcase(case, name):
     strict = CHECK
 
     class Strict(case):
-        def assertEqual(self, first, second, msg=None):  # noqa: N802 - unittest's name
+        def assertEqual(self, first, second, msg=None):
             strict.compare("Eq", first, second, "assertEqual")
 
-        def assertNotEqual(self, first, second, msg=None):  # noqa: N802
+        def assertNotEqual(self, first, second, msg=None):
             strict.compare("NotEq", first, second, "assertNotEqual")
 
-        def assertIn(self, member, container, msg=None):  # noqa: N802
+        def assertIn(self, member, container, msg=None):
             strict.compare("In", member, container, "assertIn")
 
-        def assertNotIn(self, member, container, msg=None):  # noqa: N802
+        def assertNotIn(self, member, container, msg=None):
             strict.compare("NotIn", member, container, "assertNotIn")
 
     Strict.__name__, Strict.__qualname__, Strict.__module__ = case.__name__, case.__qualname__, case.__module__
@@ -1046,7 +1045,7 @@ def main():
                 continue
             hooks = _conftest_hooks(sources[conftest])
             if hooks:
-                refused = "%s hooks into pytest (%s)" % (conftest, ", ".join(hooks[:3]))
+                refused = "{} hooks into pytest ({})".format(conftest, ", ".join(hooks[:3]))
                 break
             cbase, cname = _module_name(root, conftest, sources)
             if cbase not in sys.path:
@@ -1054,12 +1053,12 @@ def main():
             try:
                 conftests.insert(0, importlib.import_module(cname if cname != "conftest" else "conftest"))
             except Unsupported as exc:
-                refused = "%s uses %s, which only pytest provides" % (conftest, exc)
+                refused = f"{conftest} uses {exc}, which only pytest provides"
                 break
             except BaseException as exc:  # noqa: BLE001 - the outcome of every test under it
                 refused = ""
                 for test_id in tests:
-                    send("result", id=test_id, outcome="error", message="%s failed to import: %s" % (conftest, _message(exc)))
+                    send("result", id=test_id, outcome="error", message=f"{conftest} failed to import: {_message(exc)}")
                 tests = []
                 break
         if refused:
@@ -1072,17 +1071,17 @@ def main():
             module = importlib.import_module(name)
         except Unsupported as exc:
             for test_id in tests:
-                send("result", id=test_id, outcome="unchecked", message="the test file uses %s, which only pytest provides" % exc)
+                send("result", id=test_id, outcome="unchecked", message=f"the test file uses {exc}, which only pytest provides")
             continue
         except BaseException as exc:  # noqa: BLE001
             for test_id in tests:
-                send("result", id=test_id, outcome="error", message="the test module failed to import: %s" % _message(exc))
+                send("result", id=test_id, outcome="error", message=f"the test module failed to import: {_message(exc)}")
             continue
         try:
             _call_optional_module(module, "setup_module")
         except BaseException as exc:  # noqa: BLE001
             for test_id in tests:
-                send("result", id=test_id, outcome="error", message="setup_module: %s" % _message(exc))
+                send("result", id=test_id, outcome="error", message=f"setup_module: {_message(exc)}")
             continue
         for test_id in tests:
             try:
@@ -1090,10 +1089,8 @@ def main():
             except BaseException as exc:  # noqa: BLE001
                 outcome, message = "error", _message(exc)
             send("result", id=test_id, outcome=outcome, message=message)
-        try:
+        with contextlib.suppress(Exception):  # the tests' outcomes are sent already
             _call_optional_module(module, "teardown_module")
-        except Exception:  # noqa: BLE001 - the tests' outcomes are sent already
-            pass
     send("end")
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from core.api import RewardComponent
 
-
 #: A target that stands for every test (``verdict_targets`` when nothing ran at the start).
 ALL_TESTS = "*"
 
@@ -45,7 +44,7 @@ def verification_fault(verification: dict[str, Any] | None) -> str:
                 + (f"; and {len(stream) - 1} more" if len(stream) > 1 else "") + "): outcomes not trusted, reward 0")  # fmt: skip
     differs = second.get("differs") or {}
     if differs:
-        first = sorted(differs)[0]
+        first = min(differs)
         return (f"the patch behaves differently under the grader: {len(differs)} test(s) that pass under pytest do not when "
                 f"run a second way, without pytest ({first}: {differs[first][:300]}): reward 0")  # fmt: skip
     if second.get("problems"):

@@ -94,7 +94,6 @@ class VerdictStream:
             return
         self._send("made", id=item.nodeid, when=call.when, outcome=str(report.outcome), raised=raised, exc=kind)
 
-
     def pytest_runtest_logreport(self, report):
         classname, name, file = self._junit(report)
         self._send("logged", id=report.nodeid, when=report.when, outcome=str(report.outcome),

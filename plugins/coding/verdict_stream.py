@@ -80,7 +80,7 @@ class StreamReader:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._pump, name="verdict-stream", daemon=True)
 
-    def __enter__(self) -> StreamReader:
+    def __enter__(self) -> StreamReader:  # noqa: PYI034 - Self needs no import here, and nothing subclasses it
         self._thread.start()
         return self
 
