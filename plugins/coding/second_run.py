@@ -145,7 +145,7 @@ def second_run(sandbox: Sandbox, tree: Path, folder: Path, tests: list[str], env
     if not tests:
         return result
     copy = folder / f"project-{secrets.token_hex(4)}"
-    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    shutil.copytree(tree, copy, symlinks=True, ignore=_plain_entries_only)
     root = copy.resolve()
     sources: dict[str, str] = {}
     for rel in test_files(root):
@@ -193,6 +193,24 @@ def second_run(sandbox: Sandbox, tree: Path, folder: Path, tests: list[str], env
     shutil.rmtree(copy, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _plain_entries_only(folder: str, names: list[str]) -> set[str]:
+    """``copytree``'s ignore: caches, and anything but files, folders and links (a FIFO the code
+    under test made during the first run would block Horizon's copy)."""
+    import os
+    import stat
+
+    skipped = {"__pycache__", ".pytest_cache"}
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            skipped.add(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.add(name)
+    return skipped
 
 
 def _read_results(data: bytes, problems: list[str]) -> tuple[dict[str, tuple[str, str]], bool]:
