@@ -81,6 +81,7 @@ class Sandbox(Protocol):
         env: dict[str, str] | None = None,
         limits: SandboxLimits | None = None,
         stdin: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> ProcessResult:
         """Run ``argv`` to completion and return its result; never raises for a failing command.
 
@@ -90,6 +91,9 @@ class Sandbox(Protocol):
             env: extra environment variables; the host's environment is NOT inherited.
             limits: resource limits; default the sandbox's own.
             stdin: text fed to the command's standard input (default: none, /dev/null).
+            pass_fds: the caller's descriptors the command inherits at the same numbers (the
+                write end of a pipe the caller reads while the command runs: the coding reward's
+                verdict stream, ``plugins.coding.verdict_stream``); default none.
 
         Raises:
             SandboxUnavailable: the sandbox itself failed to start.

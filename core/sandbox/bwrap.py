@@ -413,11 +413,13 @@ class BwrapSandbox:
         env: dict[str, str] | None = None,
         limits: SandboxLimits | None = None,
         stdin: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> ProcessResult:
         """Run ``argv`` in a fresh sandbox; see ``Sandbox.run``.
 
         bwrap sets the sandbox up, then waits (``--block-fd``) while we move its process into the
         cgroup and set its rlimits; only then does it start the command, which inherits both.
+        ``pass_fds`` reach the command at their numbers (bwrap closes none it inherited).
 
         Raises:
             SandboxUnavailable: bwrap could not set the sandbox up (its message is included), or
@@ -503,7 +505,7 @@ class BwrapSandbox:
                     timeout_s=limits.timeout_s,
                     output_bytes=limits.output_bytes,
                     output_dir=self.scratch,
-                    pass_fds=(status_w, block_r),
+                    pass_fds=(status_w, block_r, *pass_fds),  # bwrap leaves inherited descriptors open for the command
                     after_start=start,
                     on_timeout=stop,
                     after_exit=status.wait_sandbox_gone,

@@ -77,6 +77,7 @@ class UnconfinedSandbox:
         env: dict[str, str] | None = None,
         limits: SandboxLimits | None = None,
         stdin: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> ProcessResult:
         """Run ``argv`` as a plain process; see ``Sandbox.run``.
 
@@ -106,6 +107,7 @@ class UnconfinedSandbox:
                     output_bytes=limits.output_bytes,
                     output_dir=self.scratch,
                     preexec_fn=confinement.preexec,
+                    pass_fds=pass_fds,
                     on_timeout=lambda proc: (kill_group(proc), confinement.kill()),
                     after_exit=kill_group,  # background children (`cmd &`) end with the command
                 )

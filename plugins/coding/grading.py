@@ -41,7 +41,9 @@ from core.api import (
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
+from plugins.coding.second_run import merge_second_runs, second_run, second_run_tests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
+from plugins.coding.verdict import verification_record
 
 ORIGINAL_TESTS_DIR = "original_tests"
 
@@ -133,6 +135,8 @@ class Graded:
         patch_sha256: SHA-256 of the graded patch's bytes (UTF-8, surrogate escapes kept), so
             the verdict names the exact text it judged.
         patch_error: why the patch did not apply to the starting files ("" when it did).
+        verification: pytest runs: the verdict stream's problems and the second run's record
+            (``plugins.coding.verdict.verification_record``); None for other frameworks.
     """
 
     run: TestRun | None
@@ -142,6 +146,7 @@ class Graded:
     patch_sha256: str = ""
     patch_error: str = ""
     reproduction: Reproduction | None = None
+    verification: dict | None = None
 
 
 #: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
@@ -159,6 +164,8 @@ class Reproduction:
         after: the same with the whole patch.
         trusted: False when either run's exit code contradicts its report.
         refused: why the files were not run ("" when they were).
+        stream_problems: what the verdict stream of either run shows (``plugins.coding.verdict_stream``).
+        second: the second run of the reproduction tests that pass with the patch (``second_run``).
     """
 
     files: list[str]
@@ -166,6 +173,8 @@ class Reproduction:
     after: dict[str, str] = field(default_factory=dict)
     trusted: bool = True
     refused: str = ""
+    stream_problems: list[str] = field(default_factory=list)
+    second: dict | None = None
 
     def record(self) -> dict:
         """The fields as a dict, for ``reward.grade(reproduction=...)`` and the stored verdict."""
@@ -218,11 +227,13 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
     before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
                             environment=environment)  # fmt: skip
     return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
-                        trusted=before.report_trusted and after.report_trusted)  # fmt: skip
+                        trusted=before.report_trusted and after.report_trusted,
+                        stream_problems=[*before.stream_problems, *after.stream_problems])  # fmt: skip
 
 
 def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path, original_list: list[str],
-                original_digests: dict[str, str], *, reproduce: bool = False, hidden_tests: Path | None = None) -> Graded:  # fmt: skip
+                original_digests: dict[str, str], *, reproduce: bool = False, hidden_tests: Path | None = None,
+                targets: list[str] | None = None) -> Graded:  # fmt: skip
     """Run the whole suite on the starting files plus the run's patch, test files reset.
 
     Args:
@@ -238,6 +249,9 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         hidden_tests: a folder of the task's own test files, at their paths in the repository,
             which the agent never saw (an evaluation's, kept out of the sandbox): written into the
             copy after the reset, in place of whatever is there, before the suite runs.
+        targets: the tests whose passing earns the reward (``verdict.verdict_targets``); those
+            that pass under pytest are run a second way (``plugins.coding.second_run``), as are
+            the reproduction tests that fail on the starting code and pass with the patch.
 
     Returns:
         A ``Graded`` record.
@@ -259,10 +273,22 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     environment = load_environment(scratch)
     reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment)
                   if reproduce and not reasons else None)  # fmt: skip
+    if reproduced is not None and reproduced.after and not reproduced.refused:  # before the reset removes them
+        failing = [t for t, o in reproduced.before.items() if o in ("failed", "error")]
+        reproduced.second = second_run(sandbox, copy, folder / "second-reproduce", second_run_tests(failing, reproduced.after),
+                                       environment).record()  # fmt: skip
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     if hidden_tests is not None:
         reset["hidden"] = put_hidden_tests(hidden_tests, copy)
     grading_scratch = folder / "scratch"
     # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
     run = run_test_suite(sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
-    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)
+    verification = None
+    if run.framework == "pytest":
+        second = second_run(sandbox, copy, folder / "second", second_run_tests(targets or [], run.outcomes), environment) \
+            if targets is not None and not reasons else None
+        verification = verification_record(
+            [*run.stream_problems, *(reproduced.stream_problems if reproduced else [])],
+            merge_second_runs(second.record() if second else None, reproduced.second if reproduced else None))
+    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
+                  verification=verification)  # fmt: skip

@@ -16,6 +16,7 @@ from plugins.coding.suspicious import with_suspicious_changes
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
+from plugins.coding.verdict import verdict_targets
 
 SYSTEM_PROMPT = """\
 You are a careful software engineer fixing a problem in a repository. You work only through tools;
@@ -243,7 +244,8 @@ class CodingPlugin:
                      and not baseline.get("timed_out") and not any(o in ("failed", "error") for o in baseline["outcomes"].values()))  # fmt: skip
         hidden = Path(declared["hidden_tests"]) if declared.get("hidden_tests") else None
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
-                             reproduce=reproduce and hidden is None, hidden_tests=hidden)  # fmt: skip
+                             reproduce=reproduce and hidden is None, hidden_tests=hidden,
+                             targets=verdict_targets(baseline["outcomes"], declared.get("fail_to_pass")))  # fmt: skip
         if graded.run is None:
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
@@ -266,5 +268,5 @@ class CodingPlugin:
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
             reproduction=graded.reproduction.record() if graded.reproduction else None,
-            own_tests_allowed=hidden is not None,
+            own_tests_allowed=hidden is not None, verification=graded.verification,
         )  # fmt: skip

@@ -41,8 +41,13 @@ from typing import Any
 
 from core.api import RewardComponent, RewardResult
 
-#: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "coding-tests/2"
+#: The version of this reward, stored with every verdict (``RewardResult.version``). History:
+#: ``coding-tests/1`` the formula above; ``coding-tests/2`` a patch that changes how pytest is
+#: configured or loaded scores 0 (``checker_untouched``); ``coding-tests/3`` pytest outcomes count
+#: only as they reached the grader over the verdict stream (``verdict_stream``), and the
+#: fail-to-pass tests that pass are run a second way, without pytest (``second_run``): a
+#: disagreement of either scores 0.
+REWARD_VERSION = "coding-tests/3"
 
 
 def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
@@ -101,6 +106,7 @@ def grade(
     patch_sha256: str = "",
     reproduction: dict[str, Any] | None = None,
     own_tests_allowed: bool = False,
+    verification: dict[str, Any] | None = None,
 ) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
@@ -130,6 +136,9 @@ def grade(
         own_tests_allowed: the task's hidden tests grade the run (they replace the test files
             before the final run), so the run's own test edits are not a fault; they are kept as
             ``reproduction_files``.
+        verification: pytest runs: ``{"stream": [problem, ...], "second_run": SecondRun.record()}``
+            (``plugins.coding.verdict``); a stream problem, or a test that passes under pytest but
+            not the second way, makes the reward 0 (components ``verdict_stream``, ``second_run``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
@@ -167,14 +176,19 @@ def grade(
     faulted_edits = [] if evidence else edited_tests  # a reproduction's test edits are its evidence
     untouched = 0.0 if faulted_edits else 1.0
     checker = list(checker_changes or [])
-    if not targets and not broken and not faulted_edits and not checker and report_trusted:
+    from plugins.coding.verdict import verification_components, verification_fault
+
+    fault = verification_fault(verification)
+    if not targets and not broken and not faulted_edits and not checker and report_trusted and not fault:
         # A green suite passes with or without a fix: rewarding it would pay a run that did nothing.
         return RewardResult.not_applicable(REWARD_VERSION, _unverified(len(after), reproduction))
-    reward = share if not broken and not faulted_edits and not checker and report_trusted else 0.0
+    reward = share if not broken and not faulted_edits and not checker and report_trusted and not fault else 0.0
     if checker:
         summary = f"the patch changes how the tests are run, not only the code under test ({'; '.join(checker[:3])}): reward 0"
     elif not report_trusted:
         summary = f"the test command exited with code {exit_code}, which contradicts its report: outcomes not trusted, reward 0"
+    elif fault:
+        summary = fault
     elif faulted_edits:
         summary = f"test files were edited ({', '.join(faulted_edits)}): reward 0"
     elif broken:
@@ -203,5 +217,6 @@ def grade(
             "exit_code_agrees": RewardComponent(
                 value=1.0 if report_trusted else 0.0, weight=0.0, detail={"exit_code": exit_code}
             ),
+            **verification_components(verification),
         },
     )

@@ -89,6 +89,8 @@ class TestRun(BaseModel):
         output: the console output (compiler errors when the build failed), head and tail kept.
         duration_s: wall-clock seconds for the whole run, build included.
         run_dir: the scratch folder holding the report and ``output.txt``.
+        stream_problems: pytest runs: why the outcomes that reached the grader as the tests ran
+            (``plugins.coding.verdict_stream``) cannot be believed; empty when nothing was unusual.
     """
 
     __test__ = False  # not a pytest test class
@@ -102,6 +104,7 @@ class TestRun(BaseModel):
     output: str = ""
     duration_s: float = 0.0
     run_dir: str = ""
+    stream_problems: list[str] = Field(default_factory=list)
 
     @property
     def report_trusted(self) -> bool:
@@ -591,12 +594,20 @@ def _check_selectors(tests: list[str]) -> list[str]:
     return cleaned
 
 
-def pytest_argv(run_dir: Path, rootdir: Path, targets: list[str], *, python: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+def pytest_argv(run_dir: Path, rootdir: Path, targets: list[str], *, python: str | None = None, extra: tuple[str, ...] = (),
+                stream: tuple[int, Path] | None = None) -> list[str]:  # fmt: skip
     """The pytest command Horizon runs: started safely (``pytest_command``), a JUnit XML report at
     ``run_dir/report.xml``, no cache, collection errors reported per module, then ``extra``
-    options and the ``targets`` (test ids or paths)."""
+    options and the ``targets`` (test ids or paths). With ``stream`` (the pipe's descriptor and the
+    plugin's path, ``plugins.coding.verdict_stream``) each outcome is also written to the pipe."""
+    if stream is not None:
+        from plugins.coding.verdict_stream import STREAM_LAUNCHER
+
+        start = [python or default_python(), "-c", STREAM_LAUNCHER, str(stream[0]), str(stream[1])]
+    else:
+        start = pytest_command(python)
     return [
-        *pytest_command(python),
+        *start,
         "-p", "no:cacheprovider",
         "-p", "no:langsmith",  # langsmith's plugin costs 1-2 s at start-up and is never needed here
         "--continue-on-collection-errors",  # one broken module must not hide the others' outcomes
@@ -610,10 +621,12 @@ def pytest_argv(run_dir: Path, rootdir: Path, targets: list[str], *, python: str
     ]  # fmt: skip
 
 
-def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path) -> TestRun:
+def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path, stream: tuple[bytes, bool] | None = None) -> TestRun:
     """A finished pytest command (``pytest_argv``) as a ``TestRun``: its output saved to
     ``run_dir/output.txt`` and the outcomes read from ``run_dir/report.xml`` (ids relative to
-    ``rootdir``); a report that cannot be read is said so in the output."""
+    ``rootdir``); a report that cannot be read is said so in the output. With ``stream`` (the
+    verdict stream's bytes and whether it overflowed) the outcomes are the stream's, and
+    ``stream_problems`` says where the stream, the report and the exit code disagree."""
     output = result.stdout + (("\n" + result.stderr) if result.stderr.strip() else "")
     write_new(run_dir / "output.txt", output)  # code under test may have planted a link
     run = TestRun(framework="pytest", exit_code=result.exit_code, timed_out=result.timed_out,
@@ -624,6 +637,15 @@ def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path) -> Test
             run.outcomes, run.messages, run.build_failed = parse_pytest_report(rootdir, report)
         except (ET.ParseError, OSError) as exc:  # OSError: a link or FIFO planted by the code under test
             run.output = clip_output(f"[the pytest report could not be read: {exc}]\n{output}")
+    if stream is not None:
+        from plugins.coding.verdict_stream import read_stream
+
+        verdict = read_stream(stream[0], rootdir, exit_code=result.exit_code, timed_out=result.timed_out,
+                              report=run.outcomes if report.is_file() else None, overflow=stream[1])  # fmt: skip
+        run.stream_problems = verdict.problems
+        if not result.timed_out:
+            run.outcomes = verdict.outcomes  # only what arrived as the tests ran counts
+            run.messages = {t: m for t, m in run.messages.items() if t in run.outcomes}
     return run
 
 
@@ -639,12 +661,17 @@ def _run_pytest(
             note = f"[the test environment chosen at set-up ({python}) is gone; Horizon's own Python ran the tests instead]\n"
             environment = horizon_environment(root, own=True)
             python = sys.executable
-    argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files)
+    from plugins.coding.verdict_stream import StreamReader, install_plugin
+
     env = {**environment.variables(root), **sandbox_env(run_dir)}
-    result = environment.sandbox(sandbox).run(argv, cwd=root, env=env, limits=limits)
+    plugin = install_plugin(run_dir)
+    with StreamReader() as reader:
+        argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files, stream=(reader.fd, plugin))
+        result = environment.sandbox(sandbox).run(argv, cwd=root, env=env, limits=limits, pass_fds=(reader.fd,))
+        records = reader.finish()
     if note:
         result = result.model_copy(update={"stdout": note + result.stdout})
-    return read_pytest_run(result, run_dir, root)
+    return read_pytest_run(result, run_dir, root, stream=(records, reader.overflow))
 
 
 def _java_selectors(root: Path, tests: list[str]) -> list[str]:

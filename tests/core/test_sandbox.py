@@ -518,3 +518,30 @@ def test_sweep_kills_only_sandboxes_whose_horizon_process_is_gone(workspace: Pat
         for p in (orphan, kept):
             p.kill()
             p.wait()
+
+
+# --------------------------------------------------------------------------- inherited descriptors
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "unconfined"])
+def test_a_passed_descriptor_reaches_the_command_and_others_do_not(kind, tmp_path):
+    """``pass_fds``: the write end of a pipe reaches the command at its number (the coding
+    reward's verdict stream, plugins.coding.verdict_stream); a descriptor not passed does not."""
+    if kind == "bwrap" and shutil.which("bwrap") is None:
+        pytest.skip("bwrap is not installed")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    box = (BwrapSandbox if kind == "bwrap" else UnconfinedSandbox)(workspace, tmp_path / "scratch")
+    read, write = os.pipe()
+    kept_r, kept_w = os.pipe()  # not passed
+    try:
+        script = (f"import os\nos.write({write}, b'through\\n')\n"
+                  f"try:\n    os.write({kept_w}, b'leaked')\nexcept OSError:\n    print('closed')\n")  # fmt: skip
+        result = box.run([sys.executable, "-c", script], pass_fds=(write,))
+    finally:
+        os.close(write)
+        os.close(kept_w)
+    assert os.read(read, 100) == b"through\n"
+    assert result.stdout.strip() == "closed"
+    os.close(read)
+    os.close(kept_r)
