@@ -171,7 +171,9 @@ async def _answer(send: Send, status: int, text: str, headers: Iterable[tuple[by
 class WebGuard:
     """Serve only requests addressed to this machine, and state changes only from the server's own pages.
 
-    ``Host`` not in ``hosts``: 421 and one line naming the host and ``--allow-host``. A request
+    ``Host`` not in ``hosts``: 421 and one line naming the host and ``--allow-host``; so is a
+    loopback ``Host`` (``LOCAL_HOSTS``) from a peer that is not loopback (``scope["client"]``): a
+    client on the network cannot pass for this machine's own by writing ``Host: 127.0.0.1``. A request
     whose method is not in ``SAFE_METHODS`` (or a WebSocket) with an ``Origin`` header that is
     not ``scheme://Host`` of this request: 403. No ``Origin`` at all passes (curl, Python's
     clients; browsers send it on every cross-origin POST).
@@ -180,10 +182,15 @@ class WebGuard:
         app: the ASGI app.
         hosts: ``allowed_hosts()``.
         command: the command to name in the 421 line (``agent server``).
+        every_method: check ``Origin`` on every request, GET included (``agent mcp``'s event
+            streams are GETs that the pages of other origins have no business opening).
+        allow_flag: the command has ``--allow-host`` (the 421 line names it).
     """
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str], command: str) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], command: str, every_method: bool = False,
+                 allow_flag: bool = True) -> None:
         self.app, self.hosts, self.command = app, hosts, command
+        self.every_method, self.allow_flag = every_method, allow_flag
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -203,14 +210,15 @@ class WebGuard:
         host = _host_part(host_header) if host_header is not None else None
         if host is None or host not in self.hosts:
             named = "no Host header" if host_header is None else f"Host {_printable(host_header)}"
-            return 421, (f"refused: {named} does not name this server (it answers {', '.join(sorted(self.hosts))}); "
-                         f"to serve another name start it with: {self.command} --allow-host NAME\n")
+            fix = (f"to serve another name start it with: {self.command} --allow-host NAME" if self.allow_flag
+                   else f"{self.command} serves only these names")
+            return 421, f"refused: {named} does not name this server (it answers {', '.join(sorted(self.hosts))}); {fix}\n"
         if host in LOCAL_HOSTS and not _local_peer(scope):
             return 421, (f"refused: Host {_printable(host_header)} names this machine's loopback, but the request came from "
-                         f"{_printable(str(scope['client'][0]))} on the network; a client elsewhere uses the name the server "
-                         f"was started with ({self.command} --allow-host NAME) or an SSH tunnel to 127.0.0.1\n")
+                         f"{_printable(str(scope['client'][0]))} on the network; a client elsewhere uses an SSH tunnel to "
+                         f"127.0.0.1" + (f" or the name given with {self.command} --allow-host NAME" if self.allow_flag else "") + "\n")
         origin = _header(scope, b"origin")
-        if origin is not None and (scope["type"] == "websocket" or scope.get("method", "GET") not in SAFE_METHODS):
+        if origin is not None and (self.every_method or scope["type"] == "websocket" or scope.get("method", "GET") not in SAFE_METHODS):
             scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
             own = _origin_key(f"{scheme}://{host_header.strip()}")
             if own is None or _origin_key(origin.strip()) != own:
