@@ -331,6 +331,10 @@ class FormTokens:
 
         return wrapped
 
+    def cookie(self, scope: Scope) -> str | None:
+        """The secret of the request's ``horizon_form`` cookie, None when it came without a valid one."""
+        return self._cookie(scope)
+
     def _cookie(self, scope: Scope) -> str | None:
         """The request's secret from its ``Cookie`` header, None when missing or malformed."""
         for key, value in scope.get("headers", ()):
