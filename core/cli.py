@@ -643,6 +643,19 @@ def _local_name(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def _loopback_bind(host: str) -> bool:
+    """Whether ``--host`` binds only this machine's loopback (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 @app.command("ui")
 def ui_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (the UI has no login: keep it local)"),
@@ -658,6 +671,11 @@ def ui_cmd(
     except HorizonError as exc:
         _fail(exc)
     console.print(f"[bold]horizon ui[/] http://{_safe(_local_name(host))}:{port}/  [dim](Ctrl-C stops it)[/]")
+    if not _loopback_bind(host):
+        console.print(f"[bold red]warning: --host {_safe(host)}: agent ui has no login; every machine that reaches this port "
+                      "and is let in by a Host name (--host, --allow-host) can read your runs and start or apply them. "
+                      "Prefer --host 127.0.0.1 and an SSH tunnel (docs/security.md, Network surfaces); a loopback Host "
+                      "from the network is refused.[/]", highlight=False)
     try:
         serve(host, port, allow_hosts=allow_host)
     except KeyboardInterrupt:

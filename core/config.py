@@ -76,6 +76,11 @@ def make_data_folder(path: Path) -> Path:
     """Make a folder of Horizon's data (``runs_dir()``, ``evals``, ...) with its parents, and check
     that Horizon can write in it.
 
+    Each folder it makes (``$HORIZON_HOME`` itself when missing, ``runs/``, ``service/``, ...) is
+    mode 0700: run stores, workspace copies and the service's queue are the user's business, not
+    every local user's. A folder that exists already keeps its mode (a home you made yourself is
+    yours to set; ``chmod 700 ~/.horizon`` closes one made by an older Horizon).
+
     Args:
         path: the folder, normally under ``horizon_home()``.
 
@@ -88,7 +93,18 @@ def make_data_folder(path: Path) -> Path:
             what to do (fix the permissions or point ``HORIZON_HOME`` elsewhere).
     """
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        missing = []
+        folder = path
+        while not os.path.lexists(folder) and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for folder in reversed(missing):  # mode 0700: only this user reads runs, workspaces, the queue (umask aside)
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass  # another process made it in between
+        if not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder")
         if not os.access(path, os.W_OK | os.X_OK):  # EROFS counts even for root
             raise PermissionError(errno.EACCES, "not writable")
     except OSError as exc:

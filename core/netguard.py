@@ -24,6 +24,7 @@ No import beyond the standard library: the middlewares speak ASGI directly.
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import hmac
 import ipaddress
@@ -114,6 +115,21 @@ def _host_part(header: str) -> str | None:
     return host
 
 
+def _local_peer(scope: Scope) -> bool:
+    """Whether the request's peer (``scope["client"]``) is this machine: a loopback address, or no IP
+    address at all (a Unix socket; Starlette's ``TestClient``, whose peer is ``"testclient"``)."""
+    client = scope.get("client")
+    if not client:
+        return True
+    try:
+        address = ipaddress.ip_address(str(client[0]).strip("[]").split("%", 1)[0])
+    except ValueError:
+        return True  # not an IP peer: nothing reached it over the network
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
 def _origin_key(url: str) -> tuple[str, str, int] | None:
     """(scheme, host, port with the scheme's default) of an origin or base URL; None when malformed."""
     try:
@@ -155,7 +171,9 @@ async def _answer(send: Send, status: int, text: str, headers: Iterable[tuple[by
 class WebGuard:
     """Serve only requests addressed to this machine, and state changes only from the server's own pages.
 
-    ``Host`` not in ``hosts``: 421 and one line naming the host and ``--allow-host``. A request
+    ``Host`` not in ``hosts``: 421 and one line naming the host and ``--allow-host``; so is a
+    loopback ``Host`` (``LOCAL_HOSTS``) from a peer that is not loopback (``scope["client"]``): a
+    client on the network cannot pass for this machine's own by writing ``Host: 127.0.0.1``. A request
     whose method is not in ``SAFE_METHODS`` (or a WebSocket) with an ``Origin`` header that is
     not ``scheme://Host`` of this request: 403. No ``Origin`` at all passes (curl, Python's
     clients; browsers send it on every cross-origin POST).
@@ -164,10 +182,15 @@ class WebGuard:
         app: the ASGI app.
         hosts: ``allowed_hosts()``.
         command: the command to name in the 421 line (``agent server``).
+        every_method: check ``Origin`` on every request, GET included (``agent mcp``'s event
+            streams are GETs that the pages of other origins have no business opening).
+        allow_flag: the command has ``--allow-host`` (the 421 line names it).
     """
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str], command: str) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], command: str, every_method: bool = False,
+                 allow_flag: bool = True) -> None:
         self.app, self.hosts, self.command = app, hosts, command
+        self.every_method, self.allow_flag = every_method, allow_flag
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -187,10 +210,15 @@ class WebGuard:
         host = _host_part(host_header) if host_header is not None else None
         if host is None or host not in self.hosts:
             named = "no Host header" if host_header is None else f"Host {_printable(host_header)}"
-            return 421, (f"refused: {named} does not name this server (it answers {', '.join(sorted(self.hosts))}); "
-                         f"to serve another name start it with: {self.command} --allow-host NAME\n")
+            fix = (f"to serve another name start it with: {self.command} --allow-host NAME" if self.allow_flag
+                   else f"{self.command} serves only these names")
+            return 421, f"refused: {named} does not name this server (it answers {', '.join(sorted(self.hosts))}); {fix}\n"
+        if host in LOCAL_HOSTS and not _local_peer(scope):
+            return 421, (f"refused: Host {_printable(host_header)} names this machine's loopback, but the request came from "
+                         f"{_printable(str(scope['client'][0]))} on the network; a client elsewhere uses an SSH tunnel to "
+                         f"127.0.0.1" + (f" or the name given with {self.command} --allow-host NAME" if self.allow_flag else "") + "\n")
         origin = _header(scope, b"origin")
-        if origin is not None and (scope["type"] == "websocket" or scope.get("method", "GET") not in SAFE_METHODS):
+        if origin is not None and (self.every_method or scope["type"] == "websocket" or scope.get("method", "GET") not in SAFE_METHODS):
             scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
             own = _origin_key(f"{scheme}://{host_header.strip()}")
             if own is None or _origin_key(origin.strip()) != own:
@@ -303,6 +331,10 @@ class FormTokens:
 
         return wrapped
 
+    def cookie(self, scope: Scope) -> str | None:
+        """The secret of the request's ``horizon_form`` cookie, None when it came without a valid one."""
+        return self._cookie(scope)
+
     def _cookie(self, scope: Scope) -> str | None:
         """The request's secret from its ``Cookie`` header, None when missing or malformed."""
         for key, value in scope.get("headers", ()):
@@ -345,7 +377,9 @@ def server_token(path: Path) -> str:
     """``agent server``'s bearer token: read from ``path``, or made there at the first start.
 
     A new token (``secrets.token_urlsafe(32)``) is written with ``core.safe_io.write_private``
-    (a new file, mode 0600, never through a link, in a folder no other user can write). An
+    (a new file, mode 0600, never through a link, in a folder no other user can write) under a
+    temporary name, then published at ``path`` with ``os.link``, which fails when a file is there:
+    of two first starts at once, the later one reads the earlier one's complete file. An
     existing file is used only if it is a regular file of this user's that only this user can
     read, holding one token of at least 16 characters (a file you wrote yourself, for a proxy
     that shares it, works).
@@ -355,20 +389,33 @@ def server_token(path: Path) -> str:
             they know), a file others can read, a folder others can write, or an empty or short
             token; each says what to do.
     """
-    from core.safe_io import read_private, write_private
+    try:
+        return _read_token(path)
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    try:
+        published = _publish_token(path, token)
+    except OSError as exc:
+        raise UserError(f"cannot make the server's token file {path}: {exc.strerror or exc}; pass --token-file PATH in a "
+                        "folder of your own") from None
+    if not published:  # another start published its token first: a complete file, read it
+        try:
+            return _read_token(path)
+        except FileNotFoundError:
+            raise UserError(f"the server's token file {path} appeared and vanished while this server started; start it "
+                            "again") from None
+    return token
+
+
+def _read_token(path: Path) -> str:
+    """The token in ``path`` (``core.safe_io.read_private``); FileNotFoundError when none is there."""
+    from core.safe_io import read_private
 
     try:
         text = read_private(path).decode("utf-8", errors="replace").strip()
     except FileNotFoundError:
-        token = secrets.token_urlsafe(32)
-        try:
-            write_private(path, token + "\n")
-        except FileExistsError:
-            raise UserError(f"cannot make the server's token file {path}: something (a link?) appeared there; "
-                            f"remove it and start again") from None
-        except OSError as exc:
-            raise UserError(f"cannot make the server's token file {path}: {exc}; pass --token-file PATH in a folder of your own") from None
-        return token
+        raise
     except OSError as exc:
         if os.path.islink(path):
             raise UserError(f"the server's token file {path} is a symbolic link, which is never followed (someone could point "
@@ -378,3 +425,30 @@ def server_token(path: Path) -> str:
         raise UserError(f"the server's token file {path} does not hold one token of 16 characters or more: delete it "
                         "(a new one is made at the next start) or write one there")
     return text
+
+
+def _publish_token(path: Path, token: str) -> bool:
+    """Write ``token`` to a private temporary file beside ``path`` and publish it there with a hard
+    link, which fails when anything (another start's token, a link) is at ``path`` already: a
+    reader never sees a half-written file. False when something was there first.
+
+    A file system without hard links gets ``write_private(path)`` itself (``O_EXCL``).
+    """
+    from core.safe_io import write_private
+
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.new")
+    write_private(temporary, token + "\n")
+    try:
+        os.link(temporary, path, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        try:
+            write_private(path, token + "\n")
+        except FileExistsError:
+            return False
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True

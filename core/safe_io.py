@@ -16,6 +16,7 @@ with its own copy: the add-on runs inside Blender, where Horizon's core cannot b
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -55,6 +56,49 @@ def read_regular(path: Path) -> bytes:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise OSError(f"{path} is not a regular file")
         return f.read()
+
+
+def read_below(top: Path, relative: str | Path, limit: int) -> bytes:
+    """Read the regular file ``top / relative`` opening it once, without following a link anywhere below ``top``.
+
+    Each folder on the way is opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to the one before
+    (``dir_fd``), the file with ``O_NOFOLLOW | O_NONBLOCK``, and the descriptor is checked with
+    ``fstat``: what is read is what was opened, even while something else renames or swaps names
+    in that tree (a live run's sandboxed command in its workspace). ``top`` itself is Horizon's
+    own folder and is opened normally.
+
+    Args:
+        top: the folder the file must be in.
+        relative: its path below ``top``, no ``..`` and not absolute.
+        limit: most bytes read; a bigger file is refused.
+
+    Raises:
+        ValueError: ``relative`` is absolute, empty, has ``..`` or a NUL byte.
+        OSError: a link on the way (``ELOOP``, or ``ENOTDIR`` for a folder), missing (``ENOENT``),
+            not a regular file, or bigger than ``limit`` (``EFBIG``).
+    """
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts or any("\0" in part for part in parts):
+        raise ValueError(f"{str(relative)!r} is not a plain path below {top}")
+    folder = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{relative} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"{relative} is bigger than {limit} bytes")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"{relative} is bigger than {limit} bytes")
+    return data
 
 
 def remove_tree(top: Path) -> None:

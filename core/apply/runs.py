@@ -35,14 +35,19 @@ def recover_run(run_id: str, home: Path | None = None) -> list[str]:
     return recover(_run_files(run_id, home)[0])
 
 
-def review_run(run_id: str, home: Path | None = None) -> Review:
+def review_run(run_id: str, home: Path | None = None, *, recover_first: bool = True) -> Review:
     """``review_patch`` of a run's final patch against the repository it was started on.
+
+    Args:
+        recover_first: finish a killed transaction on that repository first (``recover``); False
+            for a review that must change nothing (the UI's ``GET /runs/ID/apply``: a GET any
+            site can make); the apply itself recovers.
 
     Raises:
         RunNotFound, UserError: no such run, no repository, or see ``review_patch``.
     """
     repo, patch, _ = _run_files(run_id, home)
-    notes = recover(repo)  # first: a killed transaction finished (a fallback swap may have left it missing)
+    notes = recover(repo) if recover_first else []  # a killed transaction finished (a fallback swap may have left it missing)
     review = review_patch(repo, patch)
     review.notes = notes
     return review

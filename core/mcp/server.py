@@ -116,6 +116,11 @@ def serve_http(server: Server[Any], sock: socket.socket) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on ``sock`` (``bind_http``) until Ctrl-C (or SIGTERM)."""
     import uvicorn
 
+    from core.netguard import WebGuard, allowed_hosts
+
     host = sock.getsockname()[0]
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    # The SDK's own checks match "127.0.0.1:*" as a prefix (any local port's Origin, "127.0.0.1:80@elsewhere" as Host):
+    # Horizon's guard answers first with exact names (421) and this server's own Origin only (403), as agent ui does.
+    app = WebGuard(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), hosts=allowed_hosts(bind=host),
+                   command="agent mcp --transport http", every_method=True, allow_flag=False)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -156,14 +156,15 @@ class Review:
 
 
 def review_patch(run_id: str, home: Path | None = None) -> Review:
-    """The review of a run's final patch against its repository (nothing is changed).
+    """The review of a run's final patch against its repository (nothing is changed: an
+    interrupted earlier apply is finished by the apply, not by this GET's review).
 
     Raises:
         RunNotFound, UserError: no such run, no repository or patch (``core.apply.review_run``).
     """
     from core import apply as transaction
 
-    review = transaction.review_run(run_id, home)
+    review = transaction.review_run(run_id, home, recover_first=False)
     return Review(transaction.printable(str(review.repo)), transaction.format_review(review), list(review.notes), review.refusals())
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -50,10 +52,18 @@ __all__ = ["create_app"]
 
 #: Served files cannot run scripts or load anything, even when opened directly.
 #: (allow-same-origin without allow-scripts: the report's own images load, and nothing can run to use the origin)
-FILE_HEADERS = {"Content-Security-Policy": "sandbox allow-same-origin; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
-                "X-Content-Type-Options": "nosniff"}
-PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-src 'self'; style-src 'self'",
-                "X-Content-Type-Options": "nosniff"}
+FILE_HEADERS = {"Content-Security-Policy": "sandbox allow-same-origin; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+                                           "frame-ancestors 'self'",
+                "X-Content-Type-Options": "nosniff", "X-Frame-Options": "SAMEORIGIN"}
+#: Pages: only the UI's own pages may frame them (the run page frames its reports; no other origin,
+#: not even another port of 127.0.0.1, which is the same *site* and gets the SameSite=Strict cookie).
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-src 'self'; style-src 'self'; "
+                                           "frame-ancestors 'self'",
+                "X-Content-Type-Options": "nosniff", "X-Frame-Options": "SAMEORIGIN"}
+#: A POSTed form bigger than this is refused (413) before it is parsed.
+MAX_FORM_BYTES = 64 * 1024
+#: How long a notice the UI set (after one of its actions) can be shown by its id.
+NOTE_TTL_S = 600.0
 
 
 def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[str] | None = None) -> Starlette:
@@ -72,6 +82,21 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
     tokens = FormTokens()  # the forms' tokens: one per browser, bound to its cookie
     templates.globals.update(diff_lines=diff_lines, looks_like_diff=looks_like_diff, resumable=RESUMABLE)
 
+    notes: dict[str, tuple[float, str]] = {}  # the notices this UI set: id -> (when, text); a URL names one by its id
+
+    def keep_note(text: str) -> str:
+        now = time.monotonic()
+        for key in [k for k, (when, _) in notes.items() if now - when > NOTE_TTL_S or len(notes) > 500]:
+            notes.pop(key, None)
+        key = secrets.token_urlsafe(12)
+        notes[key] = (now, text)
+        return key
+
+    def note_of(request: Request) -> str | None:
+        """The notice named by the ``note`` query parameter, only if this UI set it (never the URL's own text)."""
+        kept = notes.get(request.query_params.get("note") or "")
+        return kept[1] if kept is not None and time.monotonic() - kept[0] <= NOTE_TTL_S else None
+
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(templates.get_template(name).render(**context), status_code=status, headers=PAGE_HEADERS)
 
@@ -83,7 +108,7 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
 
     async def runs(request: Request) -> Response:
         mark = await asyncio.to_thread(data.runs_signature, home)  # before reading: a change in between is sent again
-        note = request.query_params.get("note")
+        note = note_of(request)
         try:
             queued = await asyncio.to_thread(actions.queued_runs, home)
         except HorizonError as exc:  # the service's queue is damaged: its one line, and the runs still listed
@@ -99,19 +124,24 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
         except HorizonError as exc:
             return problem(exc)
         in_service = await asyncio.to_thread(actions.in_service, run_id, home)
-        return page("run.html", since=_digest(mark), note=request.query_params.get("note"), in_service=in_service,
+        return page("run.html", since=_digest(mark), note=note_of(request), in_service=in_service,
                     csrf=tokens.token(request.scope), **info)
 
     async def run_file(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
         try:
-            path = data.artifact_path(request.path_params["run_id"], request.path_params["path"], home)
+            path = await asyncio.to_thread(data.artifact_path, run_id, request.path_params["path"], home)
+            # opened once, no link followed below the run's folder: a file swapped for a link after the check is refused
+            body = await asyncio.to_thread(data.read_artifact, run_id, path, home)
         except RunNotFound as exc:
-            return PlainTextResponse(str(exc), 404)
+            return PlainTextResponse(_one_line(exc), 404)
         except PermissionError as exc:
-            return PlainTextResponse(str(exc), 403)
+            return PlainTextResponse(_one_line(exc), 403)
         except FileNotFoundError as exc:
-            return PlainTextResponse(str(exc), 404)
-        return FileResponse(path, media_type=data.ARTIFACT_TYPES[path.suffix.lower()], headers=FILE_HEADERS)
+            return PlainTextResponse(_one_line(exc), 404)
+        except (OSError, ValueError) as exc:
+            return PlainTextResponse(f"not served: {_one_line(exc)}", 403)
+        return Response(body, media_type=data.ARTIFACT_TYPES[path.suffix.lower()], headers=FILE_HEADERS)
 
     async def evals(request: Request) -> Response:
         return page("evals.html", evals=await asyncio.to_thread(data.list_evals, home))
@@ -138,19 +168,29 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
 
         return EventSourceResponse(_changes(request, lambda: data.signature(run_id, home), render, poll_s))
 
-    async def form_of(request: Request) -> dict[str, str] | None:
-        """The POSTed form, or None when it does not carry the token of this browser's cookie
-        (``FormTokens.valid``; a foreign ``Origin`` was refused before, by ``WebGuard``)."""
-        form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        return form if tokens.valid(request.scope, form.get("csrf", "")) else None
+    async def form_of(request: Request) -> dict[str, str] | HTMLResponse:
+        """The POSTed form, or the refusal page: 403 when it does not carry the token of this
+        browser's cookie (``FormTokens.valid``; a foreign ``Origin`` was refused before, by
+        ``WebGuard``), 413 when bigger than ``MAX_FORM_BYTES`` (neither is parsed)."""
+        if tokens.cookie(request.scope) is None:
+            return page("error.html", 403, title="Refused", message=FORBIDDEN)  # no form cookie: the body is not read
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit() or int(length) > MAX_FORM_BYTES:
+            return page("error.html", 413, title="Refused", message=f"refused: a form of this UI is under {MAX_FORM_BYTES} bytes "
+                        "and says its Content-Length; use the page's own form")
+        form = {k: v for k, v in (await request.form(max_files=0, max_fields=100, max_part_size=MAX_FORM_BYTES)).items()
+                if isinstance(v, str)}
+        if not tokens.valid(request.scope, form.get("csrf", "")):
+            return page("error.html", 403, title="Refused", message=FORBIDDEN)
+        return form
 
     def back(url: str, note: str) -> RedirectResponse:
-        return RedirectResponse(f"{url}?note={quote(note)}", status_code=303)
+        return RedirectResponse(f"{url}?note={keep_note(note)}", status_code=303)
 
     async def start(request: Request) -> Response:
         form = await form_of(request)
-        if form is None:
-            return page("error.html", 403, title="Refused", message=FORBIDDEN)
+        if isinstance(form, Response):
+            return form
         try:
             run_id = await asyncio.to_thread(actions.start_run, form, home)
         except HorizonError as exc:
@@ -160,8 +200,9 @@ def create_app(home: Path | None = None, poll_s: float = 1.0, hosts: frozenset[s
     def run_action(action: Callable[[str, Path | None], str]) -> Callable[[Request], Any]:
         async def handle(request: Request) -> Response:
             run_id = request.path_params["run_id"]
-            if await form_of(request) is None:
-                return page("error.html", 403, title="Refused", message=FORBIDDEN)
+            form = await form_of(request)
+            if isinstance(form, Response):
+                return form
             try:
                 note = await asyncio.to_thread(action, run_id, home)
             except HorizonError as exc:
@@ -211,6 +252,10 @@ async def _changes(request: Request, mark: Callable[[], str], render: Callable[[
         except HorizonError:  # the run vanished, or cannot be read this moment: keep looking
             pass
         await asyncio.sleep(poll_s)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 FORBIDDEN = ("refused: this form did not come from this Horizon page in this browser (no form cookie, or the token of another "

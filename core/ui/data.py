@@ -19,7 +19,7 @@ from core.state import Pricing, Usage
 from core.store import RUN_FIELDS
 from core.store_mirror import MIRROR_NAME
 
-__all__ = ["ARTIFACT_TYPES", "artifact_path", "eval_page", "list_evals", "run_page", "runs_signature", "runs_table", "signature"]
+__all__ = ["ARTIFACT_TYPES", "MAX_ARTIFACT_BYTES", "artifact_path", "eval_page", "list_evals", "read_artifact", "run_page", "runs_signature", "runs_table", "signature"]
 
 #: Files of a run's folder the UI shows inline, by suffix, with their media types.
 ARTIFACT_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
@@ -172,7 +172,12 @@ def artifact_path(run_id: str, relative: str, home: Path | None = None) -> Path:
         FileNotFoundError: no such file.
     """
     folder = run_folder(run_id, home).resolve()
-    target = (folder / relative).resolve()
+    if "\0" in relative:
+        raise PermissionError(f"{relative!r} is not a file name (a NUL byte)")
+    try:
+        target = (folder / relative).resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 says RuntimeError for a link loop
+        raise PermissionError(f"{relative!r} cannot be followed in run {run_id}'s folder (a link loop?)") from exc
     if not target.is_relative_to(folder) or target == folder:
         raise PermissionError(f"{relative!r} is outside run {run_id}'s folder")
     if target.suffix.lower() not in ARTIFACT_TYPES:
@@ -180,6 +185,39 @@ def artifact_path(run_id: str, relative: str, home: Path | None = None) -> Path:
     if not target.is_file():
         raise FileNotFoundError(f"no file {relative!r} in run {run_id}")
     return target
+
+
+#: The biggest file the UI serves from a run's folder (a report or an image, read whole).
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+
+
+def read_artifact(run_id: str, path: Path, home: Path | None = None) -> bytes:
+    """The bytes of ``path`` (what ``artifact_path`` returned), opened once without following a
+    link anywhere below the run's folder (``core.safe_io.read_below``): a file swapped for a link
+    after the check is refused, never followed.
+
+    Raises:
+        RunNotFound: no such run.
+        PermissionError: ``path`` is outside the run's folder, or is (now) a link or not a regular file.
+        FileNotFoundError: it is gone.
+        OSError: bigger than ``MAX_ARTIFACT_BYTES`` (``EFBIG``).
+    """
+    import errno
+
+    from core.safe_io import read_below
+
+    folder = run_folder(run_id, home).resolve()
+    if not path.is_relative_to(folder) or path == folder:
+        raise PermissionError(f"{str(path)!r} is outside run {run_id}'s folder")
+    relative = path.relative_to(folder)
+    try:
+        return read_below(folder, relative, MAX_ARTIFACT_BYTES)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no file {str(relative)!r} in run {run_id}") from None
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise
+        raise PermissionError(f"{str(relative)!r} in run {run_id} is a link or not a regular file: not served") from None
 
 
 def evals_dir(home: Path | None = None) -> Path:
