@@ -104,16 +104,21 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     if not manifest:
         return 0.0, {"why": "the report has no figures"}
     traced, problems = verify_figures(con, manifest)
-    untraced = untraced_numbers(markdown_text, manifest) + narrative_numbers(markdown_text, manifest)
+    # names that are not numbers come from the filings database, never from figures.json (the agent writes that)
+    documents = [r[0] for r in con.execute("SELECT doc_name FROM documents").fetchall()]
+    untraced = untraced_numbers(markdown_text, manifest) + narrative_numbers(markdown_text, manifest, documents)
     share = traced / (len(manifest) + len(untraced))
     return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
 
 
-def narrative_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
+def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str]) -> list[str]:
     """Numbers in the report's "## Narrative" section that are not figures cited as shown (so an edit after
-    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell."""
+    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell.
+
+    Read by ``plugins.finance.narrative_numbers``, the tokeniser ``write_report`` refuses a narrative with;
+    ``documents`` are the filings database's document names (names, not numbers)."""
     match = re.search(r"^## Narrative\n(.*?)(?=^## |\Z)", markdown, re.MULTILINE | re.DOTALL)
-    return untraced_prose_numbers(match[1], manifest) if match else []
+    return untraced_prose_numbers(match[1], manifest, documents) if match else []
 
 
 def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
