@@ -45,7 +45,7 @@ What is not a number (the precise rule; anything else with a digit counts):
    month name (``May 31, 2023``), a period label (``Q3 2023``), or another year and a
    connector (``2019 to 2023``, ``2022 and 2023``, ``2019-2023``), or alone in parentheses
    (``(2023)``);
-6. a day of the month: plain ``1``-``31`` (or ``31st``) next to a month name;
+6. a day of the month: plain ``1``-``31`` (or ``31st``) next to a capitalised month name;
 7. page, note and item numbers: plain digits right after ``page``/``pages``/``p.``/``pp.``
    (up to 999), ``note``/``notes``/``item``/``items``/``exhibit`` (up to 99; ``Item 7A``),
    and lists of them (``pages 60 and 61``, ``pp. 60-62``);
@@ -99,15 +99,16 @@ _TOKEN = re.compile(
     rf"|(?P<date>(?<![\w-])(?:19\d\d|20\d\d|2100)-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?![\w-]))"
     rf"|(?P<form>(?<![\w-]){_FORMS}(?![\w-]))"
     rf"|(?P<num>(?<!\w)(?P<open>\()?(?P<sign>[-+])?(?:(?P<cur>US\$|C\$|A\$|\$|€|£|¥|₹) ?)?(?P<body>{_BODY})"
-    rf"(?P<close>\))?(?P<pct> ?%)?(?P<suf>{_SUFFIX})?(?P<close2>\))?(?!\w))"
+    rf"(?(open)(?P<close>\))?)(?P<pct> ?%)?(?P<suf>{_SUFFIX})?(?(open)(?P<close2>\))?)(?!\w))"
     r"|(?P<ident>(?<!\w)(?=\w*[\d_])\w+)"
     r"|(?P<word>[^\W\d_]+(?:['-][^\W\d_]+)*)"
     rf"|(?P<mark>{_NUMERIC_MARK})"
     r"|(?P<digits>\d+)")
 
-_UNITS = {w: i for i, w in enumerate(
-    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"])}
-_TENS = {w: 10 * i for i, w in enumerate(["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]) if w != "_"}
+_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+          "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+          "seventeen": 17, "eighteen": 18, "nineteen": 19}
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALE_WORDS = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 #: scale words after a number written in digits ("3.4 million", "12 bn")
 _SCALE_AFTER = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "mn": 1e6, "mm": 1e6,
@@ -358,6 +359,10 @@ class _Reader:
         """Token i in lower case when it is a word or an identifier, else ""."""
         return self.tokens[i].lower if 0 <= i < len(self.tokens) and self.tokens[i].kind in ("word", "ident") else ""
 
+    def month(self, i: int) -> bool:
+        """Token i is a month name, capitalised (``May``, ``Dec``; not the verb "may")."""
+        return self.word(i) in _MONTHS and self.tokens[i].text[0].isupper()
+
     def add(self, first: int, last: int, value: float | None, **kw: Any) -> int:
         """Record tokens[first..last] as one mention, with the reference that follows it; returns the next index."""
         tokens, nxt = self.tokens, last + 1
@@ -404,7 +409,7 @@ class _Reader:
         if not suffix and not m["pct"]:
             last, scale, percent, divisor = self.trailing(i)
         plain = (not m["sign"] and not m["cur"] and not suffix and not m["pct"] and last == i and not m["close2"]
-                 and re.fullmatch(r"\d+", body) is not None and bool(m["open"]) == bool(m["close"]))
+                 and re.fullmatch(r"\d+", body) is not None and bool(m["open"]) == bool(m["close"]))  # "(2023)" or "2023"
         cited = i + 1 < len(self.tokens) and self.tokens[i + 1].kind == "ref" and self.spaced(i, i + 1)
         if plain and not cited and self.exempt_number(int(body), len(body), bool(m["open"]), i):
             self.exempt.add(i)
@@ -430,13 +435,13 @@ class _Reader:
         if digits == 4 and 1900 <= n <= 2100:
             if parenthesised:
                 return True
-            if after_word and (prev in _YEAR_WORDS or prev in _MONTHS or _is_period(tokens[i - 1])):
+            if after_word and (prev in _YEAR_WORDS or self.month(i - 1) or _is_period(tokens[i - 1])):
                 return True
-            if self.word(i - 2) in _MONTHS and (i - 1) in self.exempt and self.gap_is(i - 1, i, ", "):
+            if self.month(i - 2) and (i - 1) in self.exempt and self.gap_is(i - 1, i, ", "):
                 return True  # May 31, 2023
             if anchored and anchor is not None and _is_year(tokens[anchor]):
                 return True
-        month_next = (prev in _MONTHS and self.gap_is(i - 1, i, " ")) or (self.word(i + 1) in _MONTHS and self.gap_is(i, i + 1, " "))
+        month_next = (self.month(i - 1) and self.gap_is(i - 1, i, " ")) or (self.month(i + 1) and self.gap_is(i, i + 1, " "))
         if 1 <= n <= 31 and digits <= 2 and month_next:
             return True
         limit = _PAGE_WORDS.get(prev) or _NOTE_WORDS.get(prev)
@@ -452,9 +457,8 @@ class _Reader:
         if _PERIOD.fullmatch(text):
             return i + 1
         ordinal = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)", text)
-        month_next = ((self.word(i - 1) in _MONTHS and self.gap_is(i - 1, i, " "))
-                      or (self.word(i + 1) in _MONTHS and self.gap_is(i, i + 1, " "))
-                      or (self.word(i + 1) == "of" and self.word(i + 2) in _MONTHS))
+        month_next = ((self.month(i - 1) and self.gap_is(i - 1, i, " ")) or (self.month(i + 1) and self.gap_is(i, i + 1, " "))
+                      or (self.word(i + 1) == "of" and self.month(i + 2)))
         if ordinal and 1 <= int(ordinal[1]) <= 31 and month_next:
             self.exempt.add(i)
             return i + 1

@@ -30,7 +30,8 @@ class WriteReportArgs(BaseModel):
     documents: list[str] = Field(default_factory=list, description="documents to cover (names from list_documents); empty for all that were ingested")
     narrative: str | None = Field(None, max_length=20_000, description=(
         "optional: your analysis as Markdown paragraphs (no headings or tables), printed under 'Narrative'. Every number "
-        "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]'; write "
+        "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]' (numbers in "
+        "words such as 'ninety-five percent' or 'a third' count too; FY2023, 10-K, Q3, 'in 2023', 'page 61' are names); write "
         "the report once without a narrative to get the refs (they do not change when a narrative is added)"))
 
 

@@ -121,7 +121,7 @@ def test_the_refusal_says_which_number_where_and_how_to_cite_it():
     assert "9.6% [F12]" in message and "report/figures.json" in message and "2 number(s)" in message
 
 
-NAMES = ("In FY2023 (its 10-K, page 61, pp. 60-62, Note 7, Item 7A) ACME_2023_10K reported Q3 and H1 results; "
+NAMES = ("In FY2023 (its 10-K, page 61, pp. 60-62, Item 7A; see Note 7) ACME_2023_10K reported Q3 and H1 results; "
          "from 2019 to 2023, in 2022 and 2023, May 31, 2023 and on 2023-05-31 revenue was 32,765 [F2] [F*n*]. "
          "The third year, the fourth quarter, the first half and one of the segments are words, not figures.")
 
@@ -131,7 +131,8 @@ def test_names_with_digits_are_not_numbers_but_what_is_glued_to_them_is():
     assert untraced_prose_numbers("3M's 10-K for FY2018", [{**MANIFEST[0], "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]) == []  # a company name with a digit
     assert untraced_prose_numbers("3M's 10-K", OWN) == ["3M"]  # 3 million, unless 3M's filing is the report's
     smuggled = ["page 95%", "Note 999", "page 1200", "rose to 2023", "FY999000", "Q5", "in 2023 million", "the 95th percentile",
-                "the ninety-fifth percentile", "ACME_2023_10K_999", "2023 [F9]", "10K"]
+                "the ninety-fifth percentile", "ACME_2023_10K_999", "2023 [F9]", "10K", "costs may 12 rise",
+                "COVID-19", "in 2023 per cent"]
     for text in smuggled:
         assert untraced_prose_numbers(text, OWN), text
 
