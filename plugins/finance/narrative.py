@@ -18,7 +18,8 @@ from typing import Any
 from plugins.finance.narrative_numbers import narrative_problems
 
 
-def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]], documents: Iterable[str] | None = None) -> list[str]:
+def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]], documents: Iterable[str] | None = None,
+                           vague: bool = True) -> list[str]:
     """Numbers in ``text`` that are not a listed figure shown as listed.
 
     Args:
@@ -26,6 +27,7 @@ def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]], documents:
         manifest: the report's figures (``figures.json`` items with ``ref``, ``display`` and ``scale``).
         documents: the report's document names (names, not numbers); None reads them from the
             manifest's formulas, which only a caller that wrote the manifest itself may do.
+        vague: count vague quantities (``dozens``, ``millions``); False for a table cell.
 
     Returns:
         The offending numbers in order: ``"9.7% [F12] (F12 is shown as 9.6%)"`` when F12 is
@@ -33,7 +35,7 @@ def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]], documents:
         ``"ninety-five percent"`` when it carries no reference, ``"FY999000 (...why...)"`` for a
         number that cannot cite a figure. Empty when the text traces.
     """
-    return [str(p) for p in narrative_problems(text, manifest, documents)]
+    return [str(p) for p in narrative_problems(text, manifest, documents, vague)]
 
 
 class UntracedNarrativeError(ValueError):

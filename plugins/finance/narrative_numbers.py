@@ -539,7 +539,8 @@ class _Reader:
         return self.add(first, end, value / divisor, scale=scale, percent=percent)
 
 
-def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Iterable[str] | None = None) -> list[NarrativeProblem]:
+def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Iterable[str] | None = None,
+                       vague: bool = True) -> list[NarrativeProblem]:
     """The numbers of ``text`` that do not cite a figure of ``manifest`` they match.
 
     Args:
@@ -548,6 +549,8 @@ def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Ite
         documents: the report's document names; when None they are read from the figures'
             formulas and ``fact_ids`` (only for a manifest the caller wrote itself: the reward
             passes the names from the filings database, since the agent can write figures.json).
+        vague: count vague quantities (``dozens``, ``millions``); False for a table cell, where
+            ``USD (millions)`` names a unit.
 
     Returns:
         One problem per offending number, in order; empty when every number traces.
@@ -559,7 +562,7 @@ def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Ite
     problems = []
     for mention in find_numbers(text, documents):
         why = mention.why or _mismatch(mention, figures)
-        if not why:
+        if not why or (not vague and mention.why.startswith("a vague quantity")):
             continue
         line = max(n for n, s in enumerate(line_starts) if s <= mention.start)
         hint = ("cite the figure it states right after it, as the report shows it (e.g. 9.6% [F12]; the refs are in "

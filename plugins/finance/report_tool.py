@@ -107,7 +107,7 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     traced, problems = verify_figures(con, manifest)
     # names that are not numbers come from the filings database, never from figures.json (the agent writes that)
     documents = [r[0] for r in con.execute("SELECT doc_name FROM documents").fetchall()]
-    untraced = untraced_numbers(markdown_text, manifest) + narrative_numbers(markdown_text, manifest, documents)
+    untraced = untraced_numbers(markdown_text, manifest, documents) + narrative_numbers(markdown_text, manifest, documents)
     share = traced / (len(manifest) + len(untraced))
     return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
 
@@ -122,18 +122,26 @@ def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: 
     return untraced_prose_numbers(match[1], manifest, documents) if match else []
 
 
-def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
+def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str] | None = None) -> list[str]:
     """Table cells of the report's figure tables that show a number without a matching figure reference.
 
-    Cells of the Sources tables (page, line, column numbers) and period headers are not figures.
+    Cells of the Sources and Documents tables (page, line, column numbers), header rows and row
+    labels are not figures. A cell that is not a bare number or ``number [Fn]`` is read by
+    ``plugins.finance.narrative_numbers`` like a narrative (``ninety-five``, ``999_000``, ``12k``
+    count; ``n/a``, ``FY2018``, ``2018-12-31`` and the report's document names do not), so an
+    edit of report.md after ``write_report`` cannot add a number there either. ``documents``:
+    the filings database's document names (None: those of the manifest's formulas, for a
+    manifest the caller wrote).
     """
     displays = {f"F{f['ref']}": f["display"] for f in manifest if isinstance(f, dict) and "ref" in f and "display" in f}
     bad = []
     in_sources = False
-    for line in markdown.splitlines():
+    lines = markdown.splitlines()
+    for k, line in enumerate(lines):
         if line.startswith("## "):
             in_sources = line.strip() in ("## Sources", "## Documents")
-        if in_sources or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
+        header = k + 1 < len(lines) and lines[k + 1].startswith("|---")
+        if in_sources or header or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
             continue
         for cell in [c.strip() for c in line.strip("|").split("|")][1:]:
             match = re.fullmatch(r"(-?[\d,]+(?:\.\d+)?%?) \[(F\d+)\]", cell)
@@ -142,4 +150,6 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]
                     bad.append(cell)
             elif re.fullmatch(r"-?[\d,]+(?:\.\d+)?%?", cell):
                 bad.append(cell)
+            else:
+                bad += untraced_prose_numbers(cell, manifest, documents, vague=False)
     return bad

@@ -152,3 +152,22 @@ def test_a_cited_number_matches_its_figure_at_the_printed_precision(cited):
 def test_a_cited_number_that_differs_from_its_figure_is_refused(cited, why):
     problems = untraced_prose_numbers(f"It was {cited}.", OWN)
     assert len(problems) == 1 and why in problems[0], problems
+
+
+@pytest.mark.parametrize("cell", ["ninety-five percent", "999_000", "a third", "twice", "12k", "FY999000"])
+def test_a_table_cell_edited_after_write_report_counts_however_the_number_is_written(database, tmp_path, cell):
+    """finance-qa/2 checked only cells that were a bare number: an edited cell 'ninety-five percent' or '999_000' scored 1.000."""
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "figures.json").write_text(json.dumps(MANIFEST))
+    table = ["| Line item | FY2023 |", "|---|---|", "| Revenue | 32,765 [F2] |", f"| Orders | {cell} |", "| Equity | n/a |"]
+    (report / "report.md").write_text("\n".join([f"# ACME\n\n## {DOC}\n", *table, "", "| Question | Document | Answer | Unit |",
+                                                 "|---|---|---|---|", f"| Revenue? | {DOC} | 32,765 [F2] | USD (millions) |", ""]))
+    con = connect(database, read_only=True)
+    try:
+        share, detail = report_traceability(con, tmp_path)
+    finally:
+        con.close()
+    result = grade([], {}, CheckSummary([], "passed", 1.0, []), 0.01, (share, detail))
+    assert result.reward < 1.0 and "report 100% traced" not in result.summary, result.summary
+    assert [n.split(" (")[0] for n in detail["numbers_without_figure"]] == [cell]  # the unit "USD (millions)" is not a number
