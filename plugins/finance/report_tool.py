@@ -125,7 +125,7 @@ def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: 
 def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str] | None = None) -> list[str]:
     """Table cells of the report's figure tables that show a number without a matching figure reference.
 
-    Cells of the Sources and Documents tables (page, line, column numbers), header rows and row
+    Cells of the Sources and Documents tables (page, line, column numbers), period headers and row
     labels are not figures. A cell that is not a bare number or ``number [Fn]`` is read by
     ``plugins.finance.narrative_numbers`` like a narrative (``ninety-five``, ``999_000``, ``12k``
     count; ``n/a``, ``FY2018``, ``2018-12-31`` and the report's document names do not), so an
@@ -136,12 +136,10 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: l
     displays = {f"F{f['ref']}": f["display"] for f in manifest if isinstance(f, dict) and "ref" in f and "display" in f}
     bad = []
     in_sources = False
-    lines = markdown.splitlines()
-    for k, line in enumerate(lines):
+    for line in markdown.splitlines():
         if line.startswith("## "):
             in_sources = line.strip() in ("## Sources", "## Documents")
-        header = k + 1 < len(lines) and lines[k + 1].startswith("|---")
-        if in_sources or header or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
+        if in_sources or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
             continue
         for cell in [c.strip() for c in line.strip("|").split("|")][1:]:
             match = re.fullmatch(r"(-?[\d,]+(?:\.\d+)?%?) \[(F\d+)\]", cell)
