@@ -66,6 +66,11 @@ units through the figure's ``scale`` (``$32.765 billion [F3]`` for ``32,765`` in
 not ``$32.8 billion``: that is 35 million off); no more decimals than printed (``9.60%`` does not
 match ``9.6%``); an unsigned number matches a negative figure by magnitude (``fell 3.4% [F5]``)
 but a signed or parenthesised one must have the figure's sign.
+
+Number words are parsed here rather than with a words-to-numbers package (``word2number``,
+``text2num``, ``number-parser``): those convert a whole string or rewrite a text without saying
+where each number was, while this check must find every number in running prose, keep its place
+for the refusal, and treat the exempt words above; the vocabulary is small and tested.
 """
 
 from __future__ import annotations
