@@ -67,10 +67,11 @@ not ``$32.8 billion``: that is 35 million off); no more decimals than printed (`
 match ``9.6%``); an unsigned number matches a negative figure by magnitude (``fell 3.4% [F5]``)
 but a signed or parenthesised one must have the figure's sign.
 
-Number words are parsed here rather than with a words-to-numbers package (``word2number``,
-``text2num``, ``number-parser``): those convert a whole string or rewrite a text without saying
-where each number was, while this check must find every number in running prose, keep its place
-for the refusal, and treat the exempt words above; the vocabulary is small and tested.
+Number words are parsed here rather than with a words-to-numbers package: ``word2number``
+(unmaintained since 2017) converts a whole string, and ``text2num`` 3 (compiled, eight
+languages) reads cardinals, ordinals and decimals; either would still leave the fractions,
+multiples, vague quantities, positions in the text and the exemptions above to this module,
+while the English vocabulary they would add is a few small tables, tested here.
 """
 
 from __future__ import annotations
