@@ -24,8 +24,9 @@ What counts as a number (a *mention*):
   ``millions`` ...: counted, cannot cite a figure), ordinals past *twelfth* (``ninety-fifth``)
   and any ordinal before ``percentile``; a number word inside a compound counts
   (``five-year``);
-* a word that mixes letters of two scripts (``nіnety`` with a Cyrillic ``і``), a URL with a
-  digit, and any other word with a digit that no rule below names (``FY999000``, ``K95``,
+* a word that mixes letters of two scripts (``nіnety`` with a Cyrillic ``і``), a percent
+  (``%``, ``percent``, ``bps``) after something that is not a number this module reads
+  (``XCV percent``), a URL with a digit, and any other word with a digit that no rule below names (``FY999000``, ``K95``,
   ``p56``, ``3rd``, ``12kg``) count too and cannot cite a figure.
 
 What is not a number (the precise rule; anything else with a digit counts):
@@ -33,7 +34,8 @@ What is not a number (the precise rule; anything else with a digit counts):
 1. figure references ``[F12]`` (and the intro's ``[F*n*]``);
 2. the report's document names, exactly (``NIKE_2023_10K``: given by the caller from the
    filings database, never from a file the agent can write), and the company part of a document
-   name that has a digit (``3M`` of ``3M_2018_10K``), as a whole word;
+   name that has a digit (``3M`` of ``3M_2018_10K``), as a whole word in the same case (``3m``
+   is three million);
 3. SEC form names: ``10-K``, ``10-Q``, ``8-K``, ``20-F``, ``40-F``, ``6-K``, ``11-K``, ``S-1``,
    ``S-3``, ``S-4``, ``S-8``, ``F-1``, ``F-3``, ``10-KT``, ``10-K405`` (optionally ``/A``, a
    plural ``s``), as whole words: ``10-K95`` or ``10K`` are numbers (``10K`` reads as ten thousand);
@@ -109,7 +111,8 @@ _TOKEN = re.compile(
     r"|(?P<ident>(?<!\w)(?=\w*[\d_])\w+)"
     r"|(?P<word>[^\W\d_]+(?:['-][^\W\d_]+)*)"
     rf"|(?P<mark>{_NUMERIC_MARK})"
-    r"|(?P<digits>\d+)")
+    r"|(?P<digits>\d+)"
+    r"|(?P<pctsign>%)")
 
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
           "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -141,6 +144,7 @@ _MONTHS = {"january", "february", "march", "april", "may", "june", "july", "augu
 _CONNECTORS = {"to", "and", "or", "through"}
 _PAGE_WORDS = {"page": 999, "pages": 999, "p": 999, "pp": 999}
 _NOTE_WORDS = {"note": 99, "notes": 99, "item": 99, "items": 99, "exhibit": 99}
+_NO_NUMBER = "a percent with no number before it that this check can read (Roman numerals, words of another language)"
 _PERIOD = re.compile(r"Q[1-4]|H[12]|FY(?:19\d\d|20\d\d|2100|\d\d)")
 
 
@@ -300,7 +304,7 @@ def _mask_names(norm: str, documents: Iterable[str]) -> str:
     for name in sorted(names, key=len, reverse=True):
         norm = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lambda m: " " * len(m[0]), norm)
     for name in sorted(companies, key=len, reverse=True):
-        norm = re.sub(rf"(?<![\w$.,-]){re.escape(name)}(?![\w%-])", lambda m: " " * len(m[0]), norm, flags=re.IGNORECASE)
+        norm = re.sub(rf"(?<![\w$.,-]){re.escape(name)}(?![\w%-])", lambda m: " " * len(m[0]), norm)  # 3M, not 3m
     return norm
 
 
@@ -337,6 +341,8 @@ class _Reader:
                              why="a numeric symbol cannot cite a figure; write the figure as the report shows it")
             elif tok.kind == "digits":
                 i = self.add(i, i, float(tok.text))
+            elif tok.kind == "pctsign":
+                i = self.add(i, i, None, why=_NO_NUMBER)
             elif tok.kind == "num":
                 i = self.number(i)
             elif tok.kind == "ident":
@@ -487,6 +493,8 @@ class _Reader:
             return self.phrase(i + 1, i, implicit_one=True) if quantity and self.spaced(i, i + 1) else i + 1
         if lower in _MULTIPLES:
             return self.add(i, i, float(_MULTIPLES[lower]))
+        if lower in ("percent", "pct", "bps") or (lower == "cent" and self.word(i - 1) == "per"):
+            return self.add(i, i, None, why=_NO_NUMBER)  # XCV percent: a number this check cannot read
         if lower in _VAGUE:
             return self.add(i, i, None, why="a vague quantity cannot cite a figure; state the figure as the report shows it")
         if parts[0] == "half":

@@ -130,9 +130,10 @@ def test_names_with_digits_are_not_numbers_but_what_is_glued_to_them_is():
     assert untraced_prose_numbers(NAMES, OWN) == []
     assert untraced_prose_numbers("3M's 10-K for FY2018", [{**MANIFEST[0], "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]) == []  # a company name with a digit
     assert untraced_prose_numbers("3M's 10-K", OWN) == ["3M"]  # 3 million, unless 3M's filing is the report's
+    assert untraced_prose_numbers("3M sold 3m units", [{**MANIFEST[0], "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]) == ["3m"]
     smuggled = ["page 95%", "Note 999", "page 1200", "rose to 2023", "FY999000", "Q5", "in 2023 million", "the 95th percentile",
                 "the ninety-fifth percentile", "ACME_2023_10K_999", "2023 [F9]", "10K", "costs may 12 rise",
-                "COVID-19", "in 2023 per cent"]
+                "COVID-19", "in 2023 per cent", "a margin of XCV percent", "XCV %"]
     for text in smuggled:
         assert untraced_prose_numbers(text, OWN), text
 
