@@ -27,7 +27,7 @@ def untraced_prose_numbers(text: str, manifest: list[dict[str, Any]], documents:
         manifest: the report's figures (``figures.json`` items with ``ref``, ``display`` and ``scale``).
         documents: the report's document names (names, not numbers); None reads them from the
             manifest's formulas, which only a caller that wrote the manifest itself may do.
-        vague: count vague quantities (``dozens``, ``millions``); False for a table cell.
+        vague: count vague quantities (``dozens``, ``millions``) and unit words with no number; False for a table cell.
 
     Returns:
         The offending numbers in order: ``"9.7% [F12] (F12 is shown as 9.6%)"`` when F12 is

@@ -563,8 +563,8 @@ def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Ite
         documents: the report's document names; when None they are read from the figures'
             formulas and ``fact_ids`` (only for a manifest the caller wrote itself: the reward
             passes the names from the filings database, since the agent can write figures.json).
-        vague: count vague quantities (``dozens``, ``millions``); False for a table cell, where
-            ``USD (millions)`` names a unit.
+        vague: count vague quantities (``dozens``, ``millions``) and a percent word with no
+            number; False for a table cell, where ``USD (millions)`` or ``percent`` names a unit.
 
     Returns:
         One problem per offending number, in order; empty when every number traces.
@@ -576,7 +576,7 @@ def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Ite
     problems = []
     for mention in find_numbers(text, documents):
         why = mention.why or _mismatch(mention, figures)
-        if not why or (not vague and mention.why.startswith("a vague quantity")):
+        if not why or (not vague and (mention.why.startswith("a vague quantity") or mention.why == _NO_NUMBER)):
             continue
         line = max(n for n, s in enumerate(line_starts) if s <= mention.start)
         hint = ("cite the figure it states right after it, as the report shows it (e.g. 9.6% [F12]; the refs are in "
