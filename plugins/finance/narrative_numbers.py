@@ -78,6 +78,7 @@ while the English vocabulary they would add is a few small tables, tested here.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import unicodedata
@@ -228,6 +229,10 @@ def _normalise(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):
+        if " " <= ch <= "~":  # printable ASCII is read as it is (the common case, kept fast)
+            out.append(ch)
+            origin.append(i)
+            continue
         category = unicodedata.category(ch)
         if category in ("Cf", "Mn", "Me", "Cc") and ch not in "\n\r\t":
             continue
@@ -423,7 +428,7 @@ class _Reader:
         plain = (not m["sign"] and not m["cur"] and not suffix and not m["pct"] and last == i and not m["close2"]
                  and re.fullmatch(r"\d+", body) is not None and bool(m["open"]) == bool(m["close"]))  # "(2023)" or "2023"
         cited = i + 1 < len(self.tokens) and self.tokens[i + 1].kind == "ref" and self.spaced(i, i + 1)
-        if plain and not cited and self.exempt_number(int(body), len(body), bool(m["open"]), i):
+        if plain and not cited and len(body) <= 4 and self.exempt_number(int(body), len(body), bool(m["open"]), i):
             self.exempt.add(i)
             return i + 1
         if value is not None and divisor != 1.0:  # basis points: 960 bps is 9.6% (one decimal), 25 bps 0.25%
@@ -578,7 +583,7 @@ def narrative_problems(text: str, manifest: list[dict[str, Any]], documents: Ite
         why = mention.why or _mismatch(mention, figures)
         if not why or (not vague and (mention.why.startswith("a vague quantity") or mention.why == _NO_NUMBER)):
             continue
-        line = max(n for n, s in enumerate(line_starts) if s <= mention.start)
+        line = bisect.bisect_right(line_starts, mention.start) - 1
         hint = ("cite the figure it states right after it, as the report shows it (e.g. 9.6% [F12]; the refs are in "
                 "report/figures.json and the report's tables), or leave the number out")
         problems.append(NarrativeProblem(mention.text, line + 1, mention.start - line_starts[line] + 1, why, hint))

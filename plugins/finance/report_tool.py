@@ -23,12 +23,18 @@ from plugins.finance.report import FinanceReport, verify_figures
 REPORT_DIR = "report"
 #: Citable figures listed in the tool's output (all of them are in its data and in report.md).
 MAX_CITABLE_SHOWN = 24
+#: The longest narrative ``write_report`` takes (characters); a longer "## Narrative" section was not written by it.
+MAX_NARRATIVE_CHARS = 20_000
+#: The largest report.md the reward reads (``write_report`` writes well under 1 MiB for twelve filings).
+MAX_REPORT_BYTES = 8 << 20
+#: A figure-table cell longer than this is not read number by number: it counts as one number without a figure.
+MAX_CELL_CHARS = 500
 
 
 class WriteReportArgs(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="the report's title")
     documents: list[str] = Field(default_factory=list, description="documents to cover (names from list_documents); empty for all that were ingested")
-    narrative: str | None = Field(None, max_length=20_000, description=(
+    narrative: str | None = Field(None, max_length=MAX_NARRATIVE_CHARS, description=(
         "optional: your analysis as Markdown paragraphs (no headings or tables), printed under 'Narrative'. Every number "
         "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]' (numbers in "
         "words such as 'ninety-five percent' or 'a third' count too; FY2023, 10-K, Q3, 'in 2023', 'page 61' are names); write "
@@ -94,6 +100,9 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
         markdown_text = read_regular(folder / "report.md").decode("utf-8", "replace")
     except OSError as exc:
         return 0.0, {"why": f"no report was written (report/report.md and report/figures.json as regular files): {exc}"}
+    if len(markdown_text) > MAX_REPORT_BYTES:
+        return 0.0, {"why": f"report/report.md holds {len(markdown_text):,} characters, more than write_report writes "
+                            f"({MAX_REPORT_BYTES:,} at most are read)"}
     try:
         manifest = json.loads(manifest_bytes)
     except json.JSONDecodeError as exc:
@@ -119,7 +128,12 @@ def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: 
     Read by ``plugins.finance.narrative_numbers``, the tokeniser ``write_report`` refuses a narrative with;
     ``documents`` are the filings database's document names (names, not numbers)."""
     match = re.search(r"^## Narrative\n(.*?)(?=^## |\Z)", markdown, re.MULTILINE | re.DOTALL)
-    return untraced_prose_numbers(match[1], manifest, documents) if match else []
+    if not match:
+        return []
+    section = match[1].strip()
+    excess = [(f"the narrative is {len(section):,} characters, longer than write_report takes ({MAX_NARRATIVE_CHARS:,}); "
+               "the rest was not read")] if len(section) > MAX_NARRATIVE_CHARS else []
+    return untraced_prose_numbers(section[:MAX_NARRATIVE_CHARS], manifest, documents) + excess
 
 
 def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str] | None = None) -> list[str]:
@@ -148,6 +162,8 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: l
                     bad.append(cell)
             elif re.fullmatch(r"-?[\d,]+(?:\.\d+)?%?", cell):
                 bad.append(cell)
+            elif len(cell) > MAX_CELL_CHARS:
+                bad.append(f"{cell[:40]}... (a cell of {len(cell):,} characters is not a figure cell)")
             else:
                 bad += untraced_prose_numbers(cell, manifest, documents, vague=False)
     return bad

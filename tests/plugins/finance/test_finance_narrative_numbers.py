@@ -172,3 +172,15 @@ def test_a_table_cell_edited_after_write_report_counts_however_the_number_is_wri
     result = grade([], {}, CheckSummary([], "passed", 1.0, []), 0.01, (share, detail))
     assert result.reward < 1.0 and "report 100% traced" not in result.summary, result.summary
     assert [n.split(" (")[0] for n in detail["numbers_without_figure"]] == [cell]  # the unit "USD (millions)" is not a number
+
+
+def test_a_narrative_section_the_tool_could_not_have_written_still_scores_without_crashing(database, tmp_path):
+    """A 5,000-digit number (past Python's int conversion limit) and a section longer than write_report takes
+    are verdicts, not crashes; the part past the tool's limit is not read number by number but counts."""
+    from plugins.finance.report_tool import MAX_NARRATIVE_CHARS
+
+    digits = score(database, tmp_path / "a", f"{TRACED} Also {'9' * 5000} units.")
+    assert digits.reward < 1.0 and digits.components["report"].detail["numbers_without_figure"][0].startswith("9999")
+    long = score(database, tmp_path / "b", TRACED + " Words only." * (MAX_NARRATIVE_CHARS // 10))
+    assert long.reward < 1.0
+    assert "longer than write_report takes" in long.components["report"].detail["numbers_without_figure"][0]
