@@ -40,7 +40,8 @@ What is not a number (the precise rule; anything else with a digit counts):
    ``S-3``, ``S-4``, ``S-8``, ``F-1``, ``F-3``, ``10-KT``, ``10-K405`` (optionally ``/A``, a
    plural ``s``), as whole words: ``10-K95`` or ``10K`` are numbers (``10K`` reads as ten thousand);
 4. period labels ``Q1``-``Q4``, ``H1``, ``H2``, fiscal years ``FY2023`` (a year 1900-2100) and
-   ``FY23``; ISO dates ``2023-05-31`` (a valid month and day, a year 1900-2100);
+   ``FY23``; ISO dates ``2023-05-31`` (a valid month and day, a year 1900-2100), and a months
+   label right before one (``6M 2022-07-30``, the store's label of a six-month period);
 5. a bare year: four plain digits 1900-2100 (no sign, currency, separator, decimals, percent,
    scale or citation) right after a year word (in, fiscal, year, years, calendar, since, from,
    until, through, during, between, before, after, ended, ending, end, early, late, mid), a
@@ -422,6 +423,9 @@ class _Reader:
         scale = _SUFFIX_SCALE.get(suffix.lower(), 1.0) if suffix not in ("x", "X", "pp", "bps", "bp") else 1.0
         divisor = 100.0 if suffix in ("bps", "bp") else 1.0
         percent = bool(m["pct"]) or suffix == "pp" or divisor == 100.0
+        if (m[0] in ("3M", "6M", "9M", "12M") and i + 1 < len(self.tokens) and self.tokens[i + 1].kind == "date"
+                and self.gap_is(i, i + 1, " ")):
+            return i + 1  # a period of months ending on a date, as the store labels it: 6M 2022-07-30
         last = i
         if not suffix and not m["pct"]:
             last, scale, percent, divisor = self.trailing(i)

@@ -140,7 +140,9 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: l
     """Table cells of the report's figure tables that show a number without a matching figure reference.
 
     Cells of the Sources and Documents tables (page, line, column numbers), period headers and row
-    labels are not figures. A cell that is not a bare number or ``number [Fn]`` is read by
+    labels are not figures; the Answers table's text cells are the answers as recorded (scored by
+    the answer components), so only their bare numbers count. Any other cell that is not a bare
+    number or ``number [Fn]`` is read by
     ``plugins.finance.narrative_numbers`` like a narrative (``ninety-five``, ``999_000``, ``12k``
     count; ``n/a``, ``FY2018``, ``2018-12-31`` and the report's document names do not), so an
     edit of report.md after ``write_report`` cannot add a number there either. ``documents``:
@@ -149,10 +151,11 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: l
     """
     displays = {f"F{f['ref']}": f["display"] for f in manifest if isinstance(f, dict) and "ref" in f and "display" in f}
     bad = []
-    in_sources = False
+    in_sources = in_answers = False
     for line in markdown.splitlines():
         if line.startswith("## "):
             in_sources = line.strip() in ("## Sources", "## Documents")
+            in_answers = line.strip() == "## Answers"  # the answers as recorded: the agent's own text, scored as answers
         if in_sources or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
             continue
         for cell in [c.strip() for c in line.strip("|").split("|")][1:]:
@@ -162,6 +165,8 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: l
                     bad.append(cell)
             elif re.fullmatch(r"-?[\d,]+(?:\.\d+)?%?", cell):
                 bad.append(cell)
+            elif in_answers:
+                continue
             elif len(cell) > MAX_CELL_CHARS:
                 bad.append(f"{cell[:40]}... (a cell of {len(cell):,} characters is not a figure cell)")
             else:

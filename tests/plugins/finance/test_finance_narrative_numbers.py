@@ -122,7 +122,7 @@ def test_the_refusal_says_which_number_where_and_how_to_cite_it():
 
 
 NAMES = ("In FY2023 (its 10-K, page 61, pp. 60-62, Item 7A; see Note 7) ACME_2023_10K reported Q3 and H1 results; "
-         "from 2019 to 2023, in 2022 and 2023, May 31, 2023 and on 2023-05-31 revenue was 32,765 [F2] [F*n*]. "
+         "from 2019 to 2023, in 2022 and 2023, May 31, 2023, in 6M 2022-07-30 and on 2023-05-31 revenue was 32,765 [F2] [F*n*]. "
          "The third year, the fourth quarter, the first half and one of the segments are words, not figures.")
 
 
@@ -133,7 +133,7 @@ def test_names_with_digits_are_not_numbers_but_what_is_glued_to_them_is():
     assert untraced_prose_numbers("3M sold 3m units", [{**MANIFEST[0], "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]) == ["3m"]
     smuggled = ["page 95%", "Note 999", "page 1200", "rose to 2023", "FY999000", "Q5", "in 2023 million", "the 95th percentile",
                 "the ninety-fifth percentile", "ACME_2023_10K_999", "2023 [F9]", "10K", "costs may 12 rise",
-                "COVID-19", "in 2023 per cent", "a margin of XCV percent", "XCV %"]
+                "COVID-19", "in 2023 per cent", "a margin of XCV percent", "XCV %", "6M more", "6M 2022-99-99"]
     for text in smuggled:
         assert untraced_prose_numbers(text, OWN), text
 
