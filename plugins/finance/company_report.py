@@ -370,9 +370,10 @@ class _Writer:
             md += self._peer_group(group)
         md += self._sources()
         manifest = [f.__dict__ for f in self.figures.items]
-        problems = [p for text in self.prose for p in untraced_prose_numbers(text, manifest)]
+        documents = [Path(p).stem for c in spec.companies for p in c.filings]
+        problems = [p for text in self.prose for p in untraced_prose_numbers(text, manifest, documents)]
         for ticker, note in spec.notes.items():
-            untraced = untraced_prose_numbers(note, manifest)
+            untraced = untraced_prose_numbers(note, manifest, documents)
             if untraced:
                 raise UntracedNarrativeError(
                     f"the note on {ticker} states numbers that are not figures of this report: {', '.join(untraced[:10])}; "

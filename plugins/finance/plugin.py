@@ -34,7 +34,9 @@ How to work:
    State unit and scale explicitly (1577 with scale 'millions' is $1,577 million).
 4. When asked for a report, write_report builds it from the stored values; its reply lists the
    main figures with their refs. Add your analysis as `narrative` (paragraphs) in a second call:
-   every number in it must be a figure written exactly as the report shows it ("9.6% [F12]").
+   every number in it must be a figure written exactly as the report shows it ("9.6% [F12]"),
+   numbers in words ("ninety-five", "a third", "twice") included; FY2023, 10-K, Q3, "in 2023",
+   "page 61" and "Note 7" are names, not numbers.
 5. finish with a short summary.
 
 Pages are 1-based. Amounts in parentheses are negative (cash outflows such as capital

@@ -299,7 +299,7 @@ class FinanceReport:
         md += self._sources(con, figures)
         manifest = [f.__dict__ for f in figures.items]
         if self.narrative:  # checked against the finished figures, placed after the introduction
-            check_narrative(self.narrative, manifest)
+            check_narrative(self.narrative, manifest, documents=[d[0] for d in docs])
             md[4:4] = ["## Narrative", "", self.narrative, ""]
         # write_new: never through a link a copied task folder may hold at these names
         write_new(out / "figures.json", json.dumps(manifest, indent=1))

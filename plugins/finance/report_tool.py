@@ -23,14 +23,21 @@ from plugins.finance.report import FinanceReport, verify_figures
 REPORT_DIR = "report"
 #: Citable figures listed in the tool's output (all of them are in its data and in report.md).
 MAX_CITABLE_SHOWN = 24
+#: The longest narrative ``write_report`` takes (characters); a longer "## Narrative" section was not written by it.
+MAX_NARRATIVE_CHARS = 20_000
+#: The largest report.md the reward reads (``write_report`` writes well under 1 MiB for twelve filings).
+MAX_REPORT_BYTES = 8 << 20
+#: A figure-table cell longer than this is not read number by number: it counts as one number without a figure.
+MAX_CELL_CHARS = 500
 
 
 class WriteReportArgs(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="the report's title")
     documents: list[str] = Field(default_factory=list, description="documents to cover (names from list_documents); empty for all that were ingested")
-    narrative: str | None = Field(None, max_length=20_000, description=(
+    narrative: str | None = Field(None, max_length=MAX_NARRATIVE_CHARS, description=(
         "optional: your analysis as Markdown paragraphs (no headings or tables), printed under 'Narrative'. Every number "
-        "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]'; write "
+        "must be a figure of the report cited exactly as the report shows it, e.g. '32,765 [F3]' or '22.0% [F27]' (numbers in "
+        "words such as 'ninety-five percent' or 'a third' count too; FY2023, 10-K, Q3, 'in 2023', 'page 61' are names); write "
         "the report once without a narrative to get the refs (they do not change when a narrative is added)"))
 
 
@@ -93,6 +100,9 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
         markdown_text = read_regular(folder / "report.md").decode("utf-8", "replace")
     except OSError as exc:
         return 0.0, {"why": f"no report was written (report/report.md and report/figures.json as regular files): {exc}"}
+    if len(markdown_text) > MAX_REPORT_BYTES:
+        return 0.0, {"why": f"report/report.md holds {len(markdown_text):,} characters, more than write_report writes "
+                            f"({MAX_REPORT_BYTES:,} at most are read)"}
     try:
         manifest = json.loads(manifest_bytes)
     except json.JSONDecodeError as exc:
@@ -104,29 +114,48 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     if not manifest:
         return 0.0, {"why": "the report has no figures"}
     traced, problems = verify_figures(con, manifest)
-    untraced = untraced_numbers(markdown_text, manifest) + narrative_numbers(markdown_text, manifest)
+    # names that are not numbers come from the filings database, never from figures.json (the agent writes that)
+    documents = [r[0] for r in con.execute("SELECT doc_name FROM documents").fetchall()]
+    untraced = untraced_numbers(markdown_text, manifest, documents) + narrative_numbers(markdown_text, manifest, documents)
     share = traced / (len(manifest) + len(untraced))
     return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
 
 
-def narrative_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
+def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str]) -> list[str]:
     """Numbers in the report's "## Narrative" section that are not figures cited as shown (so an edit after
-    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell."""
+    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell.
+
+    Read by ``plugins.finance.narrative_numbers``, the tokeniser ``write_report`` refuses a narrative with;
+    ``documents`` are the filings database's document names (names, not numbers)."""
     match = re.search(r"^## Narrative\n(.*?)(?=^## |\Z)", markdown, re.MULTILINE | re.DOTALL)
-    return untraced_prose_numbers(match[1], manifest) if match else []
+    if not match:
+        return []
+    section = match[1].strip()
+    excess = [(f"the narrative is {len(section):,} characters, longer than write_report takes ({MAX_NARRATIVE_CHARS:,}); "
+               "the rest was not read")] if len(section) > MAX_NARRATIVE_CHARS else []
+    return untraced_prose_numbers(section[:MAX_NARRATIVE_CHARS], manifest, documents) + excess
 
 
-def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]:
+def untraced_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str] | None = None) -> list[str]:
     """Table cells of the report's figure tables that show a number without a matching figure reference.
 
-    Cells of the Sources tables (page, line, column numbers) and period headers are not figures.
+    Cells of the Sources and Documents tables (page, line, column numbers), period headers and row
+    labels are not figures; the Answers table's text cells are the answers as recorded (scored by
+    the answer components), so only their bare numbers count. Any other cell that is not a bare
+    number or ``number [Fn]`` is read by
+    ``plugins.finance.narrative_numbers`` like a narrative (``ninety-five``, ``999_000``, ``12k``
+    count; ``n/a``, ``FY2018``, ``2018-12-31`` and the report's document names do not), so an
+    edit of report.md after ``write_report`` cannot add a number there either. ``documents``:
+    the filings database's document names (None: those of the manifest's formulas, for a
+    manifest the caller wrote).
     """
     displays = {f"F{f['ref']}": f["display"] for f in manifest if isinstance(f, dict) and "ref" in f and "display" in f}
     bad = []
-    in_sources = False
+    in_sources = in_answers = False
     for line in markdown.splitlines():
         if line.startswith("## "):
             in_sources = line.strip() in ("## Sources", "## Documents")
+            in_answers = line.strip() == "## Answers"  # the answers as recorded: the agent's own text, scored as answers
         if in_sources or not line.startswith("|") or line.startswith("|---") or "| Line item |" in line or "| Metric |" in line:
             continue
         for cell in [c.strip() for c in line.strip("|").split("|")][1:]:
@@ -136,4 +165,10 @@ def untraced_numbers(markdown: str, manifest: list[dict[str, Any]]) -> list[str]
                     bad.append(cell)
             elif re.fullmatch(r"-?[\d,]+(?:\.\d+)?%?", cell):
                 bad.append(cell)
+            elif in_answers:
+                continue
+            elif len(cell) > MAX_CELL_CHARS:
+                bad.append(f"{cell[:40]}... (a cell of {len(cell):,} characters is not a figure cell)")
+            else:
+                bad += untraced_prose_numbers(cell, manifest, documents, vague=False)
     return bad

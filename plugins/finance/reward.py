@@ -18,8 +18,13 @@
 A task whose set-up failed (missing or unreadable task file) or none of whose filings could be
 read (each ingested with status ``error``: not a PDF, truncated, encrypted) gets "not
 applicable" (``core.reward``): there was nothing the agent could have done (version 2; version
-1 scored the unreadable-filings case 0). ``REWARD_VERSION`` changes
-whenever this definition does.
+1 scored the unreadable-filings case 0). Version 3: the narrative's numbers are read by
+``plugins.finance.narrative_numbers`` (every number however written: ``999_000 million``,
+``ninety-five percent``, ``12k``, ``(3.4)``, full-width digits; names that are not numbers come
+from the filings database, not from figures.json), so a narrative number that cites no figure,
+or one whose value differs from the cited figure at its printed precision, lowers "report
+traced"; version 2 skipped any word with ``_`` and numbers written as words. ``REWARD_VERSION``
+changes whenever this definition does.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from plugins.finance.questions import Question, score_answer
 
 WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "report": 0.2}
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "finance-qa/2"
+REWARD_VERSION = "finance-qa/3"
 
 
 def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,

@@ -173,8 +173,8 @@ def test_company_form_and_quarter_names_are_not_numbers_but_amounts_still_are():
     figures' own documents carry, SEC form names and quarter labels are words."""
     manifest = [{"ref": 3, "display": "32,765", "fact_ids": ["3M_2018_10K:p1:l1:c1"]}]
     assert untraced_prose_numbers("Per its 10-K, 3M reported revenue of 32,765 [F3] in FY2018 (Q4 strong).", manifest) == []
-    assert untraced_prose_numbers("3M sold $3M more, 13M units.", manifest) == ["$3", "13"]
-    assert untraced_prose_numbers("3M reported 32,765 [F3].", [{"ref": 3, "display": "32,765"}]) == ["3"]  # not a company of these figures
+    assert untraced_prose_numbers("3M sold $3M more, 13M units.", manifest) == ["$3M", "13M"]  # M: millions
+    assert untraced_prose_numbers("3M reported 32,765 [F3].", [{"ref": 3, "display": "32,765"}]) == ["3M"]  # not a company of these figures
 
 
 def test_bad_input_is_refused_with_what_to_do(tmp_path):

@@ -131,3 +131,27 @@ def test_write_report_takes_a_narrative_only_when_every_number_is_a_cited_figure
     finally:
         con.close()
     assert share < 1.0 and detail["numbers_without_figure"] == ["3.5%"]
+
+
+def test_write_report_refuses_numbers_written_any_way_and_says_where_and_how_to_cite(ctx):
+    """RH26 through the tool: finance-qa/2 accepted "999_000 million" (a word with _) and "ninety-five percent"
+    (a number in words); the refusal names each number, its line and column, and how to cite a figure."""
+    from plugins.finance.report_tool import write_report
+    from tests.plugins.finance.conftest import FILINGS
+
+    files = EpisodeFiles(ctx)
+    files.write_json(files.task, {"filings": [str(FILINGS / "3M_2018_10K.pdf")], "ticker": "MMM"})
+    cited = write_report({"title": "3M"}, ctx).data["citable"][0].split(" FY2018 ")[1]  # "32,765 [F3]"
+    report = ctx.workspace / "report" / "report.md"
+    before = report.read_text()
+    attack = f"Revenue was {cited}.\nMargins reached ninety-five percent and 999_000 million came from twice the stores."
+    refused = write_report({"title": "3M", "narrative": attack}, ctx)
+    assert refused.is_error and "3 number(s)" in refused.output, refused.output
+    assert '"ninety-five percent" at line 2, column 17: no figure reference' in refused.output
+    assert '"999_000 million" at line 2, column 41' in refused.output and '"twice" at line 2' in refused.output
+    assert "9.6% [F12]" in refused.output and "figures.json" in refused.output
+    assert report.read_text() == before  # nothing written
+    names = (f"In FY2018 (3M_2018_10K, its 10-K, page 56, Note 7) 3M's revenue was {cited}; in Q4 2018 the third "
+             "segment grew, one of several.")
+    told = write_report({"title": "3M", "narrative": names}, ctx)
+    assert not told.is_error, told.output
