@@ -14,11 +14,19 @@ into the run's scratch folder, which the agent's commands cannot write. At the e
 it, deletes test files the patch added (a new ``conftest.py`` could rewrite outcomes), and runs
 the suite there in a fresh sandbox of the same kind, with bytecode caches redirected to an
 empty folder. The workspace itself is not touched.
+
+Test files the patch adds or extends are the run's reproduction tests (``reproduction_run``):
+they are run on the starting code and on the patch, whatever else failed at the start or when
+the set-up run timed out; edits of the existing tests are judged by ``plugins.coding.test_edits``
+(only an edit that weakens a test is a fault). Files a test run created in the workspace and
+nothing changed since (reports, artefacts, outputs: ``core.workspace.record_test_outputs``) are
+not part of the patch.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -41,9 +49,22 @@ from core.api import (
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
+from plugins.coding.test_edits import test_qualname, unchanged_tests, weakened_tests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 
 ORIGINAL_TESTS_DIR = "original_tests"
+#: The set-up run's record in the run's scratch folder (``CodingPlugin._baseline`` writes it).
+BASELINE_FILE = "baseline.json"
+
+
+def failing_at_start(scratch: Path) -> set[str]:
+    """Ids of the tests that failed or errored in the set-up run (``BASELINE_FILE``); empty when
+    there is no record yet (set-up has not run) or it cannot be read."""
+    try:
+        outcomes = json.loads(read_regular(scratch / BASELINE_FILE)).get("outcomes") or {}
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {t for t, o in outcomes.items() if o in ("failed", "error")}
 
 
 def save_original_tests(workspace: Path, scratch: Path) -> list[str]:
@@ -133,6 +154,8 @@ class Graded:
         patch_sha256: SHA-256 of the graded patch's bytes (UTF-8, surrogate escapes kept), so
             the verdict names the exact text it judged.
         patch_error: why the patch did not apply to the starting files ("" when it did).
+        weakened: ``{test file: ["path:line: what", ...]}``: how the patch weakens existing tests
+            (``plugins.coding.test_edits``); empty when it does not.
     """
 
     run: TestRun | None
@@ -142,6 +165,7 @@ class Graded:
     patch_sha256: str = ""
     patch_error: str = ""
     reproduction: Reproduction | None = None
+    weakened: dict[str, list[str]] = field(default_factory=dict)
 
 
 #: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
@@ -159,6 +183,9 @@ class Reproduction:
         after: the same with the whole patch.
         trusted: False when either run's exit code contradicts its report.
         refused: why the files were not run ("" when they were).
+        existing: ids in ``before`` of tests the repository had, kept exactly as they were (an
+            extended file's other tests): their failures on the starting code are the
+            repository's, not reproductions (``test_edits.unchanged_tests``).
     """
 
     files: list[str]
@@ -166,10 +193,12 @@ class Reproduction:
     after: dict[str, str] = field(default_factory=dict)
     trusted: bool = True
     refused: str = ""
+    existing: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
         """The fields as a dict, for ``reward.grade(reproduction=...)`` and the stored verdict."""
-        return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused}
+        return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused,
+                "existing": self.existing}
 
 
 def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
@@ -185,7 +214,7 @@ def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
 
 
 def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str],
-                     environment: TestEnvironment | None = None) -> Reproduction:
+                     environment: TestEnvironment | None = None, originals: Path | None = None) -> Reproduction:
     """Run the patch's test files on the patched ``copy`` and on the starting files with only
     those test files changed, SWT-bench's check that a generated test reproduces the bug
     (fails without the fix, passes with it; Mündler et al., 2024).
@@ -197,6 +226,8 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
         folder: the grading run's folder; ``reproduce/`` is made in it.
         files: ``reproduction_files``; may be empty.
         environment: the episode's test environment (``plugins.coding.environment``); None: the default.
+        originals: the saved original test files (``ORIGINAL_TESTS_DIR``), to tell the tests an
+            extended file already had (``Reproduction.existing``); None: every test counts as the run's.
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
@@ -217,8 +248,13 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
         write_new(make_parents(start, rel), data)  # never through a link the start tree holds
     before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
                             environment=environment)  # fmt: skip
+    kept: dict[str, set[str]] = {}
+    for rel, data in contents.items():
+        if originals is not None and (originals / rel).is_file():
+            kept[rel] = unchanged_tests(read_regular(originals / rel), data)
+    existing = sorted(t for t in before.outcomes if test_qualname(t) in kept.get(t.split("::", 1)[0], set()))
     return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
-                        trusted=before.report_trusted and after.report_trusted)  # fmt: skip
+                        trusted=before.report_trusted and after.report_trusted, existing=existing)  # fmt: skip
 
 
 def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path, original_list: list[str],
@@ -233,8 +269,8 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         original_list: the test files saved at the start (``save_original_tests``).
         original_digests: ``{test file: sha256}`` at the start (``reward.file_digests``).
         reproduce: also run the test modules the patch adds or changes as reproduction tests
-            (``reproduction_run``; the caller asks when no test failed at the start). Skipped
-            when the patch changes the checker (the reward is 0 then anyway).
+            (``reproduction_run``; the caller asks unless the task declares its own fail-to-pass
+            tests). Skipped when the patch changes the checker (the reward is 0 then anyway).
         hidden_tests: a folder of the task's own test files, at their paths in the repository,
             which the agent never saw (an evaluation's, kept out of the sandbox): written into the
             copy after the reset, in place of whatever is there, before the suite runs.
@@ -242,7 +278,7 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     Returns:
         A ``Graded`` record.
     """
-    tree = save_tree(workspace, baseline)
+    tree = save_tree(workspace, baseline, patch=True)  # what a test run wrote left out, as in patch.diff
     patch = diff_trees(baseline, "HEAD^{tree}", tree)
     digest = hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
     folder = new_run_dir(scratch, "grading")
@@ -257,7 +293,9 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     changed = changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     environment = load_environment(scratch)
-    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment)
+    weak = weakened_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
+    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment,
+                                   originals=scratch / ORIGINAL_TESTS_DIR)
                   if reproduce and not reasons else None)  # fmt: skip
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     if hidden_tests is not None:
@@ -265,4 +303,5 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     grading_scratch = folder / "scratch"
     # The episode's test environment (saved in its scratch at set-up), with the copy's own source roots.
     run = run_test_suite(sandbox_like(sandbox, copy, grading_scratch), copy, grading_scratch, environment=environment)
-    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced)
+    return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
+                  weakened=weak)  # fmt: skip
