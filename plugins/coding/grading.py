@@ -214,20 +214,26 @@ def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
 
 
 def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str],
-                     environment: TestEnvironment | None = None, originals: Path | None = None) -> Reproduction:
-    """Run the patch's test files on the patched ``copy`` and on the starting files with only
-    those test files changed, SWT-bench's check that a generated test reproduces the bug
-    (fails without the fix, passes with it; Mündler et al., 2024).
+                     environment: TestEnvironment | None = None, originals: Path | None = None,
+                     original_list: list[str] | None = None, patch: str = "") -> Reproduction:
+    """Run the patch's test files on the starting files plus the patch and on the starting files
+    alone, with only those test files changed in each, SWT-bench's check that a generated test
+    reproduces the bug (fails without the fix, passes with it; Mündler et al., 2024). Every other
+    test file is the original in both (a ``conftest.py`` the patch adds is not there to rewrite
+    the outcomes).
 
     Args:
         sandbox: the episode's sandbox (its kind and limits are reused, each run in a fresh one).
         baseline: the run's git database (the start tree is rebuilt from it).
-        copy: the starting files plus the whole patch, test files not yet reset.
+        copy: the starting files plus the whole patch, test files not yet reset (the test files are read from it).
         folder: the grading run's folder; ``reproduce/`` is made in it.
         files: ``reproduction_files``; may be empty.
         environment: the episode's test environment (``plugins.coding.environment``); None: the default.
         originals: the saved original test files (``ORIGINAL_TESTS_DIR``), to tell the tests an
-            extended file already had (``Reproduction.existing``); None: every test counts as the run's.
+            extended file already had (``Reproduction.existing``) and to reset the other test files;
+            None: every test counts as the run's, and the patched side is ``copy`` as it is.
+        original_list: the test files saved at the start (``save_original_tests``).
+        patch: the graded patch (``copy`` is the start tree plus it), applied again for the patched side.
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
@@ -240,7 +246,14 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
     if reaching:
         return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
-    after = run_test_suite(sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files,
+    patched = copy
+    if originals is not None:
+        patched = folder / "reproduce" / "patched"
+        materialize(baseline, patched, patch)
+        reset_tests(patched, originals, original_list or [])
+        for rel, data in contents.items():
+            write_new(make_parents(patched, rel), data)
+    after = run_test_suite(sandbox_like(sandbox, patched, folder / "reproduce" / "after"), patched, folder / "reproduce" / "after", files,
                            environment=environment)  # fmt: skip
     start = folder / "reproduce" / "start"
     materialize(baseline, start, "")
@@ -295,7 +308,7 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     environment = load_environment(scratch)
     weak = weakened_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
     reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment,
-                                   originals=scratch / ORIGINAL_TESTS_DIR)
+                                   originals=scratch / ORIGINAL_TESTS_DIR, original_list=original_list, patch=patch)
                   if reproduce and not reasons else None)  # fmt: skip
     reset = reset_tests(copy, scratch / ORIGINAL_TESTS_DIR, original_list, present=tests_now)
     if hidden_tests is not None:

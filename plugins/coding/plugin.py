@@ -266,7 +266,7 @@ class CodingPlugin:
         if baseline["framework"] is None and not final.outcomes:
             return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
         reproduction = graded.reproduction.record() if graded.reproduction else None
-        reproduced = reproduction is not None and not reproduction["refused"] and any(
+        reproduced = reproduction is not None and not reproduction["refused"] and not graded.weakened and any(
             o in ("failed", "error") and t not in reproduction["existing"] for t, o in reproduction["before"].items())
         if (baseline["framework"] is not None and not baseline["outcomes"] and final.outcomes and not reproduced
                 and (baseline.get("timed_out") or not baseline["build_failed"])):

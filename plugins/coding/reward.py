@@ -158,8 +158,9 @@ def grade(
         ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details; or
         "not applicable" when nothing could be verified (see the module docstring).
     """
+    # A file that weakens a test is no evidence (and scores 0 anyway): the tests failing at the start decide then.
     repro_targets = (_reproduction_targets(reproduction)
-                     if reproduction is not None and fail_to_pass is None and not own_tests_allowed else [])  # fmt: skip
+                     if reproduction is not None and fail_to_pass is None and not own_tests_allowed and not weakened else [])  # fmt: skip
     kept = sorted(t for t, o in before.items() if o == "passed") if pass_to_pass is None else sorted(pass_to_pass)
     if not after and (kept or not repro_targets):
         # No test ran at the end: nothing was verified, whatever happened before (unless nothing
@@ -241,7 +242,8 @@ def grade(
                 "targets": targets, "fixed": fixed, "verified_by": verified_by, **detail, **evidence}),
             "pass_to_pass": RewardComponent(value=p2p, weight=0.0, detail={"kept": len(kept), "broken": broken}),
             "tests_untouched": RewardComponent(
-                value=untouched, weight=0.0, detail={"edited": faulted_edits, "reset_before_grading": reset or {},
+                value=untouched, weight=0.0, detail={"edited": sorted(weakened) if faulted_edits and weakened else faulted_edits,
+                                                     "reset_before_grading": reset or {},
                                                      **({"weakened": weakened, "test_files_changed": edited_tests}
                                                         if weakened is not None else {})}),  # fmt: skip
             "checker_untouched": RewardComponent(

@@ -873,7 +873,8 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
     """Render a ``TestRun`` for the model: counts, failing tests with their first lines, exit code.
 
     Tests in ``failing_at_start`` (they failed in the set-up run) that fail again are not shown as
-    new failures: they are named last, in one line, as failing at the start."""
+    new failures: they come after the others, one line each, marked "failing at the start", with
+    their error's last line (``exception_line``)."""
     lines: list[str] = []
     if run.framework is None:
         return run.output or NO_TESTS_MESSAGE
@@ -911,8 +912,12 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
             break
     if known:
         lines.append("")
-        lines.append(f"{len(known)} of the tests not passing were failing at the start, before any change: "
-                     + ", ".join(known[:max_listed]) + (f", ... ({len(known) - max_listed} more)" if len(known) > max_listed else ""))
+        lines.append(f"{len(known)} of the tests not passing were failing at the start, before any change:")
+        for test_id in known[:max_listed]:
+            why = broken.get(test_id) or exception_line(run.messages.get(test_id, ""))
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id} (failing at the start)" + (f": {why}" if why else ""))
+        if len(known) > max_listed:
+            lines.append(f"… and {len(known) - max_listed} more failing at the start")
     if total == 0 and run.exit_code != 0:
         for path, reason in broken.items():
             lines.append(f"pytest could not load {path}: {reason or 'see the output below'}; no test ran.")

@@ -103,6 +103,21 @@ def test_a_regression_test_without_a_fix_scores_zero(env_repo, tmp_path):
     assert (row["reward"], row["correct"]) == (0.0, False), row["reward_summary"]
 
 
+FLIP_CONFTEST = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                 "    report = (yield).get_result()\n    if report.failed:\n        report.outcome, report.longrepr = 'passed', None\n")
+
+
+@pytest.mark.parametrize("extra", [{"tests/test_env.py": ENV_TESTS}, {}], ids=["failing-at-start", "green-at-start"])
+def test_a_conftest_the_patch_adds_does_not_run_with_the_reproduction_test(extra, tmp_path):
+    """A new tests/conftest.py that turns failures into passes, beside a reproduction test and no
+    fix: the reproduction's patched side runs with the original test files but its own, so the
+    test still fails there: reward 0."""
+    repo = make_repo(tmp_path / "flip", extra)
+    row, run = graded(repo, tmp_path / "home", [write("tests/test_empty.py", REPRO), write("tests/conftest.py", FLIP_CONFTEST)], "flip")
+    assert (row["reward"], row["correct"]) == (0.0, False), row["reward_summary"]
+    assert run.rewards["fail_to_pass"]["detail"]["fixed"] == []
+
+
 # --------------------------------------------------------------------------- (b) an optional backend
 
 
@@ -118,8 +133,10 @@ def test_a_missing_optional_backend_failing_a_dozen_tests_does_not_zero_a_real_f
     observations = [m.content for m in run.messages if m.role == "tool" and str(m.content).startswith("pytest:")]
     assert len(observations) == 2, observations
     for text in observations:
-        assert "12 of the tests not passing were failing at the start" in text and "tests/test_backend.py::test_fast_mean[0]" in text
-        assert "\nFAILED " not in text, text  # no new failure: before the fix none, after it the reproduction passes
+        assert "12 of the tests not passing were failing at the start" in text, text
+        failed = [line for line in text.splitlines() if line.startswith("FAILED ")]
+        assert len(failed) == 12 and all(line.startswith("FAILED tests/test_backend.py::test_fast_mean[") for line in failed), text
+        assert all("(failing at the start): ModuleNotFoundError: No module named 'fastmean_backend'" in line for line in failed)
 
 
 # --------------------------------------------------------------------------- (c) a set-up run that times out
