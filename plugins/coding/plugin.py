@@ -268,8 +268,8 @@ class CodingPlugin:
         reproduction = graded.reproduction.record() if graded.reproduction else None
         reproduced = reproduction is not None and not reproduction["refused"] and not graded.weakened and any(
             o in ("failed", "error") and t not in reproduction["existing"] for t, o in reproduction["before"].items())
-        if (baseline["framework"] is not None and not baseline["outcomes"] and final.outcomes and not reproduced
-                and (baseline.get("timed_out") or not baseline["build_failed"])):
+        if (baseline["framework"] is not None and not baseline["outcomes"] and not reproduced
+                and (baseline.get("timed_out") or (final.outcomes and not baseline["build_failed"]))):
             # Nothing is known of the start: counting every test that passes now as fixed would pay a run that
             # did nothing. (No test at either end stays 0 in grade(): nothing verified.)
             why = "timed out" if baseline.get("timed_out") else "reported no test"

@@ -160,8 +160,9 @@ def test_when_the_set_up_run_times_out_the_reproduction_test_decides(slow_repo, 
     assert run.rewards["fail_to_pass"]["detail"]["reproduction_before"] == {"tests/test_empty.py::test_mean_of_nothing_is_zero": "failed"}
     task_message = next(m for m in run.messages if m.role == "user").content
     assert "did not finish" in task_message and "runs your test files alone" in task_message
-    idle, _ = graded(Path(slow_repo), home, [], "slow-idle")
-    assert (idle["reward"], idle["correct"]) == (0.0, False), idle["reward_summary"]
+    idle, _ = graded(Path(slow_repo), home, [], "slow-idle")  # nothing known of the start, no reproduction: no reward
+    assert (idle["reward"], idle["reward_status"]) == (None, "not_applicable"), idle["reward_summary"]
+    assert "not verified: the test run at set-up timed out" in idle["reward_summary"]
 
 
 # --------------------------------------------------------------------------- (d) what the test run writes
