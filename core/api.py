@@ -20,7 +20,7 @@ What is here, by concern:
   ``make_dirs``, ``remove_tree``;
 - the episode's files (``core/workspace.py``): ``snapshot``, ``save_tree``, ``diff_trees``,
   ``changed_paths``, ``start_tree``, ``start_files``, ``materialize``, ``make_parents``,
-  ``content_only``;
+  ``content_only``, ``file_listing`` / ``record_test_outputs`` (files a test run wrote stay out of the patch);
 - settings and data folders (``core/config.py``): ``horizon_home``, ``make_data_folder``,
   ``load_settings``;
 - a plugin's own front end starting a run (``core/runner.py``, ``core/state.py``): ``Run``,
@@ -60,8 +60,10 @@ from core.workspace import (
     changed_paths,
     content_only,
     diff_trees,
+    file_listing,
     make_parents,
     materialize,
+    record_test_outputs,
     save_tree,
     snapshot,
     start_files,
@@ -101,6 +103,7 @@ __all__ = [
     "changed_paths",
     "content_only",
     "diff_trees",
+    "file_listing",
     "hidden_dirs",
     "horizon_home",
     "load_settings",
@@ -113,6 +116,7 @@ __all__ = [
     "policy_spec",
     "python_prefixes",
     "read_regular",
+    "record_test_outputs",
     "remove_tree",
     "sandbox_like",
     "save_tree",

@@ -217,14 +217,76 @@ def snapshot(workspace: Path, baseline: Path, tracked: list[str] | tuple[str, ..
     gitstore.git(baseline, "update-ref", START_REF, start)
 
 
-def save_tree(workspace: Path, baseline: Path) -> str:
+def save_tree(workspace: Path, baseline: Path, *, patch: bool = False) -> str:
     """Store the workspace's current files in the baseline database; return the tree's hash.
 
     Files that ``ALWAYS_EXCLUDED`` or the repository's .gitignore exclude are not saved, unless
     they are in the baseline tree (tracked). The database's index then lists this tree.
+
+    Args:
+        patch: the tree a patch is taken from: files a test run wrote and nothing changed since
+            (``record_test_outputs``) are left out too.
     """
     entries = _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=_tracked(baseline), read_gitignore=True)
+    if patch:
+        outputs = _test_outputs(baseline)
+        entries = [e for e in entries if outputs.get(e.path) != e.sha]
     return gitstore.write_tree(baseline, entries, baseline / "index")
+
+
+#: ``{path: blob sha}`` of files a test run created (``record_test_outputs``), in the baseline
+#: database, which the agent's commands cannot write.
+TEST_OUTPUTS = "horizon-test-outputs.json"
+
+
+def _test_outputs(baseline: Path) -> dict[str, str]:
+    try:
+        recorded = json.loads((baseline / TEST_OUTPUTS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def file_listing(workspace: Path) -> dict[str, tuple[int, int]]:
+    """``{path: (size, mtime in ns)}`` of every file and link under ``workspace`` that a snapshot
+    would see (``ALWAYS_EXCLUDED`` and ``.git`` left out; ``.gitignore`` not read), taken before
+    and after a test run to find the files it created (``record_test_outputs``)."""
+    return {rel: (info.st_size, info.st_mtime_ns) for rel, info in gitstore.scan(workspace, always_excluded=ALWAYS_EXCLUDED,
+                                                                                 read_gitignore=False) if info is not None}  # fmt: skip
+
+
+def record_test_outputs(workspace: Path, baseline: Path, before: dict[str, tuple[int, int]]) -> list[str]:
+    """Record the files a test run created (reports, artefacts, outputs) as they are now, so that
+    the patch leaves them out (``save_tree(patch=True)``, ``diff``) for as long as their content
+    stays what a test run wrote; a tool call that rewrites one afterwards puts it back in.
+
+    Args:
+        workspace: the episode's workspace, just after the test run.
+        baseline: the run's baseline database (the record is kept there, out of the agent's reach).
+        before: ``file_listing(workspace)`` taken just before the test run. Files not in it are
+            the run's; files in it that an earlier test run wrote (recorded) and this one rewrote
+            are recorded again. Paths of the baseline tree (files the patch may change) never are.
+
+    Returns:
+        The paths recorded, sorted.
+    """
+    now = file_listing(workspace)
+    tracked = set(_tracked(baseline))
+    recorded = _test_outputs(baseline)
+    wanted = [rel for rel, seen in now.items() if rel not in tracked and (rel not in before or (rel in recorded and before[rel] != seen))]
+    added = []
+    for rel in sorted(wanted):
+        try:
+            info = os.lstat(workspace / rel)
+            recorded[rel] = gitstore.write_blob(baseline, gitstore.read_file_bytes(workspace / rel, info))
+        except OSError:
+            continue  # gone again, or not a file: nothing to leave out
+        added.append(rel)
+    if added:
+        tmp = baseline / (TEST_OUTPUTS + ".tmp")
+        tmp.write_text(json.dumps(recorded, indent=0, sort_keys=True))
+        os.replace(tmp, baseline / TEST_OUTPUTS)
+    return added
 
 
 def diff_trees(baseline: Path, old: str, new: str) -> str:
@@ -243,8 +305,9 @@ def changed_paths(baseline: Path, old: str, new: str) -> list[str]:
 
 
 def diff(workspace: Path, baseline: Path) -> str:
-    """Return the unified diff (git format, binary-safe) from the baseline to the workspace now."""
-    return diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline))
+    """Return the unified diff (git format, binary-safe) from the baseline to the workspace now
+    (files a test run wrote left out: ``record_test_outputs``)."""
+    return diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline, patch=True))
 
 
 def make_parents(root: Path, rel: str) -> Path:

@@ -14,11 +14,19 @@ into the run's scratch folder, which the agent's commands cannot write. At the e
 it, deletes test files the patch added (a new ``conftest.py`` could rewrite outcomes), and runs
 the suite there in a fresh sandbox of the same kind, with bytecode caches redirected to an
 empty folder. The workspace itself is not touched.
+
+Test files the patch adds or extends are the run's reproduction tests (``reproduction_run``):
+they are run on the starting code and on the patch, whatever else failed at the start or when
+the set-up run timed out; edits of the existing tests are judged by ``plugins.coding.test_edits``
+(only an edit that weakens a test is a fault). Files a test run created in the workspace and
+nothing changed since (reports, artefacts, outputs: ``core.workspace.record_test_outputs``) are
+not part of the patch.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -42,10 +50,23 @@ from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
 from plugins.coding.second_run import merge_second_runs, second_run, second_run_tests
+from plugins.coding.test_edits import test_qualname, unchanged_tests, weakened_tests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 from plugins.coding.verdict import verification_record
 
 ORIGINAL_TESTS_DIR = "original_tests"
+#: The set-up run's record in the run's scratch folder (``CodingPlugin._baseline`` writes it).
+BASELINE_FILE = "baseline.json"
+
+
+def failing_at_start(scratch: Path) -> set[str]:
+    """Ids of the tests that failed or errored in the set-up run (``BASELINE_FILE``); empty when
+    there is no record yet (set-up has not run) or it cannot be read."""
+    try:
+        outcomes = json.loads(read_regular(scratch / BASELINE_FILE)).get("outcomes") or {}
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {t for t, o in outcomes.items() if o in ("failed", "error")}
 
 
 def save_original_tests(workspace: Path, scratch: Path) -> list[str]:
@@ -137,6 +158,8 @@ class Graded:
         patch_error: why the patch did not apply to the starting files ("" when it did).
         verification: pytest runs: the verdict stream's problems and the second run's record
             (``plugins.coding.verdict.verification_record``); None for other frameworks.
+        weakened: ``{test file: ["path:line: what", ...]}``: how the patch weakens existing tests
+            (``plugins.coding.test_edits``); empty when it does not.
     """
 
     run: TestRun | None
@@ -147,6 +170,7 @@ class Graded:
     patch_error: str = ""
     reproduction: Reproduction | None = None
     verification: dict | None = None
+    weakened: dict[str, list[str]] = field(default_factory=dict)
 
 
 #: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
@@ -166,6 +190,9 @@ class Reproduction:
         refused: why the files were not run ("" when they were).
         stream_problems: what the verdict stream of either run shows (``plugins.coding.verdict_stream``).
         second: the second run of the reproduction tests that pass with the patch (``second_run``).
+        existing: ids in ``before`` of tests the repository had, kept exactly as they were (an
+            extended file's other tests): their failures on the starting code are the
+            repository's, not reproductions (``test_edits.unchanged_tests``).
     """
 
     files: list[str]
@@ -175,10 +202,12 @@ class Reproduction:
     refused: str = ""
     stream_problems: list[str] = field(default_factory=list)
     second: dict | None = None
+    existing: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
         """The fields as a dict, for ``reward.grade(reproduction=...)`` and the stored verdict."""
-        return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused}
+        return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused,
+                "existing": self.existing}
 
 
 def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
@@ -194,18 +223,26 @@ def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
 
 
 def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str],
-                     environment: TestEnvironment | None = None) -> Reproduction:
-    """Run the patch's test files on the patched ``copy`` and on the starting files with only
-    those test files changed, SWT-bench's check that a generated test reproduces the bug
-    (fails without the fix, passes with it; Mündler et al., 2024).
+                     environment: TestEnvironment | None = None, originals: Path | None = None,
+                     original_list: list[str] | None = None, patch: str = "") -> Reproduction:
+    """Run the patch's test files on the starting files plus the patch and on the starting files
+    alone, with only those test files changed in each, SWT-bench's check that a generated test
+    reproduces the bug (fails without the fix, passes with it; Mündler et al., 2024). Every other
+    test file is the original in both (a ``conftest.py`` the patch adds is not there to rewrite
+    the outcomes).
 
     Args:
         sandbox: the episode's sandbox (its kind and limits are reused, each run in a fresh one).
         baseline: the run's git database (the start tree is rebuilt from it).
-        copy: the starting files plus the whole patch, test files not yet reset.
+        copy: the starting files plus the whole patch, test files not yet reset (the test files are read from it).
         folder: the grading run's folder; ``reproduce/`` is made in it.
         files: ``reproduction_files``; may be empty.
         environment: the episode's test environment (``plugins.coding.environment``); None: the default.
+        originals: the saved original test files (``ORIGINAL_TESTS_DIR``), to tell the tests an
+            extended file already had (``Reproduction.existing``) and to reset the other test files;
+            None: every test counts as the run's, and the patched side is ``copy`` as it is.
+        original_list: the test files saved at the start (``save_original_tests``).
+        patch: the graded patch (``copy`` is the start tree plus it), applied again for the patched side.
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
@@ -218,7 +255,14 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
     if reaching:
         return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
-    after = run_test_suite(sandbox_like(sandbox, copy, folder / "reproduce" / "after"), copy, folder / "reproduce" / "after", files,
+    patched = copy
+    if originals is not None:
+        patched = folder / "reproduce" / "patched"
+        materialize(baseline, patched, patch)
+        reset_tests(patched, originals, original_list or [])
+        for rel, data in contents.items():
+            write_new(make_parents(patched, rel), data)
+    after = run_test_suite(sandbox_like(sandbox, patched, folder / "reproduce" / "after"), patched, folder / "reproduce" / "after", files,
                            environment=environment)  # fmt: skip
     start = folder / "reproduce" / "start"
     materialize(baseline, start, "")
@@ -226,8 +270,13 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
         write_new(make_parents(start, rel), data)  # never through a link the start tree holds
     before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
                             environment=environment)  # fmt: skip
+    kept: dict[str, set[str]] = {}
+    for rel, data in contents.items():
+        if originals is not None and (originals / rel).is_file():
+            kept[rel] = unchanged_tests(read_regular(originals / rel), data)
+    existing = sorted(t for t in before.outcomes if test_qualname(t) in kept.get(t.split("::", 1)[0], set()))
     return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
-                        trusted=before.report_trusted and after.report_trusted,
+                        trusted=before.report_trusted and after.report_trusted, existing=existing,
                         stream_problems=[*before.stream_problems, *after.stream_problems])  # fmt: skip
 
 
@@ -244,8 +293,8 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
         original_list: the test files saved at the start (``save_original_tests``).
         original_digests: ``{test file: sha256}`` at the start (``reward.file_digests``).
         reproduce: also run the test modules the patch adds or changes as reproduction tests
-            (``reproduction_run``; the caller asks when no test failed at the start). Skipped
-            when the patch changes the checker (the reward is 0 then anyway).
+            (``reproduction_run``; the caller asks unless the task declares its own fail-to-pass
+            tests). Skipped when the patch changes the checker (the reward is 0 then anyway).
         hidden_tests: a folder of the task's own test files, at their paths in the repository,
             which the agent never saw (an evaluation's, kept out of the sandbox): written into the
             copy after the reset, in place of whatever is there, before the suite runs.
@@ -256,7 +305,7 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     Returns:
         A ``Graded`` record.
     """
-    tree = save_tree(workspace, baseline)
+    tree = save_tree(workspace, baseline, patch=True)  # what a test run wrote left out, as in patch.diff
     patch = diff_trees(baseline, "HEAD^{tree}", tree)
     digest = hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
     folder = new_run_dir(scratch, "grading")
@@ -271,7 +320,9 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     changed = changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     environment = load_environment(scratch)
-    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment)
+    weak = weakened_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
+    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment,
+                                   originals=scratch / ORIGINAL_TESTS_DIR, original_list=original_list, patch=patch)
                   if reproduce and not reasons else None)  # fmt: skip
     if reproduced is not None and reproduced.after and not reproduced.refused:  # before the reset removes them
         failing = [t for t, o in reproduced.before.items() if o in ("failed", "error")]
@@ -291,4 +342,4 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
             [*run.stream_problems, *(reproduced.stream_problems if reproduced else [])],
             merge_second_runs(second.record() if second else None, reproduced.second if reproduced else None))
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
-                  verification=verification)  # fmt: skip
+                  verification=verification, weakened=weak)  # fmt: skip

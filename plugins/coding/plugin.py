@@ -5,16 +5,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, Trajectory, snapshot
+from core.api import (
+    RewardComponent,
+    RewardResult,
+    Task,
+    Tool,
+    ToolContext,
+    Trajectory,
+    file_listing,
+    record_test_outputs,
+    snapshot,
+)
 from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
-from plugins.coding.grading import grading_run, save_original_tests
+from plugins.coding.grading import BASELINE_FILE, grading_run, save_original_tests
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
 from plugins.coding.suspicious import with_suspicious_changes
 from plugins.coding.terminal_bench import is_terminal_bench, setup_text, terminal_bench_reward
-from plugins.coding.testing import collection_errors, detect_framework, run_test_suite, test_files
+from plugins.coding.testing import TestRun, collection_errors, detect_framework, run_test_suite, test_files
 from plugins.coding.tools import CODING_TOOLS
 from plugins.coding.verdict import verdict_targets
 
@@ -36,15 +46,30 @@ How to work:
    (a fresh process each time, no network).
 6. Call finish with a one-paragraph summary when the tests pass.
 
-Do not edit existing tests to make them pass: the grader runs the original tests. When tests
-fail at the start, it gives no credit if a test file changed; when none fails, it credits the
-fix only through your reproduction test, run on the starting code (where it must fail) and on
-your change (where it must pass).
+Do not weaken existing tests to make them pass (deleting or skipping them, removing or changing
+their assertions): the grader runs the original tests, and a weakened test costs the credit.
+Adding tests and assertions is welcome: a pytest test you add (in a new or an existing test file)
+is run on the starting code (where it must fail) and on your change (where it must pass), and
+such a reproduction test is what credits the fix; tests that already failed at the start for
+reasons unrelated to the problem are then reported as pre-existing, not held against you.
 """
-
-BASELINE_FILE = "baseline.json"
 #: Budget of the repository map in the task message, in estimated tokens (characters / 4).
 SETUP_MAP_TOKENS = 1024
+
+
+def _pre_existing_note(framework: str, hidden_tests: bool = False) -> str:
+    """What the task message says below the tests that fail at the start (see ``reward``)."""
+    if hidden_tests:
+        return ("These fail before any change; the run is graded by the task's own tests, which you do not see, so "
+                "tests that fail for reasons unrelated to the problem are not held against your fix.")
+    if framework != "pytest":
+        return "These fail before any change; the grader counts how many of them pass with your change."
+    return ("These fail before any change. If they are about the reported problem, make them pass. If they fail for "
+            "another reason (a missing optional dependency, file or environment variable), leave them alone: add a test "
+            "that reproduces the reported problem (a test function in a new or existing test_*.py file) and run it to see "
+            "it fail before you fix the code. The grader runs your test on the starting code, where it must fail, and "
+            "with your change, where it must pass: that earns the credit, and the tests failing at the start are then "
+            "reported as pre-existing, not counted. Without such a test, these failing tests decide.")
 
 
 def _reproduce_request(framework: str, hidden_tests: bool = False) -> str:
@@ -145,7 +170,7 @@ class CodingPlugin:
             ctx.baseline = ctx.scratch / "baseline.git"
             if not (ctx.baseline / "HEAD").is_file():
                 snapshot(ctx.workspace, ctx.baseline)
-        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+        run = self._test_run(ctx)
         baseline = {
             "framework": run.framework,
             "outcomes": run.outcomes,
@@ -156,7 +181,7 @@ class CodingPlugin:
         }
         flaky: list[str] = []
         if runs >= 2 and run.framework is not None:
-            again = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch).outcomes
+            again = self._test_run(ctx).outcomes
             baseline["rerun_outcomes"] = again
             flaky = sorted(t for t in set(run.outcomes) | set(again) if run.outcomes.get(t) != again.get(t))
         baseline["flaky"] = flaky
@@ -171,6 +196,10 @@ class CodingPlugin:
                 f"The {run.framework} test suite did not finish: it was stopped by the time limit after "
                 f"{run.duration_s:.0f} s, with {len(run.outcomes)} test results reported. A test may hang; "
                 "run_tests with test ids runs only those."
+                + ("" if run.framework != "pytest" or hidden_tests else
+                   " Add a test that reproduces the problem (a test function in a new or existing test_*.py file) and run "
+                   "it to see it fail before you fix the code: the grader runs your test files alone on the starting code, "
+                   "where the test must fail, and with your change, where it must pass.")
             )
         if run.build_failed and not run.outcomes:
             return f"The {run.framework} test suite does not build at the moment."
@@ -196,11 +225,22 @@ class CodingPlugin:
             broken = "\nSome test modules could not be collected or built; each is one error above."
         return (
             f"The {run.framework} test suite has {len(run.outcomes)} tests; {len(failing)} fail now"
-            + (f":\n{listed}" if failing else ".")
+            + (f":\n{listed}" + (f"\n... and {len(failing) - 20} more" if len(failing) > 20 else "") if failing else ".")
             + broken
             + unstable
-            + ("" if failing or not run.outcomes else "\n" + _reproduce_request(run.framework, hidden_tests))
+            + ("\n" + (_pre_existing_note(run.framework, hidden_tests) if failing else _reproduce_request(run.framework, hidden_tests))
+               if run.outcomes else "")
         )
+
+    @staticmethod
+    def _test_run(ctx: ToolContext) -> TestRun:
+        """The whole suite in the workspace; the files it creates there (reports, artefacts) stay
+        out of the patch (``record_test_outputs``)."""
+        before = file_listing(ctx.workspace)
+        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+        if ctx.baseline is not None:
+            record_test_outputs(ctx.workspace, ctx.baseline, before)
+        return run
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """The tests' verdict (``_tests_verdict``) with the suspicious-change gate's weight-0
@@ -239,9 +279,8 @@ class CodingPlugin:
             raise ValueError(f"the coding reward needs the run's starting files (set-up's {BASELINE_FILE} and the git "
                              f"database {base_db}); this episode has neither, so its patch cannot be graded")  # fmt: skip
         declared = task.metadata
-        # No failing test at the start and none declared: only the run's own reproduction test can verify it.
-        reproduce = (baseline["framework"] == "pytest" and declared.get("fail_to_pass") is None and bool(baseline["outcomes"])
-                     and not baseline.get("timed_out") and not any(o in ("failed", "error") for o in baseline["outcomes"].values()))  # fmt: skip
+        # No fail-to-pass tests declared: the run's own reproduction tests (if any fail on the starting code) decide.
+        reproduce = baseline["framework"] == "pytest" and declared.get("fail_to_pass") is None
         hidden = Path(declared["hidden_tests"]) if declared.get("hidden_tests") else None
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
                              reproduce=reproduce and hidden is None, hidden_tests=hidden,
@@ -255,8 +294,11 @@ class CodingPlugin:
         final = graded.run
         if baseline["framework"] is None and not final.outcomes:
             return RewardResult.not_applicable(REWARD_VERSION, "the repository has no test suite: nothing to judge the change by")
-        if (baseline["framework"] is not None and not baseline["outcomes"] and final.outcomes
-                and (baseline.get("timed_out") or not baseline["build_failed"])):
+        reproduction = graded.reproduction.record() if graded.reproduction else None
+        reproduced = reproduction is not None and not reproduction["refused"] and not graded.weakened and any(
+            o in ("failed", "error") and t not in reproduction["existing"] for t, o in reproduction["before"].items())
+        if (baseline["framework"] is not None and not baseline["outcomes"] and not reproduced
+                and (baseline.get("timed_out") or (final.outcomes and not baseline["build_failed"]))):
             # Nothing is known of the start: counting every test that passes now as fixed would pay a run that
             # did nothing. (No test at either end stays 0 in grade(): nothing verified.)
             why = "timed out" if baseline.get("timed_out") else "reported no test"
@@ -267,6 +309,6 @@ class CodingPlugin:
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
-            reproduction=graded.reproduction.record() if graded.reproduction else None,
-            own_tests_allowed=hidden is not None, verification=graded.verification,
+            reproduction=reproduction, own_tests_allowed=hidden is not None, verification=graded.verification,
+            weakened=graded.weakened,
         )  # fmt: skip

@@ -896,8 +896,12 @@ def collection_errors(run: TestRun, root: Path | None = None) -> dict[str, str]:
     return found
 
 
-def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 50) -> str:
-    """Render a ``TestRun`` for the model: counts, failing tests with their first lines, exit code."""
+def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 50, failing_at_start: set[str] | frozenset[str] = frozenset()) -> str:
+    """Render a ``TestRun`` for the model: counts, failing tests with their first lines, exit code.
+
+    Tests in ``failing_at_start`` (they failed in the set-up run) that fail again are not shown as
+    new failures: they come after the others, one line each, marked "failing at the start", with
+    their error's last line (``exception_line``)."""
     lines: list[str] = []
     if run.framework is None:
         return run.output or NO_TESTS_MESSAGE
@@ -914,7 +918,8 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
         lines.append("Some test modules could not be collected (see the errors below).")
     if run.timed_out:
         lines.append("The run was stopped by the time limit; outcomes may be missing. Run fewer tests (pass test ids).")
-    bad = run.not_passed
+    bad = [t for t in run.not_passed if t not in failing_at_start]
+    known = [t for t in run.not_passed if t in failing_at_start]
     broken = collection_errors(run)
     for index, test_id in enumerate(bad):
         reason = f" (could not be imported: {broken[test_id]})" if broken.get(test_id) else ""
@@ -932,6 +937,14 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
         else:
             lines.append(f"… and {len(bad) - index} more not passing")
             break
+    if known:
+        lines.append("")
+        lines.append(f"{len(known)} of the tests not passing were failing at the start, before any change:")
+        for test_id in known[:max_listed]:
+            why = broken.get(test_id) or exception_line(run.messages.get(test_id, ""))
+            lines.append(f"{run.outcomes[test_id].upper()} {test_id} (failing at the start)" + (f": {why}" if why else ""))
+        if len(known) > max_listed:
+            lines.append(f"… and {len(known) - max_listed} more failing at the start")
     if total == 0 and run.exit_code != 0:
         for path, reason in broken.items():
             lines.append(f"pytest could not load {path}: {reason or 'see the output below'}; no test ran.")

@@ -11,9 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.api import Tool, ToolContext, ToolError, ToolResult, tool
+from core.api import Tool, ToolContext, ToolError, ToolResult, file_listing, record_test_outputs, tool
 from plugins.coding import files, patch, repomap, search, static, symbols, testing
 from plugins.coding.environment import shell_environment
+from plugins.coding.grading import failing_at_start
 
 
 def _rel(ctx: ToolContext, path) -> str:
@@ -174,7 +175,7 @@ class RunTestsArgs(BaseModel):
 
 @tool
 def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
-    """Run the repository's tests (pytest/unittest, JUnit 5, node --test or Jest, go test; detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build.
+    """Run the repository's tests (pytest/unittest, JUnit 5, node --test or Jest, go test; detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build. Tests that were already failing at the start are named apart, as such. Files the run writes (reports, artefacts) are left out of the patch.
 
     Args: ``RunTestsArgs``. Returns a result whose ``data`` has ``tests`` (``{test_id: "passed" |
     "failed" | "error" | "skipped"}``), ``framework``, ``exit_code``, ``build_failed``,
@@ -182,11 +183,14 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
     """
     if any("\0" in t for t in args.tests):
         raise ToolError("a test selector contains a NUL byte; give node ids or class names as plain text")
+    listed = file_listing(ctx.workspace)
     run = testing.run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, args.tests)
+    if ctx.baseline is not None:  # what the run wrote (reports, artefacts) stays out of the patch
+        record_test_outputs(ctx.workspace, ctx.baseline, listed)
     if run.framework is None:
         raise ToolError(testing.NO_TESTS_MESSAGE)
     return ToolResult(
-        output=testing.format_test_run(run),
+        output=testing.format_test_run(run, failing_at_start=failing_at_start(ctx.scratch)),
         data={
             "tests": dict(run.outcomes),
             "framework": run.framework,

@@ -235,13 +235,15 @@ def test_tests_are_reset_before_grading_and_edits_still_score_zero(tmp_path):
     weakened = ("tests/test_core.py", "assert neg(1) == -1", "assert neg(1) == 1")
     planted = ("tests/conftest.py", "", FAKE_CONFTEST)  # would turn every failure into a pass
     ctx, verification = episode(tmp_path, [fix, weakened, planted])
-    assert not verification.correct and verification.reward == 0.0  # test files were edited
+    assert not verification.correct and verification.reward == 0.0  # a test weakened, a conftest planted
     detail = verification.components["fail_to_pass"].detail
     # Graded against the original tests, without the planted conftest: the real fix shows.
     assert detail["after"] == {"tests/test_core.py::test_add": "passed", "tests/test_core.py::test_neg": "passed"}
     assert detail["fixed"] == ["tests/test_core.py::test_add"]
     untouched = verification.components["tests_untouched"].detail
-    assert untouched["edited"] == ["tests/conftest.py", "tests/test_core.py"]
+    assert untouched["edited"] == ["tests/test_core.py"]  # the weakened file; the added conftest weakens no test (and is removed)
+    assert untouched["test_files_changed"] == ["tests/conftest.py", "tests/test_core.py"]
+    assert [line.split(": ", 1)[0] for line in untouched["weakened"]["tests/test_core.py"]] == ["tests/test_core.py:9"]
     assert untouched["reset_before_grading"] == {"restored": ["tests/test_core.py"], "removed": ["tests/conftest.py"]}
     assert verification.components["exit_code_agrees"].value == 1.0
     assert "assert neg(1) == 1" in (ctx.workspace / "tests" / "test_core.py").read_text()  # the final diff keeps it
