@@ -27,24 +27,11 @@ from core.runs import open_store
 from core.sandbox import SandboxLimits
 from core.sandbox.limits import Confinement
 from core.state import Limits, Pricing
+from tests.security.processes import alive_with
 
 MiB = 1 << 20
 SERVER = Path(__file__).resolve().parent / "mcp_hog_server.py"
 
-
-def _alive_with(marker: str) -> list[int]:
-    """Pids of host processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _cgroup_limits() -> tuple[bool, bool]:
@@ -98,7 +85,7 @@ def test_an_mcp_server_past_its_memory_limit_is_stopped_and_the_run_says_so(hori
     assert "holding" not in seen[0]
     assert records[1]["is_error"] and "the MCP server hog was stopped" in seen[1] and "pong" not in seen[1]
     assert result.status == "finished" and result.reward == 1.0  # the episode went on to its own end
-    assert not _alive_with(marker)
+    assert not alive_with(marker)
     log = (horizon_home / "runs" / result.run_id / "scratch" / "mcp-hog.stderr.log").read_text()
     assert "horizon: the MCP server hog was stopped" in log  # kept with the run
 
@@ -114,7 +101,7 @@ def test_an_mcp_server_past_its_process_limit_is_stopped_and_the_run_says_so(hor
     if os.getuid() == 0 and not pids_cgroup:
         pytest.skip("running as root without a pids cgroup: a fork bomb would not be bounded (documented limitation)")
     result, records, seen, marker = _episode(horizon_home, notes_folder, _after("hog__fork", {"count": 10_000}))
-    observe(f"observation: {seen[0][:160]}; run {result.exit_status.value}, reward {result.reward}; left alive: {len(_alive_with(marker))}")
+    observe(f"observation: {seen[0][:160]}; run {result.exit_status.value}, reward {result.reward}; left alive: {len(alive_with(marker))}")
     assert [r["tool"] for r in records] == ["hog__fork", "hog__ping", "write_file", "finish"]
     assert records[0]["is_error"] and "started 10000 processes" not in seen[0]
     if pids_cgroup:
@@ -123,7 +110,7 @@ def test_an_mcp_server_past_its_process_limit_is_stopped_and_the_run_says_so(hor
     else:  # an ordinary user without a cgroup: RLIMIT_NPROC refused the forks; the server goes on
         assert "Resource temporarily unavailable" in seen[0]
     assert result.status == "finished" and result.reward == 1.0
-    assert not _alive_with(marker)
+    assert not alive_with(marker)
 
 
 @pytest.mark.attack(
@@ -139,4 +126,4 @@ def test_an_mcp_server_past_its_cpu_time_limit_is_stopped_and_the_run_says_so(ho
     assert records[0]["is_error"] and "the MCP server hog was stopped during spin: it ran into its CPU-time limit (4 s)" in seen[0]
     assert records[1]["is_error"] and "the MCP server hog was stopped" in seen[1]
     assert result.status == "finished" and result.reward == 1.0
-    assert not _alive_with(marker)
+    assert not alive_with(marker)

@@ -20,23 +20,10 @@ import pytest
 
 from core.sandbox import SandboxLimits
 from core.sandbox.limits import Confinement
+from tests.security.processes import alive_with
 
 MiB = 1 << 20
 
-
-def _alive_with(marker: str) -> list[int]:
-    """Pids of host processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.attack(
@@ -59,7 +46,7 @@ def test_fork_bomb_is_contained(make_run, observe):
         "            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError as e:\n    print('forked', n, e.strerror)\nEOF",
         timeout_s=20,
     )
-    left = _alive_with(marker)
+    left = alive_with(marker)
     host = subprocess.run(["true"], check=False).returncode
     forked = int(run.out(count).split()[1]) if run.out(count).startswith("forked") else -1
     refused = bomb.output.count("Resource temporarily unavailable")
@@ -190,12 +177,12 @@ def test_detached_processes_die_with_the_command(run, observe):
         f"sleep 0.3; pgrep -fc {marker} || ps -e | wc -l"
     )
     alive_inside = run.out(result).strip()
-    left = _alive_with(marker)
+    left = alive_with(marker)
     time.sleep(2)
     observe(f"{alive_inside} marked processes inside before the end; alive on the host after: {len(left)}; "
             f"delayed write: {'HAPPENED' if (run.ws / 'late.txt').exists() else 'never happened'}")
     assert not result.is_error
-    assert not left and not _alive_with(marker)
+    assert not left and not alive_with(marker)
     assert not (run.ws / "late.txt").exists()
 
 
@@ -241,10 +228,10 @@ def test_marker_scan_sees_host_processes() -> None:
     proc = subprocess.Popen(["sh", "-c", "sleep 30; :", marker])
     try:
         deadline = time.monotonic() + 5
-        while not _alive_with(marker) and time.monotonic() < deadline:
+        while not alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert proc.pid in _alive_with(marker)  # (its forked child shows the marker too until it execs sleep)
+        assert proc.pid in alive_with(marker)  # (its forked child shows the marker too until it execs sleep)
     finally:
         proc.kill()
         proc.wait()
-    assert not Path(f"/proc/{proc.pid}/cmdline").exists() or not _alive_with(marker)
+    assert not Path(f"/proc/{proc.pid}/cmdline").exists() or not alive_with(marker)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 from starlette.routing import Mount, Route
@@ -25,16 +24,14 @@ from starlette.testclient import TestClient
 
 from core.service.queue import RunQueue, queue_path
 from core.ui.app import create_app as ui_app
+from tests.security.web import FIX, UI, finished_run, ui_token
 
 TOKEN = "web-surfaces-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 API = "http://127.0.0.1:8766"
-UI = "http://127.0.0.1:8765"
 #: Host headers of a page that is not this machine (a rebinding page's own name, look-alikes).
 FOREIGN_HOSTS = ["attacker.example:8766", "attacker.example", "localhost.attacker.example:8766", "127.0.0.1.nip.io:8766",
                  "127.0.0.1:8766@attacker.example", ""]
-FIX = [{"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},
-       {"tool": "finish", "arguments": {"summary": "the answer is written"}}]  # fmt: skip
 
 
 @pytest.fixture
@@ -84,24 +81,6 @@ def status_of(client: TestClient, method: str, path: str, **kwargs) -> tuple[int
         return answer.status_code, answer.read()[:2000].decode(errors="replace")
 
 
-def ui_token(page: str) -> str | None:
-    found = re.search(r'name="csrf" value="([^"]*)"', page)
-    return found.group(1) if found and found.group(1) else None
-
-
-def finished_run(home: Path, repo: Path) -> str:
-    """A finished ``notes`` run whose patch writes ``done`` into ``repo``'s ANSWER.txt."""
-    from core.plugin import Task
-    from core.policy import ScriptedPolicy
-    from core.runner import Run
-    from core.state import Limits, Pricing
-
-    run = Run.start(Task(plugin="notes", instruction="write done in ANSWER.txt", repo=repo), ScriptedPolicy(FIX, name="fix"),
-                    policy_config={"kind": "scripted", "script": "fix"}, limits=Limits(max_steps=10), pricing=Pricing(), home=home)  # fmt: skip
-    try:
-        return run.execute().run_id
-    finally:
-        run.close()
 
 
 # --------------------------------------------------------------------------------------------

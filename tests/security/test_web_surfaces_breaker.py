@@ -47,31 +47,11 @@ from starlette.testclient import TestClient
 
 from core.ui import data
 from core.ui.app import create_app as ui_app
+from tests.security.web import FIX, UI, finished_run, ui_token
 
-UI = "http://127.0.0.1:8765"
-FIX = [{"tool": "edit_file", "arguments": {"path": "ANSWER.txt", "old_text": "todo", "new_text": "done"}},
-       {"tool": "finish", "arguments": {"summary": "the answer is written"}}]  # fmt: skip
 SECRET = "host-secret-the-run-must-never-read-0123456789"
 
 
-def finished_run(home: Path, repo: Path) -> str:
-    """A finished ``notes`` run whose patch writes ``done`` into ``repo``'s ANSWER.txt."""
-    from core.plugin import Task
-    from core.policy import ScriptedPolicy
-    from core.runner import Run
-    from core.state import Limits, Pricing
-
-    run = Run.start(Task(plugin="notes", instruction="write done in ANSWER.txt", repo=repo), ScriptedPolicy(FIX, name="fix"),
-                    policy_config={"kind": "scripted", "script": "fix"}, limits=Limits(max_steps=10), pricing=Pricing(), home=home)  # fmt: skip
-    try:
-        return run.execute().run_id
-    finally:
-        run.close()
-
-
-def ui_token(page: str) -> str | None:
-    found = re.search(r'name="csrf" value="([^"]*)"', page)
-    return found.group(1) if found and found.group(1) else None
 
 
 def free_port() -> int:
