@@ -194,3 +194,18 @@ def test_the_second_run_lists_tests_it_cannot_provide_for(tmp_path):
     assert result.checked == {"tests/test_b.py::test_shared": "passed"}, result
     assert "parametrized" in result.unchecked["tests/test_b.py::test_each[1]"]
     assert "pytest.register_assert_rewrite" in result.unchecked["tests/test_b.py::test_uses_more_pytest"]
+
+
+def test_a_test_id_of_megabytes_is_an_ordinary_stream(tmp_path):
+    """Real suites parametrize with large values (python-multipart 0.0.29: two node ids of 10 MB,
+    about 200 MB of records): such a run is believed, not cut off as a flood of records (with
+    the first limit of 64 MiB, that task's real fix scored 0)."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_big.py").write_text(
+        "import pytest\n\nBIG = 'rn' * 5_000_000\n\n\n@pytest.mark.parametrize('data', [BIG, 'small'], ids=['preamble_' + BIG, 'small'])\n"
+        "def test_parses(data):\n    assert data.endswith('n') or data == 'small'\n")  # fmt: skip
+    scratch = tmp_path / "scratch"
+    run = run_test_suite(open_sandbox(repo, scratch), repo, scratch)
+    assert run.stream_problems == [], run.stream_problems
+    assert sorted(run.outcomes.values()) == ["passed", "passed"] and max(len(t) for t in run.outcomes) > 5_000_000
