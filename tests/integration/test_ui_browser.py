@@ -192,7 +192,7 @@ def test_a_live_run_updates_without_reloading(page, server, home):
     writer.join(60)
 
 
-def test_a_patch_reviewed_and_applied_and_a_run_queued_from_the_browser(page, server, home, tmp_path):
+def test_a_patch_reviewed_and_applied_and_a_run_queued_from_the_browser(page, server, home, tmp_path, monkeypatch):
     """The buttons: a finished run's patch is reviewed (nothing changes) and applied on confirmation;
     the start form queues a run for `agent server` and says so."""
     from core.plugin import Task
@@ -202,6 +202,7 @@ def test_a_patch_reviewed_and_applied_and_a_run_queued_from_the_browser(page, se
 
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "examples/python-user-service", repo)
+    monkeypatch.chdir(tmp_path)  # the UI (no agent server has recorded its roots) starts runs of repositories under its folder
     run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo),
                     ScriptedPolicy.from_file(REPO / "examples/scripts/fix-python-npe.jsonl"),
                     policy_config={"kind": "scripted", "script": str(REPO / "examples/scripts/fix-python-npe.jsonl")},
@@ -224,7 +225,8 @@ def test_a_patch_reviewed_and_applied_and_a_run_queued_from_the_browser(page, se
     page.fill('input[name="task"]', "fix NPE in user module")
     page.fill('input[name="repo"]', str(repo))
     page.select_option('select[name="policy"]', "scripted")
-    page.fill('input[name="script"]', str(REPO / "examples/scripts/fix-python-npe.jsonl"))
+    script = Path(shutil.copy(REPO / "examples/scripts/fix-python-npe.jsonl", tmp_path / "fix-python-npe.jsonl"))  # under the root too
+    page.fill('input[name="script"]', str(script))
     page.click("#start-run")
     playwright_api.expect(page.locator("#note")).to_contain_text("is queued; agent server runs it")
     playwright_api.expect(page.locator("table.queued")).to_contain_text("queued")

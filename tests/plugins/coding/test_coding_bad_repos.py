@@ -131,7 +131,8 @@ def test_python_module_with_a_syntax_error(tmp_path):
     # --continue-on-collection-errors: the module that imports fine still runs
     assert out.startswith("pytest: 2 tests: 1 passed, 1 error (exit code 1")
     assert "could not be collected" in out and "ERROR tests/test_core.py" in out
-    assert 'calc/core.py", line 2' in out and "SyntaxError: invalid syntax" in out
+    # it failed at the start too: run_tests names it as such, one line (its traceback is in the task message)
+    assert "ERROR tests/test_core.py (failing at the start): SyntaxError: invalid syntax" in out
     assert not view["is_error"] and 'return s.upper() + "!"' in view["output"]
     detail = stored["rewards"]["fail_to_pass"]["detail"]
     assert detail["before"] == detail["after"] == {"tests/test_core.py": "error", "tests/test_text.py::test_shout": "passed"}
@@ -191,7 +192,8 @@ def test_repository_without_tests(tmp_path):
     assert not stored["crash"] and result.status == "finished" and result.exit_status == ExitStatus.SUBMITTED
     row = stored["row"]  # nothing to judge the change by: not applicable, which is not 0
     assert (result.reward, row["reward"], row["reward_status"], row["correct"]) == (None, None, "not_applicable", None)
-    assert "no test suite" in row["reward_summary"] and stored["rewards"] == {}
+    assert "no test suite" in row["reward_summary"]
+    assert set(stored["rewards"]) <= {"suspicious_changes"}  # only the gate's record: nothing was judged
     assert "No test suite was found" in stored["task"]
     tests, search, _ = stored["calls"]
     assert tests["is_error"] and "no tests found" in tests["output"]
@@ -226,7 +228,10 @@ def test_pytest_suite_that_hangs_is_stopped_by_the_test_timeout(tmp_path, monkey
     t0 = time.monotonic()
     result, stored = run(repo, turns)
     took = time.monotonic() - t0
-    assert_ended_unverified(result, stored, turns)
+    # nothing passed at the start and no reproduction test came: not applicable, not 0 (coding-tests/3, as RH12)
+    assert not stored["crash"] and result.status == "finished" and result.exit_status == ExitStatus.SUBMITTED, result.exit_detail
+    assert (result.reward, stored["row"]["reward_status"]) == (None, "not_applicable")
+    assert [c["tool"] for c in stored["calls"]] == [t["tool"] for t in turns]
     assert took < 45, took  # three suite runs (baseline, run_tests, verification) of about 5 s each, not 3 x 120 s
     assert re.search(r"did not finish: it was stopped by the time limit after \d+ s", stored["task"]), stored["task"]
     tests, view, _ = stored["calls"]
@@ -234,7 +239,6 @@ def test_pytest_suite_that_hangs_is_stopped_by_the_test_timeout(tmp_path, monkey
     assert "timed out" in tests["output"] and "stopped by the time limit" in tests["output"]
     assert 4.5 < tests["duration_s"] < 20
     assert not view["is_error"] and "time.sleep(10**6)" in view["output"]
-    assert stored["rewards"]["fail_to_pass"]["detail"] == {"before": {}, "after": {}}
     assert no_process_mentions(str(tmp_path / "horizon-home"))  # the sleeping pytest was killed with its sandbox
 
 

@@ -152,9 +152,10 @@ def test_tests_that_disagree_on_the_starting_files_flag_the_environment(tmp_path
     result = _start(repo, [{"tool": "run_tests", "arguments": {}}, {"tool": "finish", "arguments": {"summary": "done"}}], home)
     run = load_run(result.run_id, home)
     assert run.tool_calls[0]["data"]["tests"]["test_calc.py::test_passes_only_on_a_fresh_checkout"] == "failed"
+    # The marker the test run wrote is a test-run output, kept out of the graded patch (coding-tests/3): the
+    # grading copy is fresh, the test passes there as at the start, and nothing is left to judge.
     (flag,) = apply_gates([run]).flags[run.run_id]
-    assert flag.reason == "nondeterministic_environment"
-    assert "test_passes_only_on_a_fresh_checkout: passed then failed" in flag.detail
+    assert flag.reason == "reward_not_applicable"
 
 
 def test_set_up_that_runs_the_tests_twice_flags_a_flaky_environment(tmp_path):
