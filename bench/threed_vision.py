@@ -51,7 +51,7 @@ def measure(scene: str, width: int, height: int, samples: int) -> dict:
             for turn in turns:
                 if turn["tool"] in ("render_preview", "finish"):
                     break
-                t = next(t for t in tools.THREED_TOOLS if t.name == turn["tool"])
+                t = next(t for t in tools.threed_tools() if t.name == turn["tool"])  # the artist's toolset too (set_surface)
                 result = t(turn["arguments"], ctx)
                 if result.is_error:
                     raise SystemExit(f"{scene}: {turn['tool']} failed: {result.output}")
