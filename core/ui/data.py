@@ -264,7 +264,8 @@ def eval_page(eval_id: str, home: Path | None = None) -> dict[str, Any]:
         ``{"eval_id", "finished" (summary.json written), "k", "overall": summary, "about": what was
         evaluated (plugin, suite, policy, started; ``eval.json`` or the results), "suites":
         {suite: summary}, "tasks": {task: scores}, "results": [EpisodeResult dicts]}``; a suite
-        is the first part of a task's name (``coding/x`` in a suite of suites), else its plugin.
+        is the first part of a task's name (``coding/x`` in a suite of suites), else the suite
+        folder's name (``eval.json``), else the task's plugin.
 
     Raises:
         RunNotFound: no such evaluation.
@@ -289,10 +290,11 @@ def eval_page(eval_id: str, home: Path | None = None) -> dict[str, Any]:
     k = max(1, min([k, *attempts]))  # pass@k needs k attempts at every task
     overall = summarize(results, k) if results else {"tasks": {}, "k": k, "pass@1": 0.0, f"pass@{k}": 0.0, "episodes": 0,
                                                       "resolved_tasks": 0, "tasks_total": 0, "cost": 0.0, "mean_reward": None}
+    about = _about(folder, results)
     suites: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        suites.setdefault(r["task"].split("/")[0] if "/" in r["task"] else r.get("plugin") or "suite", []).append(r)
-    return {"eval_id": eval_id, "finished": finished, "k": k, "overall": overall, "about": _about(folder, results),
+        suites.setdefault(r["task"].split("/")[0] if "/" in r["task"] else about["suite_name"] or r.get("plugin") or "suite", []).append(r)
+    return {"eval_id": eval_id, "finished": finished, "k": k, "overall": overall, "about": about,
             "suites": {name: summarize(rows, k) for name, rows in sorted(suites.items())}, "tasks": overall["tasks"],
             "results": sorted(results, key=lambda r: (r["task"], r.get("attempt", 0)))}
 
