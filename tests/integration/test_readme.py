@@ -224,7 +224,7 @@ class Reader:
 
     def sh(self, key: str, *, cwd: Path = REPO, timeout: float = 300, ok: bool = True) -> subprocess.CompletedProcess[str]:
         """Run the documented command ``key`` (its placeholders filled) in bash; ``ok``: it must exit 0."""
-        assert key in RUN or key.split(" --json")[0] in RUN, key
+        assert key in RUN, key
         command = self.fill(key)
         done = subprocess.run(["bash", "-c", command], cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
         if ok:
@@ -357,10 +357,8 @@ def test_export_serve_dry_run_and_the_addon(reader, a_run, tmp_path):
     reader.sh("agent export --all --format sft-jsonl --out data.jsonl", cwd=tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "data.jsonl").read_text().splitlines()]
     assert rows and all(row["messages"] for row in rows)
-    served = reader.sh("agent serve Qwen/Qwen3-8B --fast --dry-run", ok=False)
-    said = served.stdout + served.stderr
-    assert served.returncode in (0, 2) and "Traceback" not in said, said
-    assert ("vllm" in said.lower()) and ("Qwen/Qwen3-8B" in said), said  # the engine command, or what to install for it
+    served = reader.sh("agent serve Qwen/Qwen3-8B --fast --dry-run").stdout  # the engine command, with or without vLLM installed
+    assert served.startswith("vllm serve Qwen/Qwen3-8B ") and "--enable-auto-tool-choice" in served and "--speculative-config" in served, served
     reader.sh("agent threed build-addon", cwd=tmp_path)
     assert list(tmp_path.glob("*.zip")), list(tmp_path.iterdir())
 
@@ -374,11 +372,11 @@ def test_you_play_the_model(reader):
     """``agent run ... --policy human`` in one terminal, ``agent human wait``/``answer`` in another."""
     run = reader.start("agent run coding \"...\" --policy human --exchange /tmp/ex", cwd=reader.repo)
     try:
-        waited = reader.sh("agent human wait /tmp/ex", timeout=200)
-        assert "view_file" in waited.stdout or "tools" in waited.stdout, waited.stdout
+        waited = reader.sh("agent human wait /tmp/ex", timeout=200).stdout
+        assert "=== request 1:" in waited and "* tool view_file:" in waited and "* tool finish:" in waited, waited
         reader.sh("agent human answer /tmp/ex --tool view_file --args '{\"path\": \"a.py\"}'")
         again = reader.sh("agent human wait /tmp/ex", timeout=120).stdout
-        assert "a.py" in again, again  # the observation of that call: no such file
+        assert "=== request 2:" in again and "a.py" in again and "* tool" not in again, again  # only what was added: that call's observation
         finish = subprocess.run(["agent", "human", "answer", str(reader.exchange), "--tool", "finish", "--args", '{"summary": "looked"}'],
                                 env=reader.env, capture_output=True, text=True, timeout=60, check=True)
         assert finish.returncode == 0
@@ -467,10 +465,10 @@ def test_the_service_block(reader, tmp_path):
         assert state["state"] == "done" and state["detail"].startswith("submitted"), state
         events = curl(keys[5], run_id)  # a finished run's events: every message, then the end
         assert "event: end" in events, events[-500:]
-        cancelled = curl(keys[6], run_id)  # a finished run cannot be cancelled: said, not a crash
-        assert cancelled.strip(), cancelled
+        cancelled = json.loads(curl(keys[6], run_id))  # a finished run cannot be cancelled: said (409), not a crash
+        assert cancelled == {"run_id": run_id, "state": "done", "error": f"run {run_id} has already ended (done)"}, cancelled
         metrics = curl(keys[7])
-        assert 'horizon_runs{status="finished"}' in metrics or "horizon_runs{" in metrics, metrics[:500]
+        assert re.search(r'^horizon_runs\{status="finished"\} [1-9]', metrics, re.M), metrics[:800]
     finally:
         said = _stop(server, timeout=60)
     assert "Traceback" not in said, said
