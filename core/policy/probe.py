@@ -4,9 +4,9 @@
 its environment or run its tests, so a dead or wrong server is reported in a second, with the URL,
 what failed and what to do, instead of after the whole set-up. Every OpenAI-compatible server
 Horizon names (vLLM, SGLang, llama.cpp's server, Ollama) answers ``GET /v1/models`` with a JSON
-object holding a ``data`` list; a 404 (a server without that route) passes, and anything else
-(nothing listening, a timeout, another HTTP error, a 2xx body that is not that JSON) is a
-``ModelServerUnreachable``, a ``UserError`` (exit code 2).
+object holding a ``data`` list; a 404, 405 or 501 (a server without that route) passes, and
+anything else (nothing listening, a timeout, another HTTP error, a 2xx body that is not that JSON)
+is a ``ModelServerUnreachable``, a ``UserError`` (exit code 2).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from core.errors import UserError
 
 #: seconds the probe waits for the server (a loaded local server still answers /models at once)
 PROBE_TIMEOUT_S = 5.0
+
+#: statuses that say a server is there but has no ``GET /models`` (not found, method not allowed, not implemented)
+NO_SUCH_ROUTE = frozenset({404, 405, 501})
 
 _WHAT_TO_DO = ("start an OpenAI-compatible server there (vLLM: vllm serve MODEL; SGLang: python -m sglang.launch_server; "
                "llama.cpp: llama-server -m MODEL.gguf; or agent serve MODEL), fix --base-url (the server's root, usually "
@@ -46,7 +49,7 @@ def probe_model_server(base_url: str, *, api_key: str | None = None, timeout_s: 
         timeout_s: seconds to wait for the connection and the answer.
 
     Returns:
-        The model ids the server lists (empty when it lists none or has no such route: 404).
+        The model ids the server lists (empty when it lists none or has no such route: 404, 405, 501).
 
     Raises:
         ModelServerUnreachable: nothing answered, it timed out, it answered an HTTP error, or its
@@ -67,9 +70,9 @@ def probe_model_server(base_url: str, *, api_key: str | None = None, timeout_s: 
         if type(cause).__name__ == "ConnectError":
             reason = f"nothing is listening there ({cause})"
         raise ModelServerUnreachable(url, f"cannot connect: {reason}") from None
-    except openai.NotFoundError:
-        return []  # a server is there, without the route (some proxies); a wrong path shows at the first call
     except openai.APIStatusError as exc:
+        if exc.status_code in NO_SUCH_ROUTE:
+            return []  # a server is there, without the route (some proxies); a wrong path shows at the first call
         hint = " (check HORIZON_API_KEY or api_key)" if exc.status_code in (401, 403) else ""
         raise ModelServerUnreachable(url, f"it answered HTTP {exc.status_code}{hint}: {_short(exc.response.content)}") from None
     finally:

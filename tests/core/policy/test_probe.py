@@ -42,8 +42,9 @@ def test_a_server_that_answers_wrong_is_reported(status, body, content_type, exp
     assert f"GET {server.url}/models" in str(caught.value) and expected in str(caught.value)
 
 
-def test_a_server_without_the_models_route_passes():
-    with ModelsServer(status=404, body=b'{"error": "not found"}') as server:
+@pytest.mark.parametrize("status", [404, 405, 501])
+def test_a_server_without_the_models_route_passes(status):
+    with ModelsServer(status=status, body=b'{"error": "no such route"}') as server:
         assert probe_model_server(server.url) == []
 
 
