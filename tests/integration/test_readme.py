@@ -388,22 +388,39 @@ def test_you_play_the_model(reader):
 
 
 def test_mcp_over_stdio(reader):
-    """``agent mcp coding --repo .`` in the reader's repository: initialize, then the tool list."""
+    """``agent mcp coding --repo .`` in the reader's repository: initialize, then the tool list,
+    each answer read before the next message is sent (as an MCP client does)."""
+    import threading
+
     server = subprocess.Popen(["bash", "-c", reader.fill("agent mcp coding --repo .")], cwd=reader.repo, env=reader.env, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(120, server.kill)  # a server that stops answering fails the test, not the suite
+    watchdog.start()
+
+    def ask(message: dict) -> dict:
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+        while line := server.stdout.readline():
+            answer = json.loads(line)
+            if answer.get("id") == message["id"]:
+                return answer
+        raise AssertionError(f"agent mcp ended without answering {message['method']}: {server.stderr.read()}")
+
     try:
-        messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "readme-test", "version": "1"}}},
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-        out, err = server.communicate("".join(json.dumps(m) + "\n" for m in messages), timeout=120)
+        started = ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "readme-test", "version": "1"}}})
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        listed = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     finally:
-        if server.poll() is None:
+        watchdog.cancel()
+        server.stdin.close()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
             server.kill()
-    answers = {a["id"]: a for a in map(json.loads, filter(None, out.splitlines())) if "id" in a}
-    assert answers[1]["result"]["serverInfo"]["name"], answers
-    tools = {t["name"] for t in answers[2]["result"]["tools"]}
-    assert {"view_file", "edit_file", "run_tests", "finish"} <= tools, (tools, err)
+    assert started["result"]["serverInfo"]["name"], started
+    tools = {t["name"] for t in listed["result"]["tools"]}
+    assert {"view_file", "edit_file", "run_tests", "finish"} <= tools, tools
 
 
 def test_agent_ui_serves_the_runs(reader, a_run):
