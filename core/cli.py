@@ -237,7 +237,7 @@ def _probe_server(spec: dict[str, Any], settings: Any) -> None:
     from core.policy.probe import ModelServerUnreachable, probe_model_server
 
     try:
-        probe_model_server(spec["base_url"], api_key=settings.api_key)
+        probe_model_server(spec["base_url"], api_key=settings.api_key, source=settings.source_of("base_url"))
     except ModelServerUnreachable as exc:
         if not settings.fallback_base_url:
             raise

@@ -53,13 +53,26 @@ def test_a_dead_model_server_is_found_before_anything_is_set_up(notes_plugin, no
     said = " ".join(result.output.split())
     assert result.exit_code == 2, said
     assert f"the model server did not answer GET {url}/models: cannot connect: nothing is listening there" in said
-    assert "vllm serve" in said and "llama-server" in said and "leave out --base-url" in said
+    assert "vllm serve" in said and "llama-server" in said and "leave it out to use the embedded model" in said
     assert not (horizon_home / "runs").exists() or not any((horizon_home / "runs").iterdir())
     with ModelsServer(status=500, body=b"upstream engine died") as broken:
         result = runner.invoke(app, ["eval", "notes", str(NOTES_SUITE), "--policy", "openai", "--base-url", broken.url, "--model", "m"])
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "it answered HTTP 500: 'upstream engine died'" in said, said
     assert not (horizon_home / "evals").exists() or not any((horizon_home / "evals").iterdir())
+
+
+def test_a_dead_model_server_from_the_config_file_is_named_with_the_file(notes_plugin, notes_folder, horizon_home):
+    """``agent serve`` recorded a server in ``config.toml`` that has since stopped: ``--policy auto``
+    says which file set the URL, and stops before any set-up."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    horizon_home.mkdir(parents=True, exist_ok=True)
+    (horizon_home / "config.toml").write_text(f'base_url = "{url}"\nmodel = "m"\n')
+    result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert f"the model server (its URL is set by {horizon_home / 'config.toml'}) did not answer GET {url}/models" in said
+    assert not (horizon_home / "runs").exists() or not any((horizon_home / "runs").iterdir())
 
 
 def test_a_model_server_that_dies_mid_run_ends_it_resumably(notes_plugin, notes_folder):

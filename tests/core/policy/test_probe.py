@@ -24,7 +24,7 @@ def test_a_closed_port_is_reported_with_the_url_and_what_to_do():
     said = str(caught.value)
     assert isinstance(caught.value, UserError)  # the CLI's exit code 2
     assert f"GET {url}/models" in said and "nothing is listening there" in said
-    assert "vLLM" in said and "llama.cpp" in said and "leave out --base-url" in said and "Nothing was set up" in said
+    assert "vLLM" in said and "llama.cpp" in said and "leave it out to use the embedded model" in said and "Nothing was set up" in said
 
 
 @pytest.mark.parametrize(("status", "body", "content_type", "expected"), [
