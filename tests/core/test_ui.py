@@ -229,10 +229,10 @@ def test_the_evaluations_list_tells_evaluations_apart_and_k_1_shows_pass_at_1_on
     old.mkdir(parents=True)
     (old / "results.jsonl").write_text(json.dumps(result) + "\n")
     listed = client.get("/evals").text
-    header = re.search(r"<thead>(.*?)</thead>", listed, re.S).group(1)
+    header = re.search(r"<thead>(.*?)</thead>", listed, re.DOTALL).group(1)
     assert re.findall(r"<th[^>]*>([^<]+)</th>", header) == ["evaluation", "started", "suite", "plugin", "policy", "state", "tasks",
                                                           "resolved", "episodes", "pass@1", "pass@k", "mean reward", "cost"]
-    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td class="mono"><a href="/evals/([^"]+)">.*?</tr>', listed, re.S)}
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td class="mono"><a href="/evals/([^"]+)">.*?</tr>', listed, re.DOTALL)}
     assert "notes-suite" in rows[made.name] and "finish-only" in rows[made.name] and made.name[:4] + "-" in rows[made.name]
     assert "2099-01-01 00:00" in rows[old.name] and ">notes<" in rows[old.name] and ">reference<" in rows[old.name]
     page = client.get(f"/evals/{made.name}").text

@@ -155,7 +155,7 @@ def documented_commands() -> list[Command]:
     found: list[Command] = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for block in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+        for block in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
             lang, body = block.group(1), block.group(2)
             start = text.count("\n", 0, block.start(2)) + 1
             prompted = lang == "text" and body.lstrip().startswith("$ ")
@@ -485,7 +485,7 @@ def test_the_service_block(reader, tmp_path):
         cancelled = json.loads(curl(keys[6], run_id))  # a finished run cannot be cancelled: said (409), not a crash
         assert cancelled == {"run_id": run_id, "state": "done", "error": f"run {run_id} has already ended (done)"}, cancelled
         metrics = curl(keys[7])
-        assert re.search(r'^horizon_runs\{status="finished"\} [1-9]', metrics, re.M), metrics[:800]
+        assert re.search(r'^horizon_runs\{status="finished"\} [1-9]', metrics, re.MULTILINE), metrics[:800]
     finally:
         said = _stop(server, timeout=60)
     assert "Traceback" not in said, said

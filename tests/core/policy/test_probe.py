@@ -36,9 +36,8 @@ def test_a_closed_port_is_reported_with_the_url_and_what_to_do():
     (200, b'{"models": []}', "application/json", "not an OpenAI model list"),
 ], ids=["500-text", "503-json", "401", "garbage", "json-array", "json-no-data"])
 def test_a_server_that_answers_wrong_is_reported(status, body, content_type, expected):
-    with ModelsServer(status=status, body=body, content_type=content_type) as server:
-        with pytest.raises(ModelServerUnreachable) as caught:
-            probe_model_server(server.url)
+    with ModelsServer(status=status, body=body, content_type=content_type) as server, pytest.raises(ModelServerUnreachable) as caught:
+        probe_model_server(server.url)
     assert f"GET {server.url}/models" in str(caught.value) and expected in str(caught.value)
 
 
