@@ -2,7 +2,7 @@
 # Installs everything Horizon needs on a fresh Debian or Ubuntu machine, idempotently:
 # system packages (bubblewrap for the sandbox, git, a JDK and JUnit 5 for Java repositories, Go and
 # Node.js and npm for Go and JavaScript repositories, ripgrep for code search, Chromium for the
-# web UI's browser tests),
+# web UI's browser tests, cmake and g++, curl for the service's documented examples),
 # a virtual environment in .venv, and Horizon itself with its Python dependencies
 # (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores).
 set -euo pipefail
@@ -20,6 +20,7 @@ command -v npm >/dev/null || need+=(npm)  # npm ci from a JavaScript repository'
 command -v chromium >/dev/null || need+=(chromium)  # the agent ui browser tests (driven by Playwright)
 command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
+command -v curl >/dev/null || need+=(curl)  # docs/service.md's examples (tests/integration/test_readme.py runs them)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"

@@ -224,6 +224,27 @@ def _mcp_metadata(settings: Settings) -> dict[str, Any]:
     return {"mcp_servers": settings.mcp_servers}
 
 
+def _probe_server(spec: dict[str, Any], settings: Any) -> None:
+    """Check a model server policy's server answers ``GET /models`` (``core.policy.probe``) before
+    anything is set up; with a fallback endpoint configured, a dead primary is a warning if the
+    fallback answers.
+
+    Raises:
+        ModelServerUnreachable: the server (and the fallback, if any) did not answer.
+    """
+    if spec.get("kind") != "openai":
+        return
+    from core.policy.probe import ModelServerUnreachable, probe_model_server
+
+    try:
+        probe_model_server(spec["base_url"], api_key=settings.api_key, source=settings.source_of("base_url"))
+    except ModelServerUnreachable as exc:
+        if not settings.fallback_base_url:
+            raise
+        probe_model_server(settings.fallback_base_url, api_key=settings.fallback_api_key or settings.api_key)
+        console.print(f"[yellow]warning: the model server did not answer GET {_safe(exc.url)} ({_safe(exc.what)}); the fallback {_safe(settings.fallback_base_url)} answers, so the run starts on it[/]")
+
+
 def _fail(exc: HorizonError) -> None:
     console.print(f"[red]error:[/] {_safe(exc)}")
     raise typer.Exit(2 if isinstance(exc, UserError) else 1)
@@ -264,6 +285,7 @@ def run(
         if max_steps is None:  # the embedded model demonstrates the loop: a short episode, not a long wait
             max_steps = EMBEDDED_MAX_STEPS if spec["kind"] == "embedded" else DEFAULT_LIMITS.max_steps
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
+        _probe_server(spec, settings)  # a dead server is found now, before the repository is copied and its tests run
         the_policy = make_policy(spec, settings)
         started = Run.start(
             Task(plugin=plugin, instruction=task, repo=repo.resolve(), metadata=_mcp_metadata(settings)), the_policy, policy_config=spec, limits=limits,
@@ -578,10 +600,12 @@ def eval_cmd(
         config = None
         if policy not in EVAL_SCRIPTED:
             config = policy_spec(policy, settings)  # auto: settings.auto_policy
+            _probe_server(config, settings)
         pricing = settings.pricing_for(config["kind"] if config else "scripted")
         from core.config import horizon_home, make_data_folder
         make_data_folder(horizon_home() / "evals")  # an unwritable HORIZON_HOME: one line, not a traceback
-        out_dir = new_eval_dir()
+        out_dir = new_eval_dir(plugin=plugin, suite=str(suite), policy=policy, attempts=attempts, tasks=len(chosen),
+                               model=config.get("model") if config else None)
         specs = episode_specs(
             chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
             limits=Limits(max_steps=max_steps, max_wall_s=time_limit).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,

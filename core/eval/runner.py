@@ -8,6 +8,7 @@ the episodes and appends each result to the evaluation's ``results.jsonl`` the m
 so an evaluation cut short keeps what it finished::
 
     $HORIZON_HOME/evals/<eval id>/
+        eval.json          what was evaluated: plugin, suite, policy, attempts, tasks (written at the start)
         results.jsonl      one EpisodeResult per line, in the order episodes ended
         summary.json       pass@1, pass@k, mean reward and cost, overall and per task
         scripts/           the scripted policies' turns (task-attempt.jsonl)
@@ -371,8 +372,16 @@ def run_eval(
     return summary
 
 
-def new_eval_dir(home: Path | None = None) -> Path:
-    """A fresh folder ``$HORIZON_HOME/evals/<id>`` for one evaluation."""
+def new_eval_dir(home: Path | None = None, **about: Any) -> Path:
+    """A fresh folder ``$HORIZON_HOME/evals/<id>`` for one evaluation.
+
+    Args:
+        home: the Horizon home (default ``horizon_home()``).
+        about: what the evaluation is (``plugin``, ``suite``, ``policy``, ``attempts``, ...), written
+            to its ``eval.json`` for ``agent ui``'s evaluations list; nothing is written without it.
+    """
     folder = (home or horizon_home()) / "evals" / new_run_id()
     folder.mkdir(parents=True)
+    if about:
+        (folder / "eval.json").write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
     return folder

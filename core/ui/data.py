@@ -9,6 +9,7 @@ evaluations from ``$HORIZON_HOME/evals/<id>/`` (``summary.json`` once finished, 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -234,17 +235,37 @@ def list_evals(home: Path | None = None) -> list[dict[str, Any]]:
             page = eval_page(folder.name, home)
         except (RunNotFound, ValueError):
             continue
-        out.append({key: page[key] for key in ("eval_id", "finished", "overall", "k")})
+        out.append({key: page[key] for key in ("eval_id", "finished", "overall", "k", "about")})
     return out
+
+
+def _about(folder: Path, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an evaluation is: its ``eval.json`` (plugin, suite, policy, attempts), else what its
+    results say (their plugins and policy labels); ``started`` from the id (``YYYYmmdd-HHMMSS-...``)."""
+    try:
+        about = json.loads((folder / "eval.json").read_text(encoding="utf-8"))
+        about = about if isinstance(about, dict) else {}
+    except (OSError, ValueError):
+        about = {}
+    for key, field in (("plugin", "plugin"), ("policy", "label")):
+        if not about.get(key):
+            about[key] = ", ".join(sorted({str(r.get(field)) for r in results if r.get(field)}))
+    stamp = re.match(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})", folder.name)
+    about["started"] = "{}-{}-{} {}:{}".format(*stamp.groups()) if stamp else ""
+    suite = str(about.get("suite") or "")
+    about["suite_name"] = Path(suite).name if suite else ""
+    return about
 
 
 def eval_page(eval_id: str, home: Path | None = None) -> dict[str, Any]:
     """One evaluation: overall, per suite and per task scores, and its episodes.
 
     Returns:
-        ``{"eval_id", "finished" (summary.json written), "k", "overall": summary, "suites":
+        ``{"eval_id", "finished" (summary.json written), "k", "overall": summary, "about": what was
+        evaluated (plugin, suite, policy, started; ``eval.json`` or the results), "suites":
         {suite: summary}, "tasks": {task: scores}, "results": [EpisodeResult dicts]}``; a suite
-        is the first part of a task's name (``coding/x`` in a suite of suites), else its plugin.
+        is the first part of a task's name (``coding/x`` in a suite of suites), else the suite
+        folder's name (``eval.json``), else the task's plugin.
 
     Raises:
         RunNotFound: no such evaluation.
@@ -269,10 +290,11 @@ def eval_page(eval_id: str, home: Path | None = None) -> dict[str, Any]:
     k = max(1, min([k, *attempts]))  # pass@k needs k attempts at every task
     overall = summarize(results, k) if results else {"tasks": {}, "k": k, "pass@1": 0.0, f"pass@{k}": 0.0, "episodes": 0,
                                                       "resolved_tasks": 0, "tasks_total": 0, "cost": 0.0, "mean_reward": None}
+    about = _about(folder, results)
     suites: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        suites.setdefault(r["task"].split("/")[0] if "/" in r["task"] else r.get("plugin") or "suite", []).append(r)
-    return {"eval_id": eval_id, "finished": finished, "k": k, "overall": overall,
+        suites.setdefault(r["task"].split("/")[0] if "/" in r["task"] else about["suite_name"] or r.get("plugin") or "suite", []).append(r)
+    return {"eval_id": eval_id, "finished": finished, "k": k, "overall": overall, "about": about,
             "suites": {name: summarize(rows, k) for name, rows in sorted(suites.items())}, "tasks": overall["tasks"],
             "results": sorted(results, key=lambda r: (r["task"], r.get("attempt", 0)))}
 

@@ -7,13 +7,16 @@ verdict moved unchanged to tests/plugins/coding/test_coding_cli.py.
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from core.cli import app
+from tests.core.policy.models_server import ModelsServer, closed_port
 
 runner = CliRunner()
+NOTES_SUITE = Path(__file__).resolve().parents[1] / "notes_plugin" / "suite"
 
 
 @pytest.fixture
@@ -42,14 +45,44 @@ def test_user_errors_are_one_clean_line(notes_plugin, script):
         assert result.exit_code == 2 and "Traceback" not in result.output, (flag, value)
 
 
-def test_dead_model_server_ends_with_a_stated_reason(notes_plugin, notes_folder):
-    result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder),
-                                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])
+def test_a_dead_model_server_is_found_before_anything_is_set_up(notes_plugin, notes_folder, horizon_home):
+    """Issue 30: ``--base-url`` with nothing listening (a real closed port) or a server answering
+    500 stops at once, exit code 2, with the URL, what failed and what to do, and no run made."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder), "--base-url", url, "--model", "m"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert f"the model server did not answer GET {url}/models: cannot connect: nothing is listening there" in said
+    assert "vllm serve" in said and "llama-server" in said and "leave it out to use the embedded model" in said
+    assert not (horizon_home / "runs").exists() or not any((horizon_home / "runs").iterdir())
+    with ModelsServer(status=500, body=b"upstream engine died") as broken:
+        result = runner.invoke(app, ["eval", "notes", str(NOTES_SUITE), "--policy", "openai", "--base-url", broken.url, "--model", "m"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "it answered HTTP 500: 'upstream engine died'" in said, said
+    assert not (horizon_home / "evals").exists() or not any((horizon_home / "evals").iterdir())
+
+
+def test_a_dead_model_server_from_the_config_file_is_named_with_the_file(notes_plugin, notes_folder, horizon_home):
+    """``agent serve`` recorded a server in ``config.toml`` that has since stopped: ``--policy auto``
+    says which file set the URL, and stops before any set-up."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    horizon_home.mkdir(parents=True, exist_ok=True)
+    (horizon_home / "config.toml").write_text(f'base_url = "{url}"\nmodel = "m"\n')
+    result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert f"the model server (its URL is set by {horizon_home / 'config.toml'}) did not answer GET {url}/models" in said
+    assert not (horizon_home / "runs").exists() or not any((horizon_home / "runs").iterdir())
+
+
+def test_a_model_server_that_dies_mid_run_ends_it_resumably(notes_plugin, notes_folder):
+    """A server that answered the probe but fails the run's model call: the run stops resumably
+    (``model_error``) and says ``agent resume``; resuming against a dead server says so again."""
+    with ModelsServer(post_status=400) as server:
+        result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder), "--base-url", server.url, "--model", "m"])
     assert result.exit_code == 1
-    assert "model_error" in result.output and "cannot reach the model server" in result.output
-    assert "agent resume" in result.output
+    assert "model_error" in result.output and "agent resume" in result.output
     run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", result.output).group(1)
-    # the server is still dead: resuming says so again, and the run stays resumable
     again = runner.invoke(app, ["resume", run_id, "--base-url", "http://127.0.0.1:9/v1"])
     assert again.exit_code == 1 and "cannot reach the model server at http://127.0.0.1:9/v1" in again.output
 
@@ -113,8 +146,9 @@ def test_the_embedded_model_runs_a_short_episode_and_says_what_it_showed(notes_p
     run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", done.output).group(1)
     shown = json.loads(runner.invoke(app, ["show", run_id, "--json"]).output)
     assert shown["run"]["config"]["limits"]["max_steps"] == EMBEDDED_MAX_STEPS
-    served = runner.invoke(app, ["run", "notes", "answer", "--repo", str(notes_folder), "--base-url", "http://127.0.0.1:9/v1",
-                                 "--model", "m", "--max-time", "0.001"])
+    with ModelsServer() as server:  # a server that answers the probe
+        served = runner.invoke(app, ["run", "notes", "answer", "--repo", str(notes_folder), "--base-url", server.url,
+                                     "--model", "m", "--max-time", "0.001"])
     run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", served.output).group(1)
     assert json.loads(runner.invoke(app, ["show", run_id, "--json"]).output)["run"]["config"]["limits"]["max_steps"] == 30
     assert "embedded model ran" not in served.output

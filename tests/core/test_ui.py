@@ -213,6 +213,33 @@ def test_an_evaluation_page_shows_pass_at_k_per_suite_and_task(home, client):
     assert folder.name in client.get("/evals").text
 
 
+def test_the_evaluations_list_tells_evaluations_apart_and_k_1_shows_pass_at_1_once(home, client):
+    """Issue 30: two evaluations of one suite differ by suite, plugin, policy and start in the list;
+    an evaluation with k=1 is not headed "pass@1 ... pass@1"; an old evaluation without
+    ``eval.json`` takes plugin and policy from its results."""
+    import json
+
+    from core.eval.runner import new_eval_dir
+
+    result = {"task": "t", "attempt": 0, "plugin": "notes", "label": "reference", "resolved": True, "reward": 1.0, "cost": 0.0,
+              "exit_status": "submitted", "run_id": "", "steps": 2, "seconds": 1.0, "summary": "ok"}
+    made = new_eval_dir(home, plugin="notes", suite="/x/suites/notes-suite", policy="finish-only", attempts=1, tasks=1)
+    (made / "results.jsonl").write_text(json.dumps({**result, "label": "finish-only", "resolved": False, "reward": 0.0}) + "\n")
+    old = home / "evals" / "20990101-000000-e0a2"
+    old.mkdir(parents=True)
+    (old / "results.jsonl").write_text(json.dumps(result) + "\n")
+    listed = client.get("/evals").text
+    header = re.search(r"<thead>(.*?)</thead>", listed, re.DOTALL).group(1)
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", header) == ["evaluation", "started", "suite", "plugin", "policy", "state", "tasks",
+                                                          "resolved", "episodes", "pass@1", "pass@k", "mean reward", "cost"]
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td class="mono"><a href="/evals/([^"]+)">.*?</tr>', listed, re.DOTALL)}
+    assert "notes-suite" in rows[made.name] and "finish-only" in rows[made.name] and made.name[:4] + "-" in rows[made.name]
+    assert "2099-01-01 00:00" in rows[old.name] and ">notes<" in rows[old.name] and ">reference<" in rows[old.name]
+    page = client.get(f"/evals/{made.name}").text
+    assert page.count("pass@1") == 3, page  # the facts, by suite, by task: once each
+    assert "notes on <span class=\"mono\">/x/suites/notes-suite</span>, policy finish-only, 1 attempt per task" in page
+
+
 def test_a_store_held_without_a_mirror_is_listed_as_in_use(home, client):
     """Another program holding the DuckDB file (no mirror): the list says so instead of failing."""
     folder = home / "runs" / "20990101-000000-10c4"

@@ -157,6 +157,10 @@ def test_a_3d_preview_and_a_finance_chart_inline(page, server, run_id):
 
 def test_an_evaluation_page(page, server, eval_id):
     page.goto(server + "/evals")
+    listed = page.locator("table.grid tbody tr", has_text=eval_id)
+    for shown in ("coding", "reference", "finished"):  # suite, plugin, policy: two evaluations can be told apart
+        playwright_api.expect(listed).to_contain_text(shown)
+    shot(page, "evals")
     page.click(f"text={eval_id}")
     playwright_api.expect(page.locator("h1")).to_contain_text("finished")
     task = page.locator("table.tasks tbody tr").first
