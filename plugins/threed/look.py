@@ -386,7 +386,10 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
     Returns:
         ``({component name: Check}, {component name: why not judged})``: ``<object>/material_look``
         per object whose words ask a material or colour, and ``scene/exposure``, ``key_fill``,
-        ``shadow``, ``key_power`` when light is asked.
+        ``shadow``, ``key_power`` when light is asked. An object in the scene that does not show
+        in the camera's view (hidden behind another, out of frame) while another asked object
+        does is not judged; one missing from the render (absent, ``hide_render``), or every asked
+        object unseen, fails.
     """
     wanted = {o.name: object_words(o.materials, o.description, request) for o in spec.objects}
     wanted = {n: w for n, w in wanted.items() if w[0] or w[1]}
@@ -406,9 +409,17 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
         return out, skipped
     data = dict(np.load(found["file"]))
     names = found["names"]
+    measured = {name: measure_object(data, names.index(name)) if name in names else None for name in wanted}
+    shown = any(m is not None for m in measured.values())
     for name, (fams, cols, source) in wanted.items():
-        k = names.index(name) if name in names else -1
-        out[f"{name}/material_look"] = material_look(name, fams, cols, source, measure_object(data, k) if k >= 0 else None)
+        if name in names and measured[name] is None and shown:
+            # in the scene and rendered, but no pixel of it is the nearest surface (behind another
+            # part, or out of frame): the shot does not show its material, so it is not judged;
+            # whether the camera sees enough of the object is assembly/in_view's to say
+            skipped[f"{name}/material_look"] = (f"{name} is in the scene but does not show in the camera's view, so its "
+                                                f"material cannot be seen and is not judged (asked: {' '.join(fams + cols)})")
+            continue
+        out[f"{name}/material_look"] = material_look(name, fams, cols, source, measured[name])
     if not lit:
         return _timed(out, found), skipped
     parts = [p for p in spec.assembly_parts() if p in names]

@@ -143,3 +143,37 @@ def test_key_fill_leaves_out_metal_which_shows_its_reflections_not_the_light():
     assert not dark.passed and dark.detail["shadow"] == "+z" and "harsh" in dark.message
     data["props"][..., 1] = 1.0  # all metal: nothing left to leave out, judged on every pixel
     assert look.key_fill(data, subject).detail["metal_pixels_left_out"] == 0
+
+
+def test_a_part_the_shot_does_not_show_is_not_judged_but_a_missing_one_fails(tmp_path):
+    """Under the look gate a failing material_look scores the whole reward 0, so a correct build
+    whose back leg hides behind another must not fail on a material nobody can see: a part in the
+    scene with no pixel in the shot is listed as not judged (assembly/in_view judges the view);
+    a part absent from the render, or every asked part unseen, still fails."""
+    from plugins.threed import look
+    from plugins.threed.spec import ObjectSpec, TaskSpec
+
+    spec = TaskSpec(request="a walnut table", objects=[ObjectSpec(name="Top", materials=["Walnut"]),
+                                                       ObjectSpec(name="Leg", materials=["Walnut"])])
+    h, w = 8, 12
+    grain = 1 + 0.4 * np.random.default_rng(0).standard_normal((h, w, 1))
+    albedo = np.clip(np.array([0.09, 0.05, 0.03]) * grain, 0, 1).astype(np.float32)  # walnut brown, with grain
+    props = np.zeros((h, w, 3), dtype=np.float32)
+    props[..., 0] = 0.6  # roughness; not metal, opaque
+
+    def frame(fill: int, names: list[str]) -> dict:
+        path = tmp_path / f"look-{fill}-{len(names)}.npz"
+        np.savez(path, index=np.full((h, w), fill, np.int32), albedo=albedo, props=props, beauty=albedo,
+                 normal=np.zeros((h, w, 3), np.float32), point=np.zeros((h, w, 3), np.float32), slot=np.zeros((h, w), np.int32))
+        return {"camera": True, "file": str(path), "names": names, "lights": [], "exposure_ev": 0.0}
+
+    # every pixel shows the top (index 1); the leg (index 0) is rendered but behind it
+    judged, unseen = look.look_checks(spec, {}, frame(1, ["Leg", "Top"]), spec.request)
+    assert judged["Top/material_look"].passed, judged["Top/material_look"].message
+    assert "Leg/material_look" not in judged and "does not show" in unseen["Leg/material_look"], unseen
+    # the leg not rendered at all (absent, or hide_render): it fails, as before
+    judged, unseen = look.look_checks(spec, {}, frame(0, ["Top"]), spec.request)
+    assert judged["Top/material_look"].passed and not judged["Leg/material_look"].passed and not unseen
+    # neither part shows (say, inside a box): nothing shows the look, so both fail
+    judged, unseen = look.look_checks(spec, {}, frame(-1, ["Leg", "Top"]), spec.request)
+    assert not judged["Top/material_look"].passed and not judged["Leg/material_look"].passed and not unseen
