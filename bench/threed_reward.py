@@ -7,7 +7,7 @@
 
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
-calls), then the plugin's ``reward`` (``threed-geometry/5``; the cost of its look renders is printed). Each right build is built once and
+calls), then the plugin's ``reward`` (``threed-geometry/6``; the cost of its look renders is printed). Each right build is built once and
 compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
 the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
 separates the pair most (the largest weighted drop from right to twin).
@@ -172,7 +172,7 @@ def main() -> int:
     if looked:
         reward_s, look_s = (sorted(c[k] for c in looked) for k in ("reward", "look"))
         print(f"reward of the {len(looked)} builds whose task asks a look (of {len(COSTS)}): median {reward_s[len(looked) // 2]:.1f} s "
-              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/5) median {look_s[len(looked) // 2]:.1f} s "
+              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/6) median {look_s[len(looked) // 2]:.1f} s "
               f"(max {look_s[-1]:.1f})")
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")

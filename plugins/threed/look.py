@@ -10,8 +10,8 @@ wanted property ranges (``FAMILIES``, ``COLOURS``) and checks them:
 - ``<object>/material_look``: the object's pixels' mean properties against each asked family
   and colour; wood also needs grain (the base colour varies across the object);
 - ``scene/exposure``: the subject's luminance in the render (median L*, clipped and crushed shares);
-- ``scene/key_fill``: the brightest over the darkest side of the subject (pixels grouped by
-  normal, shading = rendered luminance over base-colour luminance);
+- ``scene/key_fill``: the brightest over the darkest side of the subject (its non-metal pixels
+  grouped by normal, shading = rendered luminance over base-colour luminance);
 - ``scene/shadow``: the floor under and beside the subject darker than without the subject;
 - ``scene/key_power`` (a "product shot"): the strongest light's irradiance at the subject.
 
@@ -93,6 +93,10 @@ EXPOSURE_L = (30.0, 88.0)
 MAX_CLIPPED, MAX_CRUSHED = 0.10, 0.30
 #: Key-to-fill: brightest over darkest side's shading.
 KEY_FILL = (1.15, 16.0)
+#: Key-to-fill reads diffuse shading: pixels whose measured metallic is above this are left out
+#: (a metal shows what it reflects, not how much light falls on it: the benchmark's brass lamp
+#: base reflecting a dark world read as a shadow side 27x darker than the lit linen shade).
+MAX_METALLIC_SHADING = 0.5
 #: Shadow: the darkest 5% of the floor under and beside the subject, lit over lit without it, at most
 #: (the render's noise leaves 0.93-0.98 on floor no shadow reaches).
 MAX_SHADOW = 0.92
@@ -286,22 +290,28 @@ _SIDES = ("+x", "-x", "+y", "-y", "+z", "-z")
 
 def key_fill(data: dict[str, np.ndarray], subject: np.ndarray) -> Check:
     """The lit over the shadow side: the subject's pixels grouped by the axis their normal is
-    nearest (sides with at least 3% of its pixels), the median shading per side, brightest over darkest."""
+    nearest (sides with at least 3% of its pixels), the median shading per side, brightest over
+    darkest. Metal pixels (measured metallic above ``MAX_METALLIC_SHADING``) are left out unless
+    fewer than 16 of its pixels are not metal: a metal's brightness is what it reflects, not the
+    light on it."""
     normals = data["normal"][subject]
     shade = _shading(data, subject)
+    metal = data["props"][subject][:, 1] > MAX_METALLIC_SHADING
+    diffuse = ~metal if (~metal).sum() >= 16 else np.ones(len(shade), dtype=bool)  # all metal: judged as it shows
     axis = np.argmax(np.abs(normals), axis=1)
     side = axis * 2 + (normals[np.arange(len(normals)), axis] < 0)
     medians = {}
     for s in range(6):
-        pick = (side == s) & np.isfinite(shade)
-        if pick.sum() >= max(8, 0.03 * len(shade)):
+        pick = (side == s) & np.isfinite(shade) & diffuse
+        if pick.sum() >= max(8, 0.03 * diffuse.sum()):
             medians[_SIDES[s]] = float(np.median(shade[pick]))
     if len(medians) < 2:
         return Check("key_fill", False, 0.0, f"the render shows {len(medians)} side of the subject; no lit and shadow side to compare",
                      {"sides": medians})
     lit, dark = max(medians, key=medians.get), min(medians, key=medians.get)
     ratio = medians[lit] / max(medians[dark], 1e-6)
-    detail = {"sides": {k: round(v, 4) for k, v in medians.items()}, "ratio": round(ratio, 3), "lit": lit, "shadow": dark}
+    detail = {"sides": {k: round(v, 4) for k, v in medians.items()}, "ratio": round(ratio, 3), "lit": lit, "shadow": dark,
+              "metal_pixels_left_out": int((metal & ~diffuse).sum())}
     if ratio < KEY_FILL[0]:
         return Check("key_fill", False, 0.5, f"flat: the lit side ({lit}) is only {ratio:.2f}x the shadow side ({dark}); "
                      f"wanted {KEY_FILL[0]:g}-{KEY_FILL[1]:g}x", detail)
@@ -376,7 +386,10 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
     Returns:
         ``({component name: Check}, {component name: why not judged})``: ``<object>/material_look``
         per object whose words ask a material or colour, and ``scene/exposure``, ``key_fill``,
-        ``shadow``, ``key_power`` when light is asked.
+        ``shadow``, ``key_power`` when light is asked. An object in the scene that does not show
+        in the camera's view (hidden behind another, out of frame) while another asked object
+        does is not judged; one missing from the render (absent, ``hide_render``), or every asked
+        object unseen, fails.
     """
     wanted = {o.name: object_words(o.materials, o.description, request) for o in spec.objects}
     wanted = {n: w for n, w in wanted.items() if w[0] or w[1]}
@@ -396,9 +409,17 @@ def look_checks(spec: Any, meshes: dict[str, Any], found: dict[str, Any] | None,
         return out, skipped
     data = dict(np.load(found["file"]))
     names = found["names"]
+    measured = {name: measure_object(data, names.index(name)) if name in names else None for name in wanted}
+    shown = any(m is not None for m in measured.values())
     for name, (fams, cols, source) in wanted.items():
-        k = names.index(name) if name in names else -1
-        out[f"{name}/material_look"] = material_look(name, fams, cols, source, measure_object(data, k) if k >= 0 else None)
+        if name in names and measured[name] is None and shown:
+            # in the scene and rendered, but no pixel of it is the nearest surface (behind another
+            # part, or out of frame): the shot does not show its material, so it is not judged;
+            # whether the camera sees enough of the object is assembly/in_view's to say
+            skipped[f"{name}/material_look"] = (f"{name} is in the scene but does not show in the camera's view, so its "
+                                                f"material cannot be seen and is not judged (asked: {' '.join(fams + cols)})")
+            continue
+        out[f"{name}/material_look"] = material_look(name, fams, cols, source, measured[name])
     if not lit:
         return _timed(out, found), skipped
     parts = [p for p in spec.assembly_parts() if p in names]

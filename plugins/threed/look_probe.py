@@ -228,21 +228,8 @@ def _rays(scene: Any, objs: list[Any], width: int) -> dict[str, np.ndarray]:
     depsgraph = bpy.context.evaluated_depsgraph_get()
     trees, slots = [], []
     for obj in objs:
-        evaluated = obj.evaluated_get(depsgraph)
-        mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
-        try:
-            mesh.calc_loop_triangles()
-            verts = np.empty(len(mesh.vertices) * 3)
-            mesh.vertices.foreach_get("co", verts)
-            tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
-            mesh.loop_triangles.foreach_get("vertices", tris)
-            mats = np.empty(len(mesh.loop_triangles), dtype=np.int64)
-            mesh.loop_triangles.foreach_get("material_index", mats)
-            matrix = np.array(obj.matrix_world)
-            world = verts.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
-        finally:
-            evaluated.to_mesh_clear()
-        trees.append(probe._tree(world, tris.reshape(-1, 3)))
+        world, tris, mats = probe.evaluated_triangles(obj, depsgraph, material_index=True)
+        trees.append(probe._tree(world, tris))
         slots.append(mats)
     cam = scene.camera
     rx, ry = scene.render.resolution_x, scene.render.resolution_y
@@ -317,7 +304,7 @@ def look_data(args: dict[str, Any]) -> dict[str, Any]:
         ``{"camera": False}`` without a scene camera, else ``{"camera": True, "file", "names"
         (mesh names in the order of the ray map's indices), "slots" ({name: [material name or
         None]}), "materials" ({name: material_facts}), "lights", "exposure_ev", "view_transform",
-        "seconds": {"rays", "beauty", "data"}}``. ``look.npz`` holds ``index``, ``slot`` (h, w) int,
+        "seconds": {"rays", "beauty", "bare", "data"}}``. ``look.npz`` holds ``index``, ``slot`` (h, w) int,
         ``normal``, ``point`` (h, w, 3) world, ``beauty`` (h, w, 3) sRGB 0-1, ``albedo`` and
         ``props`` (h, w, 3) linear.
     """

@@ -713,37 +713,23 @@ def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
     (``probe.relations``)."""
     import numpy as np  # bpy ships numpy
 
+    from plugins.threed import probe
+
     folder = args["folder"]
     os.makedirs(folder, exist_ok=True)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     out, geometry = [], []
     for i, obj in enumerate(sorted((o for o in bpy.data.objects if o.type == "MESH" and not o.hide_render), key=lambda o: o.name)):
-        evaluated = obj.evaluated_get(depsgraph)
-        mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
-        try:
-            mesh.calc_loop_triangles()
-            verts = np.empty(len(mesh.vertices) * 3)
-            mesh.vertices.foreach_get("co", verts)
-            verts = verts.reshape(-1, 3)
-            tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
-            mesh.loop_triangles.foreach_get("vertices", tris)
-            mats = np.empty(len(mesh.loop_triangles), dtype=np.int64)
-            mesh.loop_triangles.foreach_get("material_index", mats)
-            matrix = np.array(obj.matrix_world)
-            world = verts @ matrix[:3, :3].T + matrix[:3, 3]
-            slots = [s.material.name if s.material else None for s in obj.material_slots]
-        finally:
-            evaluated.to_mesh_clear()
+        world, tris, mats = probe.evaluated_triangles(obj, depsgraph, material_index=True)
+        slots = [s.material.name if s.material else None for s in obj.material_slots]
         path = os.path.join(folder, f"{i}.npz")
-        np.savez(path, vertices=world, triangles=tris.reshape(-1, 3), material_index=mats)
+        np.savez(path, vertices=world, triangles=tris, material_index=mats)
         out.append({"name": obj.name, "file": path, "materials": slots})
-        geometry.append((world, tris.reshape(-1, 3)))
+        geometry.append((world, tris))
     scene = bpy.context.scene
     lights = [o.name for o in bpy.data.objects if o.type == "LIGHT"]
     found = {"meshes": out, "lights": lights, "camera": scene.camera.name if scene.camera else None}
     if args.get("relations", True):
-        from plugins.threed import probe
-
         found.update(probe.relations(scene, [m["name"] for m in out], geometry, folder))
     return found
 

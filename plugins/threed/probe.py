@@ -2,7 +2,8 @@
 
 ``relations`` is called by ``ops.mesh_data``; the reward (``plugins.threed.assembly``) judges the
 numbers in the agent process. Two measurements, both on Blender's own BVH trees
-(``mathutils.bvhtree.BVHTree``) built from each object's evaluated, world-space triangles:
+(``mathutils.bvhtree.BVHTree``) built from each object's evaluated, world-space triangles
+(``evaluated_triangles``, which ``ops.mesh_data`` and ``look_probe`` use too):
 
 - **contacts**: for every pair of mesh objects whose bounding boxes are within ``max_gap_m``,
   the smallest distance between them in metres: 0 when their triangles intersect
@@ -32,6 +33,38 @@ from mathutils.bvhtree import BVHTree
 MAX_GAP_M = 0.05
 #: Rays across the camera frame for the object-index map.
 VIEW_WIDTH = 96
+
+
+def evaluated_triangles(obj: Any, depsgraph: Any, *, material_index: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One mesh object as it renders (modifiers applied), in world coordinates.
+
+    Args:
+        obj: a ``bpy`` mesh object.
+        depsgraph: the evaluated dependency graph (``bpy.context.evaluated_depsgraph_get()``).
+        material_index: also return each triangle's material slot index.
+
+    Returns:
+        ``(vertices, triangles, material_index)``: world-space vertices (n, 3) float64 in metres,
+        triangles (m, 3) int64 into them, and the triangles' material indices (m,) int64, or None
+        unless asked. The evaluated mesh is freed before it returns.
+    """
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
+    try:
+        mesh.calc_loop_triangles()
+        verts = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", verts)
+        tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+        mesh.loop_triangles.foreach_get("vertices", tris)
+        mats = None
+        if material_index:
+            mats = np.empty(len(mesh.loop_triangles), dtype=np.int64)
+            mesh.loop_triangles.foreach_get("material_index", mats)
+    finally:
+        evaluated.to_mesh_clear()
+    matrix = np.array(obj.matrix_world)
+    world = verts.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+    return world, tris.reshape(-1, 3), mats
 
 
 def _tree(vertices: np.ndarray, triangles: np.ndarray) -> BVHTree | None:
@@ -191,20 +224,9 @@ def render_view(scene: Any, image_path: str) -> dict[str, Any] | None:
     depsgraph = bpy.context.evaluated_depsgraph_get()
     names, geometry = [], []
     for obj in sorted((o for o in scene.objects if o.type == "MESH" and not o.hide_render), key=lambda o: o.name):
-        evaluated = obj.evaluated_get(depsgraph)
-        mesh = evaluated.to_mesh(preserve_all_data_layers=False, depsgraph=depsgraph)
-        try:
-            mesh.calc_loop_triangles()
-            verts = np.empty(len(mesh.vertices) * 3)
-            mesh.vertices.foreach_get("co", verts)
-            tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
-            mesh.loop_triangles.foreach_get("vertices", tris)
-            matrix = np.array(obj.matrix_world)
-            world = verts.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
-        finally:
-            evaluated.to_mesh_clear()
+        world, tris, _ = evaluated_triangles(obj, depsgraph)
         names.append(obj.name)
-        geometry.append((world, tris.reshape(-1, 3)))
+        geometry.append((world, tris))
     view = view_depths(scene, [_tree(v, t) for v, t in geometry])
     if view is None:
         return None

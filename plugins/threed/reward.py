@@ -14,13 +14,20 @@ material (``<object>/closed_solid``, ``<object>/materials``), and an empty scene
 bodies joined through non-manifold edges too; 3: the whole-object checks below; 4: a run whose
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
-a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below).
+a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below;
+6: the look gates the reward, below).
 
 The look (``plugins.threed.look``, when the task's words ask a material, a colour or light):
 ``<object>/material_look`` judges each object's measured base colour, roughness, metallic and
 transmission (its node tree evaluated in a small render) against the words' ranges, and
 ``scene/exposure``, ``key_fill``, ``contact_shadow`` and (a "product shot") ``key_power`` judge
 the lighting by what a small render of the camera's view shows, never by lights' names or count.
+The look the words ask is a gate, not a share of the average: when any judged look check fails
+(a ``material_look``, ``exposure``, ``key_fill``, ``shadow`` or ``key_power`` check; one listed as
+not judged does not count), the reward is 0 and the summary names each failing look check with its
+measurements; the average above applies only when the requested look holds. Otherwise ~40 passing
+geometry checks outweigh them (RH25, docs/security.md: a mirror-pink metal "oak" table lit by two
+10 W lights scored 0.948). A task whose words ask no look is scored as before.
 
 The object as a whole (``task.json``'s ``assembly``; ``plugins.threed.assembly``) adds
 ``assembly/contacts``, ``connected``, ``on_floor``, ``stands``, ``cavity``, ``symmetry`` and
@@ -46,7 +53,7 @@ from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/5"
+REWARD_VERSION = "threed-geometry/6"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -172,6 +179,14 @@ def built_nothing(tool_data: list[dict[str, Any]]) -> RewardResult | None:
                         components={"scene/built": RewardComponent(value=0.0, detail={"passed": False, "message": why})})
 
 
+def look_gate_summary(named: dict[str, Check], off_look: list[str], passing: int) -> str:
+    """The summary of a verdict whose requested look fails: each failing look check, its message
+    (what was measured against what was wanted), and how the rest fared."""
+    told = "; ".join(f"{n}: {named[n].message}" for n in off_look)
+    return (f"the requested look fails, so the reward is 0 ({len(off_look)} look check(s): {told}); "
+            f"{passing}/{len(named)} checks pass")
+
+
 def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: dict[str, Any] | None = None,
           request: str = "") -> RewardResult:
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
@@ -220,7 +235,11 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         weights[f"assembly/{name}"] = whole_weight
     reward = sum(c.value * weights[n] for n, c in named.items()) / sum(weights.values())
     failing = [n for n, c in named.items() if not c.passed]
-    if failing:
+    off_look = [n for n in seen if not named[n].passed]
+    if off_look:  # the look asked is a gate: partial credit only when it holds
+        reward = 0.0
+        summary = look_gate_summary(named, off_look, len(named) - len(failing))
+    elif failing:
         first = named[failing[0]]
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:

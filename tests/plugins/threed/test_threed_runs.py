@@ -76,8 +76,11 @@ def worker_processes() -> list[int]:
 def test_verification_stops_the_worker():
     turns = [{"tool": "add_primitive", "arguments": {"name": "Tabletop", "kind": "cube", "size": [1.2, 0.6, 0.04]}},
              {"tool": "finish", "arguments": {"summary": "only the top"}}]
-    result, _ = run_episode(EXAMPLES / "low-table", turns)
-    assert 0 < result.reward < 1
+    result, stored = run_episode(EXAMPLES / "low-table", turns)
+    # judged (the top alone, grey under the start scene's light: the oak look the request asks
+    # fails, which gates the reward to 0, threed-geometry/6), and the worker is gone afterwards
+    assert result.reward == 0.0 and stored["row"]["reward_summary"].startswith("the requested look fails"), stored["row"]
+    assert "Tabletop/material_look" in stored["row"]["reward_summary"]
     assert worker_processes() == []
 
 
