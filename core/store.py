@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from core import catalog_db
 from core.errors import RunNotFound
 from core.state import Message, ToolCall, Usage
 from core.store_mirror import LiveMirror, mirror_path, open_mirror, replay
@@ -90,6 +91,9 @@ class RunStore:
         read_only: open without taking the write lock (fails while the run is being written).
         mirror: a writer also appends its writes to ``trajectory.live.jsonl``, so that other
             processes can read the run meanwhile (``RunStore.from_mirror``).
+        catalog: the runs catalog this writer keeps the run's row in (``core.catalog``):
+            ``sync_catalog`` writes it, and so does ``close``; None: none (a store outside the
+            runs folder, a reader).
 
     Attributes:
         live: True for a store rebuilt from a writer's mirror (the run is being written now).
@@ -98,9 +102,10 @@ class RunStore:
         duckdb.IOException: another process holds the file (the run is in progress).
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False, mirror: bool = True) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False, mirror: bool = True, catalog: Path | None = None) -> None:
         self.path = path
         self.live = False
+        self.catalog = None if read_only else catalog
         self._mirror: LiveMirror | None = None
         # One thread: a run's writes are single rows, where DuckDB's thread pool only adds latency.
         self.con = duckdb.connect(str(path), read_only=read_only, config={"threads": 1})
@@ -119,7 +124,7 @@ class RunStore:
             ValueError: the mirror file is damaged.
         """
         store = cls.__new__(cls)
-        store.path, store.live, store._mirror = path, True, None
+        store.path, store.live, store._mirror, store.catalog = path, True, None, None
         store.con = replay(mirror_path(path), SCHEMA)
         return store
 
@@ -157,11 +162,52 @@ class RunStore:
             self._mirror.commit()
 
     def close(self) -> None:
-        """Close the database and delete its live mirror (idempotent)."""
+        """Close the database and delete its live mirror (idempotent); the run's catalog row,
+        if this store keeps one, is written with the closed file's size and time and no writer."""
+        entry = None
+        if self.catalog is not None:
+            try:
+                entry = self.listing()
+            except (duckdb.Error, RunNotFound):  # closed already, or no run row: nothing to list
+                entry = None
         self.con.close()
         if self._mirror is not None:
             self._mirror.close()
             self._mirror = None
+        if entry is not None and self.catalog is not None:
+            catalog_db.write_entry(self.catalog, {**entry, "store_key": catalog_db.store_key(self.path), "writer": None})
+        self.catalog = None
+
+    def listing(self) -> dict[str, Any]:
+        """What the runs catalog keeps of this run (``core.catalog_db``): ``run_id`` (its folder's name), ``status``,
+        ``row`` (the ``runs`` row; ``steps`` counted from the model calls while the run has not
+        ended, as its totals are written at the end) and ``numbers`` for the metrics
+        (``{"tools": {tool: [calls, errors]}, "latencies": [s], "tokens": {"prompt",
+        "cached_prompt", "completion"}}``).
+
+        Raises:
+            RunNotFound: the store holds no run.
+        """
+        row = self.run()
+        if row["status"] == "running":  # killed, or live: its totals are not written yet; count its steps
+            row["steps"] = self.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
+        tools: dict[str, list[int]] = {}
+        for tool, calls, errors in self.con.execute(
+                "SELECT coalesce(tool, '?'), count(*), count(*) FILTER (WHERE is_error) FROM tool_calls GROUP BY ALL").fetchall():
+            tools[tool] = [calls, errors]
+        calls = self.con.execute("SELECT latency_s, coalesce(prompt_tokens, 0), coalesce(cached_prompt_tokens, 0), "
+                                 "coalesce(completion_tokens, 0) FROM model_calls ORDER BY step").fetchall()
+        tokens = {"prompt": sum(c[1] for c in calls), "cached_prompt": sum(c[2] for c in calls), "completion": sum(c[3] for c in calls)}
+        numbers = {"tools": tools, "latencies": [c[0] for c in calls if c[0] is not None], "tokens": tokens}
+        return {"run_id": self.path.parent.name, "status": row["status"], "row": row, "numbers": numbers}
+
+    def sync_catalog(self) -> None:
+        """Write the run's row into the runs catalog (``catalog``; nothing when None), with this
+        process as its writer: when the run starts, at each step's end and when it ends."""
+        if self.catalog is None:
+            return
+        entry = self.listing()
+        catalog_db.write_entry(self.catalog, {**entry, "store_key": catalog_db.store_key(self.path), "writer": catalog_db.process_mark()})
 
     # -- runs -------------------------------------------------------------------------------
 

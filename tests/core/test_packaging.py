@@ -76,4 +76,4 @@ def test_the_coding_agent_runs_without_the_other_extras_and_a_missing_extra_name
     assert "pip install 'horizon-agents[threed]'" in said, said
     listed = agent(tmp_path, "plugins").stdout
     assert "finance" in listed and "pip install 'horizon-agents[finance]'" in listed, listed
-    assert re.search(r"coding +\d+ +Fix bugs in Python", listed) and "plugins.coding:CodingPlugin" in listed, listed  # loads: its tools and what it does
+    assert re.search(r"coding +[\d.]+ +\d+ +Fix bugs in Python", listed) and "plugins.coding:CodingPlugin" in listed, listed  # its version, tools and what it does
