@@ -70,14 +70,20 @@ def store_key(store: Path) -> str | None:
     return "/".join(parts)
 
 
+def _proc_stat(pid: int) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the command's name (state first), [] without them."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _start_time(pid: int) -> str:
     """When process ``pid`` started (clock ticks since boot, from ``/proc``); "" without ``/proc``
     or such a process. It tells a live writer from a process that got its pid later."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
+    fields = _proc_stat(pid)
+    return fields[19].decode() if len(fields) > 19 else ""
 
 
 def process_mark(pid: int | None = None) -> str:
@@ -102,7 +108,10 @@ def alive(writer: str | None) -> bool:
         return False
     except PermissionError:  # another user's process has the pid: alive, and its start time tells
         pass
-    return not start or _start_time(pid) == start
+    fields = _proc_stat(pid)
+    if fields and fields[0] in (b"Z", b"X"):  # it has exited (a zombie not yet reaped): it writes nothing more
+        return False
+    return not start or (len(fields) > 19 and fields[19].decode() == start)
 
 
 def _encode(value: Any) -> Any:

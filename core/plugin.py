@@ -247,8 +247,8 @@ def describe_plugin(name: str, entry: Any) -> PluginInfo:
         missing = _missing(tuple(requires)) if isinstance(requires, tuple | list) else []
         problem = None
         if missing:
-            error = ModuleNotFoundError(f"No module named {missing[0]!r}", name=missing[0])
-            problem = f"the {name} plugin cannot load: {', '.join(missing)} not installed; {install_hint(entry, error)}"
+            error = ModuleNotFoundError(f"No module named {missing[0]!r}", name=missing[0])  # what loading it would raise first
+            problem = f"the {name} plugin cannot load: {type(error).__name__}: {error}; {install_hint(entry, error)}"
         return PluginInfo(name, entry.value, version, description, tuple(tools), problem, from_manifest=True)
     try:
         plugin = load_plugin(name)

@@ -153,12 +153,20 @@ def test_the_catalog_names_the_stores_mirror_file():
     assert catalog.MIRROR_NAME == MIRROR_NAME
 
 
-@pytest.mark.parametrize("writer", ["other-host:1:", "{host}:{dead}:", "{host}:{pid}:0"])
+@pytest.mark.parametrize("writer", ["other-host:1:", "{host}:{dead}:", "{host}:{pid}:0", "zombie"])
 def test_a_writer_that_is_gone_is_not_alive(writer):
-    """Another host's process, a dead pid and a live pid with another start time (a reused pid) are not the writer."""
+    """Another host's process, a dead pid, a live pid with another start time (a reused pid) and
+    a process that has exited but is not yet reaped (a zombie: SIGKILLed, its parent busy) are not the writer."""
     from core.catalog_db import alive, process_mark
 
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
     assert alive(process_mark())
-    assert not alive(writer.format(host=os.uname().nodename, dead=dead.pid, pid=os.getpid()))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    if writer == "zombie":
+        mark = process_mark(child.pid)  # while it runs
+        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        assert not alive(mark)
+        child.wait()
+        return
+    child.wait()
+    assert not alive(writer.format(host=os.uname().nodename, dead=child.pid, pid=os.getpid()))
