@@ -8,6 +8,9 @@ A run lives in ``$HORIZON_HOME/runs/<run id>/``::
     scratch/             run-private files outside the workspace (test reports)
     baseline.git/        the workspace as it was at the start, for the patch
     patch.diff           the final diff, written whenever the run stops, however it stops
+
+and its row in the runs catalog, ``$HORIZON_HOME/catalog.sqlite`` (``core.catalog``), written
+when it starts, at each step's end and when it ends.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The run folders as a whole, without the loop: run ids, listing runs, opening a run's store,
-marking a run killed from outside, applying a run's patch.
+"""The run folders as a whole, without the loop: run ids, reading a run's store as the runs
+catalog lists it (``read_entry``; ``core.catalog`` lists runs), opening a run's store, marking a
+run killed from outside, applying a run's patch.
 
 Kept apart from ``core.runner`` (which imports LangGraph, the policies and the plugins) so that
 ``agent runs``, ``agent show``, ``agent apply`` and the exporters start fast. The folder layout
