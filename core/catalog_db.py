@@ -238,6 +238,38 @@ def delete_entries(con: sqlite3.Connection, run_ids: list[str]) -> None:
     con.execute("COMMIT")
 
 
+def file_id(path: Path) -> tuple[int, int] | None:
+    """The catalog file's device and inode (a rebuilt catalog is another file), None when missing."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def open_for_writing(path: Path) -> sqlite3.Connection | None:
+    """A writer's connection to the catalog at ``path``, None when it cannot be opened now
+    (no folder, damaged, locked too long, a full disk: ``write_entry``)."""
+    if not path.parent.is_dir():
+        return None
+    try:
+        return connect(path)
+    except (CatalogDamaged, sqlite3.Error, OSError) as exc:
+        log.debug("the runs catalog %s was not written (%s); the run is read from its store next time", path, exc)
+        return None
+
+
+def write_entry_on(con: sqlite3.Connection, path: Path, entry: dict[str, Any]) -> bool:
+    """Write one run's row on an open connection (``open_for_writing``); False when it failed
+    (the row is then older than the store: the next listing reads the run from it)."""
+    try:
+        upsert(con, [entry])
+    except (sqlite3.Error, OSError) as exc:
+        log.debug("the runs catalog %s was not written (%s); the run is read from its store next time", path, exc)
+        return False
+    return True
+
+
 def write_entry(path: Path, entry: dict[str, Any]) -> None:
     """Write one run's row into the catalog at ``path``; called by the run's writer.
 

@@ -106,6 +106,9 @@ class RunStore:
         self.path = path
         self.live = False
         self.catalog = None if read_only else catalog
+        self._catalog_con: Any = None  # the writer's connection to the catalog, kept open: a step's end costs one write
+        self._catalog_file: tuple[int, int] | None = None  # the catalog file that connection writes (``catalog_db.file_id``)
+        self._numbers: dict[str, Any] | None = None  # the writer's running counts for the catalog (``listing``'s)
         self._mirror: LiveMirror | None = None
         # One thread: a run's writes are single rows, where DuckDB's thread pool only adds latency.
         self.con = duckdb.connect(str(path), read_only=read_only, config={"threads": 1})
@@ -125,6 +128,7 @@ class RunStore:
         """
         store = cls.__new__(cls)
         store.path, store.live, store._mirror, store.catalog = path, True, None, None
+        store._catalog_con, store._numbers = None, None
         store.con = replay(mirror_path(path), SCHEMA)
         return store
 
@@ -175,7 +179,10 @@ class RunStore:
             self._mirror.close()
             self._mirror = None
         if entry is not None and self.catalog is not None:
-            catalog_db.write_entry(self.catalog, {**entry, "store_key": catalog_db.store_key(self.path), "writer": None})
+            self._write_catalog({**entry, "store_key": catalog_db.store_key(self.path), "writer": None})
+        if self._catalog_con is not None:
+            self._catalog_con.close()
+            self._catalog_con = None
         self.catalog = None
 
     def listing(self) -> dict[str, Any]:
@@ -203,11 +210,55 @@ class RunStore:
 
     def sync_catalog(self) -> None:
         """Write the run's row into the runs catalog (``catalog``; nothing when None), with this
-        process as its writer: when the run starts, at each step's end and when it ends."""
+        process as its writer: when the run starts, at each step's end and when it ends. The
+        counts are read from the store once, then kept as this store writes them (one query a step)."""
         if self.catalog is None:
             return
-        entry = self.listing()
-        catalog_db.write_entry(self.catalog, {**entry, "store_key": catalog_db.store_key(self.path), "writer": catalog_db.process_mark()})
+        if self._numbers is None:
+            entry = self.listing()
+            self._numbers = {**entry["numbers"], "steps": entry["row"]["steps"] if entry["row"]["status"] == "running" else None}
+            if self._numbers["steps"] is None:
+                self._numbers["steps"] = self.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
+        else:
+            row = self.run()
+            if row["status"] == "running":
+                row["steps"] = self._numbers["steps"]
+            numbers = {"tools": {t: list(n) for t, n in self._numbers["tools"].items()}, "latencies": list(self._numbers["latencies"]),
+                       "tokens": dict(self._numbers["tokens"])}
+            entry = {"run_id": self.path.parent.name, "status": row["status"], "row": row, "numbers": numbers}
+        self._write_catalog({**entry, "store_key": catalog_db.store_key(self.path), "writer": catalog_db.process_mark()})
+
+    def _write_catalog(self, entry: dict[str, Any]) -> None:
+        """Write ``entry`` into the catalog on this writer's own connection (opened once; a
+        catalog that cannot be written is left: ``core.catalog_db.write_entry``)."""
+        if self._catalog_con is not None and catalog_db.file_id(self.catalog) != self._catalog_file:  # rebuilt by a reader meanwhile
+            self._catalog_con.close()
+            self._catalog_con = None
+        if self._catalog_con is None:
+            self._catalog_con = catalog_db.open_for_writing(self.catalog)
+            self._catalog_file = catalog_db.file_id(self.catalog)
+        if self._catalog_con is not None and not catalog_db.write_entry_on(self._catalog_con, self.catalog, entry):
+            self._catalog_con.close()  # opened again at the next write (a catalog rebuilt meanwhile is another file)
+            self._catalog_con = None
+
+    def _count(self, step: int, *, latency_s: float | None = None, usage: Usage | None = None, tool: str | None = None,
+               is_error: bool = False) -> None:
+        """Keep the writer's counts for the catalog (``sync_catalog``) as a model call or a tool call is written."""
+        numbers = self._numbers
+        if numbers is None:
+            return
+        numbers["steps"] = max(numbers["steps"], step)
+        if usage is not None:
+            if latency_s is not None:
+                numbers["latencies"].append(latency_s)
+            tokens = numbers["tokens"]
+            tokens["prompt"] += usage.prompt_tokens
+            tokens["cached_prompt"] += usage.cached_prompt_tokens
+            tokens["completion"] += usage.completion_tokens
+        if tool is not None:
+            counts = numbers["tools"].setdefault(tool or "?", [0, 0])
+            counts[0] += 1
+            counts[1] += int(bool(is_error))
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -282,6 +333,7 @@ class RunStore:
             completion_tokens=usage.completion_tokens, latency_s=latency_s, finish_reason=finish_reason,
             **{k: json.dumps(v) for k, v in tokens.items() if v is not None},
         )
+        self._count(step, latency_s=latency_s, usage=usage)
 
     def append_observation(
         self, seq: int, step: int, message: Message, call: ToolCall, *, is_error: bool, data: dict[str, Any], duration_s: float
@@ -290,6 +342,7 @@ class RunStore:
         self._insert(
             seq, step, message, arguments=call.arguments, is_error=is_error, data=json.dumps(data, default=str), duration_s=duration_s
         )
+        self._count(step, tool=message.name or "?", is_error=is_error)
 
     def model_call_usage(self, step: int) -> Usage:
         """Return the stored token usage of model call ``step`` (zeros if none)."""

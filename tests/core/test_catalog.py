@@ -61,6 +61,12 @@ def test_agent_runs_reads_only_the_catalog_and_it_is_rebuilt_when_deleted(notes_
     assert table.count("finished") == 2 and "first task" in table and "second task" in table
     truth = scan_runs(horizon_home)  # every store, opened: the old way
     assert list_runs(horizon_home) == truth
+    from core.catalog import catalog_rows
+    from core.runs import read_entry
+
+    for entry in catalog_rows(horizon_home):  # the counts the writers kept as they wrote are the stores' (the metrics read them)
+        assert entry["numbers"] == read_entry(horizon_home / "runs" / entry["run_id"] / "trajectory.duckdb")["numbers"]
+        assert entry["numbers"]["tools"] == {"write_file": [1, 0], "finish": [1, 0]}
 
     (horizon_home / CATALOG_NAME).unlink()
     rebuilt, modules = agent_runs(horizon_home)
@@ -163,7 +169,7 @@ def test_a_writer_that_is_gone_is_not_alive(writer):
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     if writer == "zombie":
         mark = process_mark(child.pid)  # while it runs
-        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
             time.sleep(0.01)
         assert not alive(mark)
         child.wait()
