@@ -337,7 +337,7 @@ def resume(
 @app.command()
 def runs() -> None:
     """List runs, newest first ("killed": its process died; continue it with agent resume)."""
-    from core.runs import list_runs
+    from core.catalog import list_runs  # the runs catalog: no run store is opened (issue 31)
 
     # Fixed columns at their natural widths; the task gets what is left (on 80 columns, a few words).
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -754,20 +754,22 @@ def server_cmd(
 
 @app.command()
 def plugins() -> None:
-    """List the installed plugins (entry-point group horizon.plugins), and what a plugin that cannot load is missing."""
-    from core.plugin import discover, load_plugin
+    """List the installed plugins (entry-point group horizon.plugins): version, tools, what each does, and
+    what a plugin that cannot load is missing. Read from each plugin's manifest: no plugin is loaded."""
+    from core.plugin import describe_plugin, discover
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("plugin", no_wrap=True)
+    table.add_column("version", no_wrap=True)
     table.add_column("tools", justify="right")
     table.add_column("what it does")
     for name, ep in discover().items():
-        try:
-            plugin = load_plugin(name)
-            tools, what = str(len(plugin.tools())), _safe(plugin.description)
-        except HorizonError as exc:  # what load_plugin says of a plugin that cannot load
-            tools, what = "-", f"[yellow]{_safe(str(exc))}[/]"
-        table.add_row(_safe(name), tools, f"{what}\n[dim]{_safe(ep.value)}[/]")
+        info = describe_plugin(name, ep)
+        if info.problem is None:
+            tools, what = str(len(info.tools)), f"{_safe(info.description)}\n[dim]{_safe(', '.join(info.tools))}[/]"
+        else:
+            tools, what = "-", f"[yellow]{_safe(info.problem)}[/]"
+        table.add_row(_safe(name), _safe(info.version or "-"), tools, f"{what}\n[dim]{_safe(ep.value)}[/]")
     console.print(table)
 
 

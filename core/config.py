@@ -49,6 +49,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import ConfigError, UserError
+from core.paths import horizon_home, runs_dir  # noqa: F401 - re-exported: their owner is core.paths (no pydantic-settings import)
 from core.state import Pricing
 from core.trust import TrustState, check_trust, warn_untrusted
 
@@ -59,17 +60,6 @@ UNTRUSTED_OK = frozenset({
     "temperature", "max_completion_tokens", "timeout_s", "tool_format", "vision", "critic",
     "keep_checkpoints", "retry_max_attempts", "retry_max_total_s",
 })  # fmt: skip
-
-
-def horizon_home() -> Path:
-    """Horizon's data folder: ``$HORIZON_HOME``, else ``~/.horizon``."""
-    return Path(os.environ.get("HORIZON_HOME") or Path.home() / ".horizon").expanduser()
-
-
-def runs_dir(home: Path | None = None) -> Path:
-    """The folder holding one subfolder per run (``$HORIZON_HOME/runs``); only the path: reading
-    needs no folder (no runs yet), writing makes it with ``make_data_folder``."""
-    return (home or horizon_home()) / "runs"
 
 
 def make_data_folder(path: Path) -> Path:

@@ -322,6 +322,7 @@ class Episode:
             update.update(done=True, exit_status=ExitStatus.SUBMITTED, exit_detail="the agent called finish")
         elif stuck:
             update.update(done=True, exit_status=ExitStatus.STUCK, exit_detail=stuck)
+        self.store.sync_catalog()  # the step's end: the runs catalog lists its steps (core.catalog)
         return update
 
     def check_node(self, state: EpisodeState) -> dict[str, Any]:

@@ -8,6 +8,17 @@ A plugin is one class; a third-party package registers it in its own ``pyproject
 and ``agent run mydomain "..."`` finds it. The built-in plugins load through the same path.
 ``HORIZON_PLUGINS=coding,threed`` restricts which plugins load (names, comma-separated).
 
+A plugin whose entry point names a package (``my_package:MyPlugin``, or ``my_package.sub:X``
+with ``sub`` a package) may add ``manifest.py`` beside it, with no heavy import, for
+``agent plugins`` (``describe_plugin``) to list it without loading it::
+
+    DESCRIPTION = "what it does"            # the plugin's description (the class can import it)
+    TOOLS = ("search", "edit", "finish")    # its tools' names, in order
+    REQUIRES = ("numpy",)                   # top-level modules loading it imports (optional)
+
+The package's ``__init__.py`` must not import the plugin itself then (a PEP 562 ``__getattr__``
+does it on first use, as Horizon's own plugins do). Without a manifest the plugin is loaded.
+
 A plugin imports core only through ``core.api`` (this protocol, ``Task``, tools, rewards, errors,
 the sandbox, safe file access, ...); ``tests/core/test_api.py`` pins those names and checks that
 ``plugins/`` imports nothing else of core. ``tests/notes_plugin/horizon_notes.py`` is a minimal
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -28,7 +40,8 @@ from core.errors import PluginContractError, PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
 
-__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "RewardComponent", "Task", "check_plugin", "discover", "heavy_episodes", "install_hint", "load_plugin"]
+__all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "PluginInfo", "RewardComponent", "Task", "check_plugin", "describe_plugin", "discover",
+           "heavy_episodes", "install_hint", "load_plugin"]
 
 ENTRY_POINT_GROUP = "horizon.plugins"
 #: Entry-point group of typer apps that add ``agent <name> ...`` commands (see ``Plugin``).
@@ -163,6 +176,85 @@ def load_plugin(name: str) -> Plugin:
         raise PluginNotFound(f"the {name} plugin ({entry.value}) raised while starting: {type(exc).__name__}: {exc}; {_provider(entry)}") from None
     check_plugin(plugin, f"plugin {name!r} ({entry.value})")
     return plugin
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What ``agent plugins`` lists of an installed plugin.
+
+    Attributes:
+        name: its entry point's name.
+        entry: the entry point's value (``plugins.coding:CodingPlugin``).
+        version: the version of the distribution that registered it ("" when unknown).
+        description: what it does ("" when it cannot load).
+        tools: its tools' names in order (empty when it cannot load).
+        problem: why it cannot load, with what to install (None when it can, as far as known).
+        from_manifest: read from its ``manifest`` module, not from the loaded plugin.
+    """
+
+    name: str
+    entry: str
+    version: str
+    description: str
+    tools: tuple[str, ...]
+    problem: str | None = None
+    from_manifest: bool = False
+
+
+def _manifest(entry: Any) -> Any:
+    """The plugin's ``manifest`` module beside its entry point's module (see the module's
+    docstring), imported; None when there is none or it does not import."""
+    import importlib
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(entry.module)
+        if spec is None or spec.submodule_search_locations is None:  # a plain module: no package to hold a manifest
+            return None
+        if importlib.util.find_spec(f"{entry.module}.manifest") is None:
+            return None
+        return importlib.import_module(f"{entry.module}.manifest")
+    except Exception:  # noqa: BLE001 - a manifest that does not import: the plugin is loaded instead
+        return None
+
+
+def _missing(modules: tuple[str, ...]) -> list[str]:
+    """The top-level modules among ``modules`` that cannot be imported here (found, not imported)."""
+    import importlib.util
+
+    missing = []
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+def describe_plugin(name: str, entry: Any) -> PluginInfo:
+    """What ``agent plugins`` lists of the plugin of entry point ``entry``: from its
+    ``manifest`` when it has one (nothing of the plugin is imported; a module of ``REQUIRES``
+    that is not installed is its ``problem``, with ``install_hint``), else by loading it
+    (``load_plugin``; its error is the ``problem``)."""
+    dist = getattr(entry, "dist", None)
+    version = str(getattr(dist, "version", "") or "")
+    manifest = _manifest(entry)
+    description, tools = getattr(manifest, "DESCRIPTION", None), getattr(manifest, "TOOLS", None)
+    if isinstance(description, str) and isinstance(tools, tuple | list) and all(isinstance(t, str) for t in tools):
+        requires = getattr(manifest, "REQUIRES", ())
+        missing = _missing(tuple(requires)) if isinstance(requires, tuple | list) else []
+        problem = None
+        if missing:
+            error = ModuleNotFoundError(f"No module named {missing[0]!r}", name=missing[0])  # what loading it would raise first
+            problem = f"the {name} plugin cannot load: {type(error).__name__}: {error}; {install_hint(entry, error)}"
+        return PluginInfo(name, entry.value, version, description, tuple(tools), problem, from_manifest=True)
+    try:
+        plugin = load_plugin(name)
+    except (PluginNotFound, PluginContractError) as exc:
+        return PluginInfo(name, entry.value, version, "", (), str(exc))
+    return PluginInfo(name, entry.value, version, plugin.description, tuple(t.name for t in plugin.tools()))
 
 
 #: Each hook Horizon calls: its arguments (after ``self``) and whether a plugin must have it.

@@ -8,6 +8,9 @@ A run lives in ``$HORIZON_HOME/runs/<run id>/``::
     scratch/             run-private files outside the workspace (test reports)
     baseline.git/        the workspace as it was at the start, for the patch
     patch.diff           the final diff, written whenever the run stops, however it stops
+
+and its row in the runs catalog, ``$HORIZON_HOME/catalog.sqlite`` (``core.catalog``), written
+when it starts, at each step's end and when it ends.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import workspace as ws
+from core.catalog import list_runs
+from core.catalog_db import catalog_path
 from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
 from core.config import Settings, horizon_home, make_data_folder, runs_dir
 from core.environment import Environment
@@ -38,7 +43,7 @@ from core.plugin import Plugin, Task, load_plugin
 from core.policy import EmbeddedPolicy, OpenAIServerPolicy, Policy, ScriptedPolicy
 from core.policy.retry import RetryConfig
 from core.policy.router import with_fallback
-from core.runs import RUN_ID, apply_run, list_runs, mark_killed, new_run_id, open_store, open_store_for_writing
+from core.runs import RUN_ID, apply_run, mark_killed, new_run_id, open_store, open_store_for_writing
 from core.state import EpisodeState, ExitStatus, Limits, Pricing
 from core.store import RunStore
 
@@ -239,13 +244,16 @@ class Run:
                                "is removed); free space there, then start it again") from None
             raise
         os.replace(partial, folder)
-        store = RunStore(folder / "trajectory.duckdb")
+        store = RunStore(folder / "trajectory.duckdb", catalog=catalog_path(home))
         try:
-            return cls._open_parts(folder, run_id, task, policy, config, on_event, store, plugin)
+            opened = cls._open_parts(folder, run_id, task, policy, config, on_event, store, plugin)
         except BaseException:  # nothing ran: leave no run behind that looks killed
+            store.catalog = None
             store.close()
             shutil.rmtree(folder, ignore_errors=True)
             raise
+        store.sync_catalog()  # the run is listed from now on (core.catalog)
+        return opened
 
     def _begin(self) -> None:
         """Set the plugin up and write the system and task messages (the episode's step 0).
@@ -343,6 +351,7 @@ class Run:
             return self._finish("finished")  # already ended: report it again, change nothing
         status, forced = "finished", None
         self.store.update_run(status="running")
+        self.store.sync_catalog()
         restore = self._graceful_ctrl_c()
         try:
             if not self.episode.history:  # new, or killed before step 0 was complete
@@ -404,6 +413,7 @@ class Run:
             completion_tokens=state.usage.completion_tokens, cost=state.cost, active_s=state.active_s,
             patch_path=str(patch),
         )  # the reward's verdict was stored by the loop's verify node (RunStore.set_reward)
+        self.store.sync_catalog()
         return RunResult(
             run_id=self.run_id, status=status, exit_status=exit_status, exit_detail=detail,
             reward=state.reward if state.verified else None, correct=state.correct if state.verified else None,

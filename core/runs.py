@@ -1,5 +1,6 @@
-"""The run folders as a whole, without the loop: run ids, listing runs, opening a run's store,
-marking a run killed from outside, applying a run's patch.
+"""The run folders as a whole, without the loop: run ids, reading a run's store as the runs
+catalog lists it (``read_entry``; ``core.catalog`` lists runs), opening a run's store, marking a
+run killed from outside, applying a run's patch.
 
 Kept apart from ``core.runner`` (which imports LangGraph, the policies and the plugins) so that
 ``agent runs``, ``agent show``, ``agent apply`` and the exporters start fast. The folder layout
@@ -19,12 +20,24 @@ from typing import Any, Literal
 
 import duckdb
 
+from core.catalog_db import catalog_path, store_key
 from core.config import runs_dir
 from core.errors import RunNotFound, UserError
 from core.store import RunStore
 
-__all__ = ["RUN_ID", "apply_run", "list_runs", "mark_killed", "new_run_id", "open_store", "open_store_for_writing", "reading_store",
-           "store_error", "store_problem"]
+__all__ = [
+    "RUN_ID",
+    "apply_run",
+    "mark_killed",
+    "new_run_id",
+    "open_store",
+    "open_store_for_writing",
+    "read_entry",
+    "reading_store",
+    "scan_runs",
+    "store_error",
+    "store_problem",
+]
 
 
 #: What a run id may look like: it names the run's folder.
@@ -48,7 +61,7 @@ def mark_killed(run_id: str, reason: str, home: Path | None = None, wait_s: floa
     deadline = time.monotonic() + wait_s
     while path.is_file():
         try:
-            with closing(RunStore(path)) as store:
+            with closing(RunStore(path, catalog=catalog_path(home))) as store:
                 if store.run()["status"] == "finished":
                     return False
                 store.update_run(status="killed", exit_detail=reason)
@@ -127,8 +140,36 @@ def store_error(run_id: str, path: Path, exc: duckdb.Error) -> UserError:
     )
 
 
-def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
-    """Return one row per run, newest first.
+def read_entry(path: Path) -> dict[str, Any]:
+    """Read one run store as the runs catalog keeps it (``core.catalog``): ``RunStore.listing``'s
+    entry, with ``store_key`` (taken before reading: a write meanwhile makes the row stale),
+    ``writer`` None, ``live`` (read from its writer's live mirror) and ``problem``.
+
+    ``status`` is None for a store that holds no run; for one DuckDB refuses, the row has only
+    ``run_id`` and ``status`` (``store_problem``: ``in use``, ``damaged``, ``unreadable``) and
+    ``problem`` is its one-line error (``store_error``). A live run's and an ``in use`` store's
+    ``store_key`` is None: they are read again at the next listing.
+    """
+    run_id = path.parent.name
+    key = store_key(path)
+    entry: dict[str, Any] = {"run_id": run_id, "status": None, "row": {}, "numbers": None, "store_key": key, "writer": None,
+                             "live": False, "problem": None}
+    try:
+        with closing(open_store_for_reading(path)) as store:
+            entry.update(store.listing(), live=store.live)
+    except duckdb.Error as exc:
+        problem = store_problem(exc)
+        entry.update(status=problem, row={"run_id": run_id, "status": problem}, problem=str(store_error(run_id, path, exc)))
+    except RunNotFound:
+        pass
+    if entry["live"] or entry["status"] == "in use":
+        entry["store_key"] = None
+    return entry
+
+
+def scan_runs(home: Path | None = None) -> list[dict[str, Any]]:
+    """One row per run, newest first, read from every run's store (the runs catalog's rebuild,
+    and how runs were listed before it: ``core.catalog.list_runs`` is what lists them).
 
     ``status`` is ``running`` for a run another process is writing now (read from its live mirror,
     ``core.store_mirror``), ``in use`` for a store some other program holds, ``killed`` for one whose
@@ -138,18 +179,11 @@ def list_runs(home: Path | None = None) -> list[dict[str, Any]]:
     """
     rows = []
     for path in sorted(runs_dir(home).glob("[!.]*/trajectory.duckdb"), reverse=True):  # not half-made ones
-        try:
-            with closing(open_store_for_reading(path)) as store:
-                row = store.run()
-                if row["status"] == "running":  # killed, or live: its totals are not written yet; count its steps
-                    row["steps"] = store.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
-                live = store.live
-        except duckdb.Error as exc:
-            rows.append({"run_id": path.parent.name, "status": store_problem(exc)})
+        entry = read_entry(path)
+        if entry["status"] is None:
             continue
-        except RunNotFound:
-            continue
-        if row["status"] == "running" and not live:  # we could open it, so no process holds it any more
+        row = entry["row"]
+        if row["status"] == "running" and not entry["live"]:  # we could open it, so no process holds it any more
             row["status"] = "killed"
         rows.append(row)
     return rows
@@ -198,7 +232,7 @@ def _open_store(run_id: str, home: Path | None, *, read_only: bool, live: bool =
         raise RunNotFound(f"no run {run_id!r} in {runs_dir(home)}; list runs with: agent runs")
     try:
         if not read_only:
-            store = RunStore(path)
+            store = RunStore(path, catalog=catalog_path(home))
         else:
             store = open_store_for_reading(path) if live else RunStore(path, read_only=True)
     except duckdb.Error as exc:

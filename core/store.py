@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from core import catalog_db
 from core.errors import RunNotFound
 from core.state import Message, ToolCall, Usage
 from core.store_mirror import LiveMirror, mirror_path, open_mirror, replay
@@ -90,6 +91,9 @@ class RunStore:
         read_only: open without taking the write lock (fails while the run is being written).
         mirror: a writer also appends its writes to ``trajectory.live.jsonl``, so that other
             processes can read the run meanwhile (``RunStore.from_mirror``).
+        catalog: the runs catalog this writer keeps the run's row in (``core.catalog``):
+            ``sync_catalog`` writes it, and so does ``close``; None: none (a store outside the
+            runs folder, a reader).
 
     Attributes:
         live: True for a store rebuilt from a writer's mirror (the run is being written now).
@@ -98,9 +102,13 @@ class RunStore:
         duckdb.IOException: another process holds the file (the run is in progress).
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False, mirror: bool = True) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False, mirror: bool = True, catalog: Path | None = None) -> None:
         self.path = path
         self.live = False
+        self.catalog = None if read_only else catalog
+        self._catalog_con: Any = None  # the writer's connection to the catalog, kept open: a step's end costs one write
+        self._catalog_file: tuple[int, int] | None = None  # the catalog file that connection writes (``catalog_db.file_id``)
+        self._numbers: dict[str, Any] | None = None  # the writer's running counts for the catalog (``listing``'s)
         self._mirror: LiveMirror | None = None
         # One thread: a run's writes are single rows, where DuckDB's thread pool only adds latency.
         self.con = duckdb.connect(str(path), read_only=read_only, config={"threads": 1})
@@ -119,7 +127,8 @@ class RunStore:
             ValueError: the mirror file is damaged.
         """
         store = cls.__new__(cls)
-        store.path, store.live, store._mirror = path, True, None
+        store.path, store.live, store._mirror, store.catalog = path, True, None, None
+        store._catalog_con, store._numbers = None, None
         store.con = replay(mirror_path(path), SCHEMA)
         return store
 
@@ -157,11 +166,99 @@ class RunStore:
             self._mirror.commit()
 
     def close(self) -> None:
-        """Close the database and delete its live mirror (idempotent)."""
+        """Close the database and delete its live mirror (idempotent); the run's catalog row,
+        if this store keeps one, is written with the closed file's size and time and no writer."""
+        entry = None
+        if self.catalog is not None:
+            try:
+                entry = self.listing()
+            except (duckdb.Error, RunNotFound):  # closed already, or no run row: nothing to list
+                entry = None
         self.con.close()
         if self._mirror is not None:
             self._mirror.close()
             self._mirror = None
+        if entry is not None and self.catalog is not None:
+            self._write_catalog({**entry, "store_key": catalog_db.store_key(self.path), "writer": None})
+        if self._catalog_con is not None:
+            self._catalog_con.close()
+            self._catalog_con = None
+        self.catalog = None
+
+    def listing(self) -> dict[str, Any]:
+        """What the runs catalog keeps of this run (``core.catalog_db``): ``run_id`` (its folder's name), ``status``,
+        ``row`` (the ``runs`` row; ``steps`` counted from the model calls while the run has not
+        ended, as its totals are written at the end) and ``numbers`` for the metrics
+        (``{"tools": {tool: [calls, errors]}, "latencies": [s], "tokens": {"prompt",
+        "cached_prompt", "completion"}}``).
+
+        Raises:
+            RunNotFound: the store holds no run.
+        """
+        row = self.run()
+        if row["status"] == "running":  # killed, or live: its totals are not written yet; count its steps
+            row["steps"] = self.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
+        tools: dict[str, list[int]] = {}
+        for tool, calls, errors in self.con.execute(
+                "SELECT coalesce(tool, '?'), count(*), count(*) FILTER (WHERE is_error) FROM tool_calls GROUP BY ALL").fetchall():
+            tools[tool] = [calls, errors]
+        calls = self.con.execute("SELECT latency_s, coalesce(prompt_tokens, 0), coalesce(cached_prompt_tokens, 0), "
+                                 "coalesce(completion_tokens, 0) FROM model_calls ORDER BY step").fetchall()
+        tokens = {"prompt": sum(c[1] for c in calls), "cached_prompt": sum(c[2] for c in calls), "completion": sum(c[3] for c in calls)}
+        numbers = {"tools": tools, "latencies": [c[0] for c in calls if c[0] is not None], "tokens": tokens}
+        return {"run_id": self.path.parent.name, "status": row["status"], "row": row, "numbers": numbers}
+
+    def sync_catalog(self) -> None:
+        """Write the run's row into the runs catalog (``catalog``; nothing when None), with this
+        process as its writer: when the run starts, at each step's end and when it ends. The
+        counts are read from the store once, then kept as this store writes them (one query a step)."""
+        if self.catalog is None:
+            return
+        if self._numbers is None:
+            entry = self.listing()
+            self._numbers = {**entry["numbers"], "steps": entry["row"]["steps"] if entry["row"]["status"] == "running" else None}
+            if self._numbers["steps"] is None:
+                self._numbers["steps"] = self.con.execute("SELECT coalesce(max(step), 0) FROM model_calls").fetchone()[0]
+        else:
+            row = self.run()
+            if row["status"] == "running":
+                row["steps"] = self._numbers["steps"]
+            numbers = {"tools": {t: list(n) for t, n in self._numbers["tools"].items()}, "latencies": list(self._numbers["latencies"]),
+                       "tokens": dict(self._numbers["tokens"])}
+            entry = {"run_id": self.path.parent.name, "status": row["status"], "row": row, "numbers": numbers}
+        self._write_catalog({**entry, "store_key": catalog_db.store_key(self.path), "writer": catalog_db.process_mark()})
+
+    def _write_catalog(self, entry: dict[str, Any]) -> None:
+        """Write ``entry`` into the catalog on this writer's own connection (opened once; a
+        catalog that cannot be written is left: ``core.catalog_db.write_entry``)."""
+        if self._catalog_con is not None and catalog_db.file_id(self.catalog) != self._catalog_file:  # rebuilt by a reader meanwhile
+            self._catalog_con.close()
+            self._catalog_con = None
+        if self._catalog_con is None:
+            self._catalog_con = catalog_db.open_for_writing(self.catalog)
+            self._catalog_file = catalog_db.file_id(self.catalog)
+        if self._catalog_con is not None and not catalog_db.write_entry_on(self._catalog_con, self.catalog, entry):
+            self._catalog_con.close()  # opened again at the next write (a catalog rebuilt meanwhile is another file)
+            self._catalog_con = None
+
+    def _count(self, step: int, *, latency_s: float | None = None, usage: Usage | None = None, tool: str | None = None,
+               is_error: bool = False) -> None:
+        """Keep the writer's counts for the catalog (``sync_catalog``) as a model call or a tool call is written."""
+        numbers = self._numbers
+        if numbers is None:
+            return
+        numbers["steps"] = max(numbers["steps"], step)
+        if usage is not None:
+            if latency_s is not None:
+                numbers["latencies"].append(latency_s)
+            tokens = numbers["tokens"]
+            tokens["prompt"] += usage.prompt_tokens
+            tokens["cached_prompt"] += usage.cached_prompt_tokens
+            tokens["completion"] += usage.completion_tokens
+        if tool is not None:
+            counts = numbers["tools"].setdefault(tool or "?", [0, 0])
+            counts[0] += 1
+            counts[1] += int(bool(is_error))
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -236,6 +333,7 @@ class RunStore:
             completion_tokens=usage.completion_tokens, latency_s=latency_s, finish_reason=finish_reason,
             **{k: json.dumps(v) for k, v in tokens.items() if v is not None},
         )
+        self._count(step, latency_s=latency_s, usage=usage)
 
     def append_observation(
         self, seq: int, step: int, message: Message, call: ToolCall, *, is_error: bool, data: dict[str, Any], duration_s: float
@@ -244,6 +342,7 @@ class RunStore:
         self._insert(
             seq, step, message, arguments=call.arguments, is_error=is_error, data=json.dumps(data, default=str), duration_s=duration_s
         )
+        self._count(step, tool=message.name or "?", is_error=is_error)
 
     def model_call_usage(self, step: int) -> Usage:
         """Return the stored token usage of model call ``step`` (zeros if none)."""

@@ -23,9 +23,10 @@ from typing import Any
 import duckdb
 
 from core import gitstore
+from core.catalog import list_runs
 from core.config import runs_dir
 from core.errors import PluginNotFound, UserError
-from core.runs import list_runs, open_store
+from core.runs import open_store
 from core.state import Message
 
 

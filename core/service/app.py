@@ -2,7 +2,7 @@
 
 ==========================================  ==========================================================
 ``POST /api/runs``                          submit a run (JSON, ``SubmitRequest``); 201 ``{"run_id", "state"}``
-``GET /api/runs?limit=&offset=``            submitted runs, in submit order, a page at a time: queue state and the store's status
+``GET /api/runs?limit=&offset=``            submitted runs, in submit order, a page at a time: queue state and the store's status (from the runs catalog)
 ``GET /api/runs/{id}``                      one run (404 when the service never had it)
 ``POST /api/runs/{id}/cancel``              cancel: a queued run is dropped, a running one stops after its step in flight
 ``GET /api/runs/{id}/events``               server-sent events: ``message`` per stored message, ``state`` on each change, ``end``
@@ -42,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from core.catalog import catalog_rows
 from core.errors import HorizonError, RunNotFound
 from core.service import control
 from core.service.bounds import (
@@ -191,12 +192,21 @@ def _store_status(run_id: str, home: Path | None) -> tuple[str | None, str]:
         return ("in use" if "in use" in text else "damaged" if text.startswith("damaged:") else "unreadable"), text
 
 
-def _public(row: dict[str, Any], home: Path | None, *, clip: bool = False) -> dict[str, Any]:
-    """A queue row as the API shows it; ``clip``: the task cut to ``TASK_LISTED_CHARS`` (listings)."""
+def _listed_status(run_id: str, listed: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
+    """``_store_status`` from the runs catalog's entries (``core.catalog.catalog_rows``, by run id)."""
+    entry = listed.get(run_id)
+    if entry is None:
+        return None, ""
+    return entry["row"].get("status"), entry.get("problem") or ""
+
+
+def _public(row: dict[str, Any], home: Path | None, *, clip: bool = False, listed: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A queue row as the API shows it; ``clip``: the task cut to ``TASK_LISTED_CHARS`` (listings);
+    ``listed``: the runs catalog's entries by run id (a listing: no store is opened), else the store is read."""
     request = row["request"]
     task = request["task"]
     shown = task[: TASK_LISTED_CHARS - 1] + "…" if clip and len(task) > TASK_LISTED_CHARS else task
-    status, problem = _store_status(row["run_id"], home)
+    status, problem = _store_status(row["run_id"], home) if listed is None else _listed_status(row["run_id"], listed)
     public = {"run_id": row["run_id"], "state": row["state"], "detail": row["detail"], "starts": row["starts"],
               "plugin": request["plugin"], "task": shown, "task_chars": len(task), "repo": request["repo"],
               "policy": request["policy"]["kind"], "submitted_at": row["submitted_at"], "updated_at": row["updated_at"],
@@ -304,7 +314,8 @@ def create_app(queue: RunQueue, home: Path, metrics_registry: Any = None, poll_s
         headers = {"X-Total-Count": str(total)}
         if offset + len(rows) < total:
             headers["Link"] = f'</api/runs?limit={limit}&offset={offset + len(rows)}>; rel="next"'
-        return JSONResponse([await asyncio.to_thread(_public, row, home, clip=True) for row in rows], headers=headers)
+        listed = {e["run_id"]: e for e in await asyncio.to_thread(catalog_rows, home)} if rows else {}
+        return JSONResponse([_public(row, home, clip=True, listed=listed) for row in rows], headers=headers)
 
     async def one_run(request: Request) -> Response:
         row = await asyncio.to_thread(queue.get, request.path_params["run_id"])

@@ -1,9 +1,9 @@
-"""Prometheus metrics of the service, computed from the run stores at scrape time.
+"""Prometheus metrics of the service, computed from the runs catalog at scrape time.
 
 The stores are the truth and outlive the server, so the numbers survive a restart (or a
-SIGKILL) without any state of their own: each scrape reads every run's store (a run being
-written through its live mirror, ``core.store_mirror``); a finished run's numbers never change
-and are kept in memory after the first read. The queue adds the service's own view (rows per
+SIGKILL) without any state of their own: each scrape reads the runs catalog (``core.catalog``:
+each run's counts as its writer left them at its last step's end, a run whose store changed
+since read again from it), not every store. The queue adds the service's own view (rows per
 state, resumes).
 
 Metrics (``horizon_`` prefix):
@@ -25,15 +25,10 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from core.config import runs_dir
-from core.errors import RunNotFound
-from core.runs import open_store_for_reading
+from core.catalog import catalog_rows
 from core.service.queue import RunQueue
 from core.state import Pricing, Usage
 
@@ -43,39 +38,25 @@ __all__ = ["LATENCY_BUCKETS", "StoreCollector", "run_numbers"]
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
-def run_numbers(path: Path) -> dict[str, Any] | None:
-    """What the metrics count of one run store (``trajectory.duckdb``).
+def run_numbers(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """What the metrics count of one run, from its runs-catalog entry (``core.catalog.catalog_rows``).
 
     Returns:
         ``{"status", "plugin", "tools": {tool: [calls, errors]}, "latencies": [s], "tokens":
-        {"prompt", "cached_prompt", "completion"}, "cost"}``, or None when the store cannot be read
+        {"prompt", "cached_prompt", "completion"}, "cost"}``, or None when its store cannot be read
         now (damaged, or held by a program that keeps no mirror).
     """
-    try:
-        with closing(open_store_for_reading(path)) as store:
-            run = store.run()
-            live = store.live
-            tools: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for tool, is_error in store.con.execute("SELECT tool, is_error FROM tool_calls").fetchall():
-                tools[tool or "?"][0] += 1
-                tools[tool or "?"][1] += int(bool(is_error))
-            calls = store.con.execute(
-                "SELECT latency_s, coalesce(prompt_tokens, 0), coalesce(cached_prompt_tokens, 0), coalesce(completion_tokens, 0) "
-                "FROM model_calls").fetchall()
-    except (duckdb.Error, RunNotFound):
+    numbers, run = entry.get("numbers"), entry["row"]
+    if numbers is None:
         return None
-    usage = Usage(prompt_tokens=sum(c[1] for c in calls), cached_prompt_tokens=sum(c[2] for c in calls),
-                  completion_tokens=sum(c[3] for c in calls))
-    status = run["status"]
-    if status == "running" and not live:  # no process writes it: its process died
-        status = "killed"
-    return {"status": status, "plugin": run["plugin"], "tools": dict(tools), "latencies": [c[0] for c in calls if c[0] is not None],
-            "tokens": {"prompt": usage.prompt_tokens, "cached_prompt": usage.cached_prompt_tokens, "completion": usage.completion_tokens},
-            "cost": Pricing(**(run.get("config") or {}).get("pricing", {})).cost(usage)}
+    tokens = numbers["tokens"]
+    usage = Usage(prompt_tokens=tokens["prompt"], cached_prompt_tokens=tokens["cached_prompt"], completion_tokens=tokens["completion"])
+    return {"status": run["status"], "plugin": run.get("plugin"), "tools": numbers["tools"], "latencies": numbers["latencies"],
+            "tokens": dict(tokens), "cost": Pricing(**(run.get("config") or {}).get("pricing", {})).cost(usage)}
 
 
 class StoreCollector:
-    """A ``prometheus_client`` custom collector over the run stores and the service's queue.
+    """A ``prometheus_client`` custom collector over the runs catalog and the service's queue.
 
     Args:
         home: Horizon's data folder.
@@ -84,17 +65,12 @@ class StoreCollector:
 
     def __init__(self, home: Path | None, queue: RunQueue | None = None) -> None:
         self.home, self.queue = home, queue
-        self._finished: dict[str, dict[str, Any]] = {}  # a finished run's numbers do not change
 
     def _runs(self) -> Iterator[dict[str, Any]]:
-        for path in sorted(runs_dir(self.home).glob("[!.]*/trajectory.duckdb")):
-            run_id = path.parent.name
-            numbers = self._finished.get(run_id) or run_numbers(path)
-            if numbers is None:
-                continue
-            if numbers["status"] == "finished":
-                self._finished[run_id] = numbers
-            yield numbers
+        for entry in catalog_rows(self.home):
+            numbers = run_numbers(entry)
+            if numbers is not None:
+                yield numbers
 
     def collect(self) -> Iterator[Any]:
         """The metric families (called by ``prometheus_client`` on each scrape)."""

@@ -1,7 +1,8 @@
 """What the web UI shows, read from the run store and the evaluations' folders: plain dicts for
 the templates, no HTML here (the templates escape every value).
 
-Runs are read with ``core.runs`` (a run being written is read from its writer's live mirror);
+The run list is read from the runs catalog (``core.catalog``); a run's page with ``core.runs``
+(a run being written is read from its writer's live mirror);
 evaluations from ``$HORIZON_HOME/evals/<id>/`` (``summary.json`` once finished, else the
 ``results.jsonl`` written so far, scored with ``core.eval.metrics.summarize``).
 """
@@ -13,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from core.catalog import list_runs
 from core.config import horizon_home, runs_dir
 from core.errors import RunNotFound
-from core.runs import RUN_ID, list_runs, reading_store
+from core.runs import RUN_ID, reading_store
 from core.state import Pricing, Usage
 from core.store import RUN_FIELDS
 from core.store_mirror import MIRROR_NAME
@@ -31,7 +33,7 @@ MAX_ARTIFACTS = 40
 
 
 def runs_table(home: Path | None = None) -> list[dict[str, Any]]:
-    """The runs, newest first (``core.runs.list_runs``), each with ``tokens`` (prompt +
+    """The runs, newest first, from the runs catalog (``core.catalog.list_runs``: no store is opened), each with ``tokens`` (prompt +
     completion) and ``live`` (being written now) added."""
     rows = [{**dict.fromkeys(RUN_FIELDS), **row} for row in list_runs(home)]  # an unreadable store's row has only id and status
     for row in rows:

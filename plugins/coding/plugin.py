@@ -20,6 +20,7 @@ from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
 from plugins.coding.grading import BASELINE_FILE, grading_run, save_original_tests
+from plugins.coding.manifest import DESCRIPTION
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
 from plugins.coding.suspicious import with_suspicious_changes
@@ -93,7 +94,7 @@ class CodingPlugin:
     """Plugin ``coding``: tools to search, read, edit, test and check code; a test-based reward."""
 
     name = "coding"
-    description = "Fix bugs in Python, Java, JavaScript/TypeScript and Go repositories; graded by fail-to-pass and pass-to-pass tests."
+    description = DESCRIPTION  # plugins/coding/manifest.py: agent plugins lists it without importing this module
 
     def is_checker_input(self, path: str) -> bool:
         """Whether a patch's ``path`` is a test or the test runner's configuration (the export's

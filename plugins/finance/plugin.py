@@ -8,6 +8,7 @@ from core.api import RewardResult, Task, Tool, ToolContext, Trajectory, UserErro
 from plugins.finance.checks import run_checks
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.ingest import INGESTED, ingest
+from plugins.finance.manifest import DESCRIPTION
 from plugins.finance.model import create_views
 from plugins.finance.questions import load_questions
 from plugins.finance.reward import REWARD_VERSION, grade
@@ -48,7 +49,7 @@ class FinancePlugin:
     """Plugin ``finance``: filings into DuckDB with provenance; scored answers, checks and reports."""
 
     name = "finance"
-    description = "Answer questions about company filings and write research reports; every figure traced to a page."
+    description = DESCRIPTION  # plugins/finance/manifest.py: agent plugins lists it without importing this module
 
     def system_prompt(self, task: Task) -> str:
         """The same text for every run (prefix caching)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
 from plugins.threed import look
 from plugins.threed.live import BlenderLink, parse_options
+from plugins.threed.manifest import DESCRIPTION
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
@@ -42,7 +43,7 @@ class ThreeDPlugin:
 
     name = "threed"
     heavy_episodes = True  # each episode drives its own Blender worker process
-    description = "Build 3D scenes in Blender (bpy) with typed tools; graded by trimesh geometry checks."
+    description = DESCRIPTION  # plugins/threed/manifest.py: agent plugins lists it without importing this module
 
     def system_prompt(self, task: Task) -> str:
         """The same text for every run (prefix caching); the requirements go in the task message."""

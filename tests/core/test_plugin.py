@@ -178,3 +178,19 @@ def test_a_plugin_whose_code_fails_says_it_is_the_plugins_and_the_others_still_l
         load_plugin("echo")
     assert said in str(caught.value)
     assert load_plugin("coding").name == "coding"
+
+
+def test_agent_plugins_lists_a_plugin_without_a_manifest_by_loading_it(notes_plugin):
+    """The notes plugin is a plain module (no package to hold a manifest): ``describe_plugin``
+    loads it for its description and tools; the version is its distribution's."""
+    from typer.testing import CliRunner
+
+    from core.cli import app
+    from core.plugin import describe_plugin, discover, load_plugin
+
+    info = describe_plugin("notes", discover()["notes"])
+    plugin = load_plugin("notes")
+    assert (info.version, info.description, info.tools, info.problem, info.from_manifest) == (
+        "1.0", plugin.description, tuple(t.name for t in plugin.tools()), None, False)
+    listed = CliRunner().invoke(app, ["plugins"], env={"COLUMNS": "200"}).output
+    assert "notes" in listed and "1.0" in listed and ", ".join(info.tools) in listed, listed

@@ -30,7 +30,8 @@ pytest.importorskip("prometheus_client", reason="the service extra is not instal
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from core.runs import list_runs, reading_store
+from core.catalog import list_runs
+from core.runs import reading_store
 from core.service.queue import RunQueue, queue_path
 from tests.core.test_service_parts import FIX, tiny_repo, write_script
 
