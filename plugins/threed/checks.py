@@ -7,7 +7,8 @@ so format splits never count as open edges. The checks:
 
 - ``closed_solid``: trimesh's ``is_volume`` (watertight, consistent winding, positive finite
   volume), not merely watertight; the details count open (boundary) edges and edges shared by
-  more than two faces.
+  more than two faces, and ``back_to_back_pairs_dropped``: pairs of faces on the same three
+  vertices wound opposite ways, which the weld makes of two slivers and drops (``meshfile.weld``).
 - ``dimensions``: the axis-aligned bounding box against requested sizes, within a tolerance.
 - ``face_count``: triangles within ``[min, max]``.
 - ``bodies``: connected pieces (faces joined through shared edges).
@@ -110,6 +111,7 @@ def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
             "volume_m3": float(part.volume) if part.is_volume else None,
             "signed_volume_m3": float(part.volume) if watertight else None,
             "merged_vertices": part.metadata.get("merged_vertices", 0),
+            "back_to_back_pairs_dropped": part.metadata.get("back_to_back_pairs", 0),
         })
     ok = all(d["is_volume"] for d in details)
     if ok:
@@ -118,6 +120,9 @@ def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
         bad = [i for i, d in enumerate(details) if not d["is_volume"]]
         where = f" (part {bad[0] + 1} of {len(parts)}; {len(bad)} failing)" if len(parts) > 1 else ""
         message = f"not a closed solid: {'; '.join(_solid_defects(details[bad[0]]))}{where}"
+    dropped = sum(d["back_to_back_pairs_dropped"] for d in details)
+    if dropped:
+        message += f"; {dropped} back-to-back face pair{'s' if dropped > 1 else ''} made by the weld dropped"
     return Check("closed_solid", ok, 1.0 if ok else 0.0, message, {"parts": details})
 
 
