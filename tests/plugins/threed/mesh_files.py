@@ -26,12 +26,30 @@ def seam_cube_obj(path):
     return path
 
 
+#: An L-shaped outline (metres, counter-clockwise seen from +z), its notch at corner 3.
+L_OUTLINE = [(0.0, 0.0), (0.02, 0.0), (0.02, 0.01), (0.01, 0.01), (0.01, 0.02), (0.0, 0.02)]
+
+
+def l_prism_obj(path, height=0.01, start=2):
+    """A closed prism over ``L_OUTLINE`` as an OBJ of n-gons: two L-shaped caps listed from corner
+    ``start`` (from 2, the fan from the first corner has a triangle over the notch, outside the L,
+    wound backwards) and quads round the side. Area 14 cm², volume 3 cm³ (at the default height)."""
+    k = len(L_OUTLINE)
+    order = [(start + i) % k for i in range(k)]
+    lines = [f"v {x!r} {y!r} 0.0" for x, y in L_OUTLINE] + [f"v {x!r} {y!r} {height!r}" for x, y in L_OUTLINE]
+    lines.append("f " + " ".join(str(k + i + 1) for i in order))  # top, counter-clockwise from +z
+    lines.append("f " + " ".join(str(i + 1) for i in reversed(order)))  # bottom, seen from -z
+    lines += [f"f {i + 1} {(i + 1) % k + 1} {k + (i + 1) % k + 1} {k + i + 1}" for i in range(k)]
+    path.write_text("o l_prism\n" + "\n".join(lines) + "\n")
+    return path
+
+
 def notched_block_obj(path, size=0.02, height=0.01):
     """A closed block as an OBJ of n-gons whose top is two coplanar faces: an L-shaped hexagon
     (non-convex) and the square filling its notch, both listed from the notch's outer corner, so
-    the fan from the first corner of each draws the same diagonal (4 faces on one edge), the L's
-    outside the L. Blender reads it closed (n-gons as they are; filled by ear clipping); a
-    fan-triangulating loader reads 1 edge of four faces. The sides on the notch are pentagons
+    the fan from the first corner of each draws the same diagonal, the L's outside the L: the fan's
+    triangle over the notch and the square's are a back-to-back pair, 4 faces on one edge. Blender
+    reads it closed (n-gons as they are; filled by ear clipping). The sides on the notch are pentagons
     (a corner in the middle of their top edge)."""
     s, h, m = size, height, size / 2
     corners = {"b0": (0, 0, 0), "b1": (s, 0, 0), "b2": (s, s, 0), "b3": (0, s, 0),
