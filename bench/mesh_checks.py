@@ -5,7 +5,8 @@
 
 MESHES is the argument, else ``$HORIZON_MESHES``, else ``../shared/data/meshes`` next to the
 repository; when it is missing the script says so and exits 0. Every ``.stl``, ``.obj`` and
-``.ply`` under it is loaded by Horizon (``checks.load_parts``: welded at ``MERGE_DISTANCE_M``)
+``.ply`` under it, and meshes of the repository's own written by code into a temporary folder
+(``made/``: n-gons that trimesh's fan gets wrong, a back-to-back pair the weld makes), is loaded by Horizon (``checks.load_parts``: welded at ``MERGE_DISTANCE_M``)
 and by Blender (``plugins/threed/print3d.py`` in a child process: Blender's importer, merge by
 distance at the same distance, the 3D-Print Toolbox's Solid, Intersections, Degenerate and Shells
 checks computed with bmesh and Geometry Nodes), and three verdicts are compared
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +64,29 @@ def main() -> None:
         print(f"skipped: no meshes at {folder} (give a folder, set HORIZON_MESHES, or put ../shared/data/meshes next to "
               "the repository)")
         return
-    files = compare.mesh_files(folder)
+    with tempfile.TemporaryDirectory(prefix="horizon-made-meshes-") as made:
+        run(folder, Path(made), args.markdown)
+
+
+def write_made(folder: Path) -> None:
+    """Meshes of this repository's own, written by code (``tests/plugins/threed/mesh_files.py``)
+    into ``folder``: closed n-gon OBJs that trimesh's fan gets wrong (an L-shaped prism; a block
+    whose L-shaped top and notch square share the fan's diagonal) and a closed box with a
+    back-to-back sliver pair that the 10 µm weld makes."""
+    from tests.plugins.threed.mesh_files import back_to_back_triangles, l_prism_obj, notched_block_obj, write_stl
+
+    l_prism_obj(folder / "l_prism.obj")
+    notched_block_obj(folder / "notched_block.obj")
+    write_stl(folder / "slivers_back_to_back.stl", back_to_back_triangles())
+
+
+def run(folder: Path, made: Path, markdown: bool) -> None:
+    """Compare both sides on the meshes under ``folder`` and the made ones (written to ``made``,
+    listed as ``made/NAME``); exit non-zero on an unexplained disagreement."""
+    write_made(made)
+    names = {f: f.relative_to(folder).as_posix() for f in compare.mesh_files(folder)}
+    names |= {f: "made/" + f.name for f in compare.mesh_files(made)}
+    files = list(names)
     start = time.perf_counter()
     horizon = {f: compare.horizon_verdicts(f) for f in files}
     horizon_s = time.perf_counter() - start
@@ -72,8 +96,8 @@ def main() -> None:
     rows = []
     for f in files:
         b, numbers = compare.blender_verdicts(blender[str(f)])
-        rows.append((f.relative_to(folder).as_posix(), compare.compare(horizon[f], b, numbers)))
-    emit_markdown(rows, folder) if args.markdown else emit_rich(rows, folder)
+        rows.append((names[f], compare.compare(horizon[f], b, numbers)))
+    emit_markdown(rows, folder) if markdown else emit_rich(rows, folder)
     flat = [c for _, cs in rows for c in cs]
     counts = {k: sum(mark(c.agree, c.explained) == k for c in flat) for k in ("yes", "no (explained)", "NO", "n/a")}
     print(f"\n{len(files)} meshes, {len(flat)} comparisons: {counts['yes']} agree, {counts['no (explained)']} differ by a "
