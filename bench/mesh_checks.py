@@ -11,7 +11,8 @@ and by Blender (``plugins/threed/print3d.py`` in a child process: Blender's impo
 distance at the same distance, the 3D-Print Toolbox's Solid, Intersections, Degenerate and Shells
 checks computed with bmesh and Geometry Nodes), and three verdicts are compared
 (``plugins/threed/compare.py``): the file is readable, the mesh is a closed solid (Blender: the
-toolbox's Solid), the number of bodies (Blender: the toolbox's Shells). ``--markdown`` prints the
+toolbox's Solid), the number of bodies (Blender: the toolbox's Shells), the faces that cross another (Blender: the toolbox's Intersect Face).
+``--markdown`` prints the
 table as Markdown (for docs/mesh-checks.md).
 
 The exit status is non-zero when the comparison breaks: Blender's child fails, or Horizon and
@@ -47,7 +48,7 @@ def mark(agree: bool | None, explained: str | None) -> str:
 
 def verdict(v: compare.Verdict, check: str) -> str:
     """A verdict cell: pass/fail (or a count) and the reason."""
-    if check == "bodies" and v.count is not None:
+    if check in ("bodies", "self_intersections") and v.count is not None:
         return v.reason
     return f"{'pass' if v.ok else 'fail' if v.ok is False else '-'}: {v.reason}"
 
@@ -72,12 +73,14 @@ def write_made(folder: Path) -> None:
     """Meshes of this repository's own, written by code (``tests/plugins/threed/mesh_files.py``)
     into ``folder``: closed n-gon OBJs that trimesh's fan gets wrong (an L-shaped prism; a block
     whose L-shaped top and notch square share the fan's diagonal) and a closed box with a
-    back-to-back sliver pair that the 10 µm weld makes."""
-    from tests.plugins.threed.mesh_files import back_to_back_triangles, l_prism_obj, notched_block_obj, write_stl
+    back-to-back sliver pair that the 10 µm weld makes; two closed boxes that pass through each
+    other in one solid (self-intersections)."""
+    from tests.plugins.threed.mesh_files import back_to_back_triangles, crossing_boxes_triangles, l_prism_obj, notched_block_obj, write_stl
 
     l_prism_obj(folder / "l_prism.obj")
     notched_block_obj(folder / "notched_block.obj")
     write_stl(folder / "slivers_back_to_back.stl", back_to_back_triangles())
+    write_stl(folder / "crossing_boxes.stl", crossing_boxes_triangles())
 
 
 def run(folder: Path, made: Path, markdown: bool) -> None:
@@ -129,9 +132,9 @@ def emit_rich(rows, folder: Path) -> None:
 def emit_markdown(rows, folder: Path) -> None:
     """One Markdown row per mesh: readable and closed solid, then bodies, on both sides."""
     print("| mesh | Horizon `closed_solid` | Blender Solid (non-manifold, bad contiguous; signed volume) | agree "
-          "| Horizon `bodies` | Blender Shells (edge-linked) | agree |")
-    print("|---|---|---|---|---:|---:|---|")
-    for name, (file_, solid, bodies) in rows:
+          "| Horizon `bodies` | Blender Shells (edge-linked) | agree | Horizon `self_intersections` | Blender Intersect Face | agree |")
+    print("|---|---|---|---|---:|---:|---|---:|---:|---|")
+    for name, (file_, solid, bodies, crossing) in rows:
         both_read = file_.horizon.ok and file_.blender.ok
         h_solid = verdict(solid.horizon, "closed_solid") if file_.horizon.ok else f"refused: {file_.horizon.reason}"
         b_solid = verdict(solid.blender, "closed_solid") if file_.blender.ok else f"refused: {file_.blender.reason}"
@@ -139,7 +142,13 @@ def emit_markdown(rows, folder: Path) -> None:
         h_bodies = "-" if bodies.horizon.count is None else str(bodies.horizon.count)
         b_bodies = "-" if bodies.blender.count is None else bodies.blender.reason.split(" joined")[0].replace(" shells", "").replace(" shell", "") + ")"
         print(f"| `{name}` | {_md(h_solid, folder)} | {_md(b_solid, folder)} | {agree_solid} | {h_bodies} | {b_bodies} "
-              f"| {mark(bodies.agree, bodies.explained)} |")
+              f"| {mark(bodies.agree, bodies.explained)} | {_n(crossing.horizon)} | {_n(crossing.blender)} "
+              f"| {mark(crossing.agree, crossing.explained)} |")
+
+
+def _n(v: compare.Verdict) -> str:
+    """A count cell: the count, or - where the check did not run."""
+    return "-" if v.count is None else str(v.count)
 
 
 def _md(text: str, folder: Path) -> str:

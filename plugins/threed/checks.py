@@ -9,6 +9,8 @@ so format splits never count as open edges. The checks:
   volume), not merely watertight; the details count open (boundary) edges and edges shared by
   more than two faces, and ``back_to_back_pairs_dropped``: pairs of faces on the same three
   vertices wound opposite ways, which the weld makes of two slivers and drops (``meshfile.weld``).
+- ``self_intersections``: faces of one part that cross each other, counted (not part of
+  ``closed_solid``; a closed mesh can pass through itself).
 - ``dimensions``: the axis-aligned bounding box against requested sizes, within a tolerance.
 - ``face_count``: triangles within ``[min, max]``.
 - ``bodies``: connected pieces (faces joined through shared edges).
@@ -124,6 +126,32 @@ def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
     if dropped:
         message += f"; {dropped} back-to-back face pair{'s' if dropped > 1 else ''} made by the weld dropped"
     return Check("closed_solid", ok, 1.0 if ok else 0.0, message, {"parts": details})
+
+
+def self_intersections(parts: list[trimesh.Trimesh]) -> Check:
+    """No part's faces cross each other (``intersect.crossing_pairs``: an edge of one triangle
+    through the interior of another that shares no vertex with it; coplanar overlaps and touching
+    are not counted). Blender's 3D-Print Toolbox counts the same thing as "Intersect Face".
+
+    Not part of ``closed_solid``: a closed, consistently wound mesh can still pass through itself
+    (a print of it is ambiguous). Faces of different parts are not compared.
+
+    Returns:
+        A ``Check`` whose ``detail["parts"]`` holds each part's ``faces`` (faces that cross another)
+        and ``pairs`` (crossing pairs).
+    """
+    from plugins.threed.intersect import crossing_pairs
+
+    details = []
+    for part in parts:
+        pairs = crossing_pairs(part.vertices, part.faces)
+        details.append({"faces": int(len(np.unique(pairs))), "pairs": int(len(pairs))})
+    faces = sum(d["faces"] for d in details)
+    ok = faces == 0
+    message = ("no self-intersections" if ok else
+               f"{faces} face{'s' if faces > 1 else ''} cross{'' if faces > 1 else 'es'} another face of the same part "
+               f"({sum(d['pairs'] for d in details)} crossing pairs)")
+    return Check("self_intersections", ok, 1.0 if ok else 0.0, message, {"parts": details})
 
 
 UNIT_TO_M = {"m": 1.0, "cm": 0.01, "mm": 0.001}

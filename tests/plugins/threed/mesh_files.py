@@ -73,3 +73,12 @@ def back_to_back_triangles(offset_m=3e-6):
     shift = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]]) * offset_m
     slivers = np.stack([tri + shift, (tri - shift)[::-1]])
     return np.vstack([box.triangles, slivers])
+
+
+def crossing_boxes_triangles(size=0.02):
+    """Two closed boxes of side ``size`` (metres) in one solid, the second moved by (0.3, 0.4, 0.45)
+    of a side so that they pass through each other: (24, 3, 3) triangles, 12 of each box crossing
+    the other box's faces."""
+    a, b = trimesh.creation.box([size] * 3), trimesh.creation.box([size] * 3)
+    b.apply_translation(np.array([0.3, 0.4, 0.45]) * size)
+    return np.vstack([a.triangles, b.triangles])
