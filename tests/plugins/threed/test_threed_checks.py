@@ -122,3 +122,12 @@ def test_self_intersections_count_faces_that_cross(meshes):
     b.apply_translation([1, 0.3, 0.2])
     assert checks.self_intersections([trimesh.util.concatenate([a, b])]).passed
     assert checks.self_intersections(checks.load_parts(meshes / "soup.stl")).detail["parts"][0]["faces"] == 99  # Blender: 99
+
+
+def test_self_intersections_say_when_a_dense_fan_is_not_checked():
+    # a cylinder cap of 4000 segments puts every cap triangle's box over the centre: too many pairs
+    fan = trimesh.creation.cylinder(radius=1, height=10, sections=4000)
+    verdict = checks.self_intersections([fan])
+    assert verdict.passed and verdict.detail["checked"] is False
+    assert "not checked" in verdict.message and "more than 20,000,000" in verdict.message
+    assert checks.self_intersections([trimesh.creation.cylinder(radius=1, height=1, sections=256)]).detail["checked"]
