@@ -75,7 +75,13 @@ def write_made(folder: Path) -> None:
     whose L-shaped top and notch square share the fan's diagonal) and a closed box with a
     back-to-back sliver pair that the 10 µm weld makes; two closed boxes that pass through each
     other in one solid (self-intersections)."""
-    from tests.plugins.threed.mesh_files import back_to_back_triangles, crossing_boxes_triangles, l_prism_obj, notched_block_obj, write_stl
+    from tests.plugins.threed.mesh_files import (
+        back_to_back_triangles,
+        crossing_boxes_triangles,
+        l_prism_obj,
+        notched_block_obj,
+        write_stl,
+    )
 
     l_prism_obj(folder / "l_prism.obj")
     notched_block_obj(folder / "notched_block.obj")

@@ -151,7 +151,7 @@ def self_intersections(parts: list[trimesh.Trimesh]) -> Check:
             where = f"part {i + 1} of {len(parts)}" if len(parts) > 1 else "the mesh"
             return Check("self_intersections", True, 1.0, f"self-intersections not checked: {where} has {exc}",
                          {"parts": details, "checked": False})
-        details.append({"faces": int(len(np.unique(pairs))), "pairs": int(len(pairs))})
+        details.append({"faces": len(np.unique(pairs)), "pairs": len(pairs)})
     faces = sum(d["faces"] for d in details)
     ok = faces == 0
     message = ("no self-intersections" if ok else

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from plugins.threed import checks
-from plugins.threed import meshfile
+from plugins.threed import checks, meshfile
 from tests.plugins.threed.mesh_files import back_to_back_triangles, l_prism_obj, notched_block_obj, seam_cube_obj, write_stl
 
 

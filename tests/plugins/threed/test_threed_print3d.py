@@ -8,8 +8,14 @@ import trimesh
 
 from plugins.threed import compare
 from plugins.threed.compare import Verdict
-from tests.plugins.threed.mesh_files import (back_to_back_triangles, crossing_boxes_triangles, l_prism_obj, notched_block_obj,
-                                              seam_cube_obj, write_stl)
+from tests.plugins.threed.mesh_files import (
+    back_to_back_triangles,
+    crossing_boxes_triangles,
+    l_prism_obj,
+    notched_block_obj,
+    seam_cube_obj,
+    write_stl,
+)
 
 
 def both(paths):
