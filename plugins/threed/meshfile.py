@@ -242,7 +242,9 @@ def load_parts(path: Path, scale: float = 1.0, merge_distance_m: float = MERGE_D
     statements, glTF nodes, the ``solid`` blocks of an ASCII STL) stay separate parts, so two
     objects that touch count as two bodies; OBJ groups (``g``) and materials (``usemtl``) do not
     split an object (Blender's OBJ importer does the same by default), and no ``.mtl`` or texture
-    file is read.
+    file is read. OBJ n-gons that trimesh's fan would triangulate wrongly (non-convex ones) are
+    ear-clipped first, as Blender fills them (``_obj_ear_clipped``; each part's
+    ``metadata["ear_clipped_polygons"]`` counts the file's rewritten polygons).
 
     Args:
         path: the file.
