@@ -180,8 +180,9 @@ def _obj_ear_clipped(text: str) -> tuple[str, int] | None:
     """The OBJ text with every n-gon that trimesh's fan would get wrong split into the triangles
     of ear clipping (``polyfill.ear_clip``, as Blender fills it), or ``None`` when there is none.
 
-    A face of more than three corners whose ear clipping is the fan from its first corner (every
-    convex polygon) is left for trimesh; any other is rewritten as ``f`` statements of three of
+    A face of more than three corners whose fan from its first corner is right (every triangle of
+    it turns the polygon's way about its Newell normal, as in every convex polygon; tested for all
+    faces at once) is left for trimesh; any other is ear-clipped and rewritten as ``f`` statements of three of
     its own corners (``v/vt/vn`` kept), so UVs, normals, groups and objects read as before.
     Continued lines come back joined. Run after ``_obj_census``, which rejects the indices this
     cannot resolve.
@@ -192,28 +193,36 @@ def _obj_ear_clipped(text: str) -> tuple[str, int] | None:
     from plugins.threed.polyfill import ear_clip
 
     positions: list[list[float]] = []
-    lines, rewritten = [], 0
+    lines: list[str | list[str]] = []
+    polygons: dict[int, list[tuple[int, list[int]]]] = {}  # corners -> (line, vertex indices)
     for _, line in _logical_lines(text):
         words = line.split()
         if words and words[0] == "v":
             try:
-                positions.append([float(w) for w in words[1:4]])
+                positions.append([float(w) for w in words[1:4]][:3] + [np.nan] * (3 - len(words[1:4])))
             except ValueError:
                 positions.append([np.nan] * 3)
         elif words and words[0] == "f" and len(words) > 4:
-            corners = words[1:]
-            index = [int(_INDEX.match(c).group()) for c in corners]
-            index = [i - 1 if i > 0 else len(positions) + i for i in index]
-            points = np.array([positions[i] for i in index], dtype=np.float64)
-            if np.isfinite(points).all() and len(points[0]) == 3:
-                triangles = ear_clip(points)
-                fan = np.stack([np.zeros(len(corners) - 2, dtype=np.int64), np.arange(1, len(corners) - 1),
-                                np.arange(2, len(corners))], axis=1)
-                if not np.array_equal(triangles, fan):
-                    lines.extend("f " + " ".join(corners[i] for i in tri) for tri in triangles.tolist())
-                    rewritten += 1
-                    continue
+            index = [int(_INDEX.match(c).group()) for c in words[1:]]
+            polygons.setdefault(len(index), []).append((len(lines), [i - 1 if i > 0 else len(positions) + i for i in index]))
         lines.append(line)
+    if not polygons:
+        return None
+    points_of = np.array(positions, dtype=np.float64).reshape(-1, 3)
+    rewritten = 0
+    for group in polygons.values():
+        at = np.array([g[0] for g in group])
+        points = points_of[np.array([g[1] for g in group])]  # (p, k, 3)
+        # the fan is right where each of its triangles turns the polygon's way (Newell's normal)
+        nxt = np.roll(points, -1, axis=1)
+        normal = np.cross(points, nxt).sum(axis=1)
+        turns = np.einsum("pkj,pj->pk", np.cross(points[:, 1:-1] - points[:, :1], points[:, 2:] - points[:, :1]), normal)
+        wrong = np.isfinite(points).all(axis=(1, 2)) & (turns <= 0).any(axis=1) & (np.linalg.norm(normal, axis=1) > 0)
+        for n in np.flatnonzero(wrong):
+            corners = lines[at[n]].split()[1:]
+            triangles = ear_clip(points[n])
+            lines[at[n]] = "\n".join("f " + " ".join(corners[i] for i in tri) for tri in triangles.tolist())
+            rewritten += 1
     return ("\n".join(lines) + "\n", rewritten) if rewritten else None
 
 
