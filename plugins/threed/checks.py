@@ -7,7 +7,10 @@ so format splits never count as open edges. The checks:
 
 - ``closed_solid``: trimesh's ``is_volume`` (watertight, consistent winding, positive finite
   volume), not merely watertight; the details count open (boundary) edges and edges shared by
-  more than two faces.
+  more than two faces, and ``back_to_back_pairs_dropped``: pairs of faces on the same three
+  vertices wound opposite ways, which the weld makes of two slivers and drops (``meshfile.weld``).
+- ``self_intersections``: faces of one part that cross each other, counted (not part of
+  ``closed_solid``; a closed mesh can pass through itself).
 - ``dimensions``: the axis-aligned bounding box against requested sizes, within a tolerance.
 - ``face_count``: triangles within ``[min, max]``.
 - ``bodies``: connected pieces (faces joined through shared edges).
@@ -110,6 +113,7 @@ def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
             "volume_m3": float(part.volume) if part.is_volume else None,
             "signed_volume_m3": float(part.volume) if watertight else None,
             "merged_vertices": part.metadata.get("merged_vertices", 0),
+            "back_to_back_pairs_dropped": part.metadata.get("back_to_back_pairs", 0),
         })
     ok = all(d["is_volume"] for d in details)
     if ok:
@@ -118,7 +122,42 @@ def closed_solid(parts: list[trimesh.Trimesh]) -> Check:
         bad = [i for i, d in enumerate(details) if not d["is_volume"]]
         where = f" (part {bad[0] + 1} of {len(parts)}; {len(bad)} failing)" if len(parts) > 1 else ""
         message = f"not a closed solid: {'; '.join(_solid_defects(details[bad[0]]))}{where}"
+    dropped = sum(d["back_to_back_pairs_dropped"] for d in details)
+    if dropped:
+        message += f"; {dropped} back-to-back face pair{'s' if dropped > 1 else ''} made by the weld dropped"
     return Check("closed_solid", ok, 1.0 if ok else 0.0, message, {"parts": details})
+
+
+def self_intersections(parts: list[trimesh.Trimesh]) -> Check:
+    """No part's faces cross each other (``intersect.crossing_pairs``: an edge of one triangle
+    through the interior of another that shares no vertex with it; coplanar overlaps and touching
+    are not counted). Blender's 3D-Print Toolbox counts the same thing as "Intersect Face".
+
+    Not part of ``closed_solid``: a closed, consistently wound mesh can still pass through itself
+    (a print of it is ambiguous). Faces of different parts are not compared.
+
+    Returns:
+        A ``Check`` whose ``detail["parts"]`` holds each part's ``faces`` (faces that cross another)
+        and ``pairs`` (crossing pairs); ``detail["checked"]`` is False (and the check passes, saying
+        so) where a part's broad phase would exceed ``intersect.MAX_CELL_PAIRS`` (dense fans).
+    """
+    from plugins.threed.intersect import TooManyPairs, crossing_pairs
+
+    details = []
+    for i, part in enumerate(parts):
+        try:
+            pairs = crossing_pairs(part.vertices, part.faces)
+        except TooManyPairs as exc:  # a dense fan: not judged rather than judged wrong
+            where = f"part {i + 1} of {len(parts)}" if len(parts) > 1 else "the mesh"
+            return Check("self_intersections", True, 1.0, f"self-intersections not checked: {where} has {exc}",
+                         {"parts": details, "checked": False})
+        details.append({"faces": len(np.unique(pairs)), "pairs": len(pairs)})
+    faces = sum(d["faces"] for d in details)
+    ok = faces == 0
+    message = ("no self-intersections" if ok else
+               f"{faces} face{'s' if faces > 1 else ''} cross{'' if faces > 1 else 'es'} another face of the same part "
+               f"({sum(d['pairs'] for d in details)} crossing pairs)")
+    return Check("self_intersections", ok, 1.0 if ok else 0.0, message, {"parts": details, "checked": True})
 
 
 UNIT_TO_M = {"m": 1.0, "cm": 0.01, "mm": 0.001}

@@ -1,12 +1,14 @@
 """Horizon's mesh checks beside Blender's 3D-print checks (``print3d``), file by file.
 
-Three verdicts are compared on each file, both sides welding at ``MERGE_DISTANCE_M``:
+Four verdicts are compared on each file, both sides welding at ``MERGE_DISTANCE_M``:
 
 - ``file``: Horizon reads it (``load_parts``) / Blender's importer makes a mesh of it;
 - ``closed_solid``: Horizon's ``closed_solid`` / the toolbox's Solid check (no non-manifold edge,
   no bad contiguous edge, on every object);
 - ``bodies``: Horizon's ``bodies`` count / the toolbox's Shells (Mesh Island count, summed over
-  objects).
+  objects);
+- ``self_intersections``: faces that cross another face of their object, Horizon's
+  ``self_intersections`` / the toolbox's Intersect Face count (a BVH overlap).
 
 Where they differ, a rule below may explain it from Blender's own numbers (a definition that
 differs on purpose, not a wrong answer); a difference no rule explains is a finding to fix.
@@ -65,7 +67,16 @@ def horizon_verdicts(path: Path, merge_distance_m: float = checks.MERGE_DISTANCE
                               f"{merged} vertices merged, {nearby} of them only nearby"),
         "closed_solid": Verdict(solid.passed, solid.message),
         "bodies": Verdict(None, f"{n} bod{'y' if n == 1 else 'ies'} (faces joined through edges)", n),
+        "self_intersections": _count_verdict(checks.self_intersections(parts).detail),
     }
+
+
+def _count_verdict(detail: dict[str, Any]) -> Verdict:
+    """Horizon's self-intersection count as a ``Verdict`` (not compared where it was not checked)."""
+    if not detail["checked"]:
+        return Verdict(None, "not checked (too many overlapping triangle boxes)")
+    faces = sum(d["faces"] for d in detail["parts"])
+    return Verdict(faces == 0, f"{faces} intersecting faces", faces)
 
 
 def run_blender(paths: list[Path], merge_distance_m: float = checks.MERGE_DISTANCE_M, python: str = sys.executable,
@@ -107,6 +118,8 @@ def blender_verdicts(result: dict[str, Any]) -> tuple[dict[str, Verdict], dict[s
         "file": Verdict(True, f"{len(objs)} object(s), {total['faces']} faces; {total['merged_vertices']} vertices merged by distance"),
         "closed_solid": Verdict(solid, ("solid: " if solid else "not solid: ") + reason + "".join(f"; {e}" for e in extras)),
         "bodies": Verdict(None, f"{total['shells']} shell{'' if total['shells'] == 1 else 's'} ({total['edge_islands']} joined through edges)", total["shells"]),
+        "self_intersections": Verdict(total["intersect_faces"] == 0, f"{total['intersect_faces']} intersecting faces",
+                                      total["intersect_faces"]),
     }, {**total, "volume_m3": volume}
 
 
@@ -125,11 +138,11 @@ def _explain(check: str, horizon: Verdict, blender: Verdict, numbers: dict[str, 
 
 
 def compare(horizon: dict[str, Verdict], blender: dict[str, Verdict], numbers: dict[str, Any]) -> list[Comparison]:
-    """The three comparisons of one file (``horizon_verdicts``; ``blender_verdicts``' two
+    """The four comparisons of one file (``horizon_verdicts``; ``blender_verdicts``' two
     values), each with ``agree`` and, where they differ, the rule's explanation (``None``:
     unexplained, a finding)."""
     rows = []
-    for check in ("file", "closed_solid", "bodies"):
+    for check in ("file", "closed_solid", "bodies", "self_intersections"):
         h = horizon.get(check, Verdict(None, "not checked: the file was refused"))
         b = blender.get(check, Verdict(None, "not checked: the file was refused"))
         if check == "file":
@@ -137,7 +150,7 @@ def compare(horizon: dict[str, Verdict], blender: dict[str, Verdict], numbers: d
         elif h.ok is None and h.count is None or b.ok is None and b.count is None:
             agree = None
         else:
-            agree = h.count == b.count if check == "bodies" else h.ok == b.ok
+            agree = h.count == b.count if check in ("bodies", "self_intersections") else h.ok == b.ok
         explained = _explain(check, h, b, numbers) if agree is False else None
         rows.append(Comparison(check, h, b, agree, explained))
     return rows

@@ -106,3 +106,28 @@ def test_load_npz_round_trip(tmp_path):
     np.savez(tmp_path / "0.npz", vertices=box.vertices, triangles=box.faces, material_index=np.zeros(12, dtype=np.int64))
     loaded = checks.load_npz(tmp_path / "0.npz")
     assert loaded.is_volume and np.allclose(loaded.extents, [0.2, 0.3, 0.4])
+
+
+def test_self_intersections_count_faces_that_cross(meshes):
+    from tests.plugins.threed.mesh_files import crossing_boxes_triangles
+
+    corners = crossing_boxes_triangles().reshape(-1, 3)  # every triangle's own corners, as STL has them
+    crossing = checks.weld(trimesh.Trimesh(corners, np.arange(len(corners)).reshape(-1, 3), process=False))
+    verdict = checks.self_intersections([crossing])
+    assert not verdict.passed and verdict.detail["parts"][0]["faces"] == 12 and "12 faces cross" in verdict.message
+    assert checks.closed_solid([crossing]).passed  # closed and consistently wound, yet passing through itself
+    assert checks.self_intersections([trimesh.creation.icosphere(3)]).passed
+    # touching is not crossing: two boxes sharing a face plane, and a part beside another part
+    a, b = trimesh.creation.box([1, 1, 1]), trimesh.creation.box([1, 1, 1])
+    b.apply_translation([1, 0.3, 0.2])
+    assert checks.self_intersections([trimesh.util.concatenate([a, b])]).passed
+    assert checks.self_intersections(checks.load_parts(meshes / "soup.stl")).detail["parts"][0]["faces"] == 99  # Blender: 99
+
+
+def test_self_intersections_say_when_a_dense_fan_is_not_checked():
+    # a cylinder cap of 4000 segments puts every cap triangle's box over the centre: too many pairs
+    fan = trimesh.creation.cylinder(radius=1, height=10, sections=4000)
+    verdict = checks.self_intersections([fan])
+    assert verdict.passed and verdict.detail["checked"] is False
+    assert "not checked" in verdict.message and "more than 20,000,000" in verdict.message
+    assert checks.self_intersections([trimesh.creation.cylinder(radius=1, height=1, sections=256)]).detail["checked"]

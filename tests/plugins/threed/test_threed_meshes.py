@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import trimesh
 
-from plugins.threed import checks
-from tests.plugins.threed.mesh_files import seam_cube_obj, write_stl
+from plugins.threed import checks, meshfile
+from tests.plugins.threed.mesh_files import back_to_back_triangles, l_prism_obj, notched_block_obj, seam_cube_obj, write_stl
 
 
 def parts(meshes, name, **kw):
@@ -71,6 +71,60 @@ def test_faces_collapsed_by_the_weld_are_dropped():
     welded = checks.weld(trimesh.Trimesh(vertices, faces, process=False))
     assert welded.metadata["collapsed_faces"] == 1 and len(welded.faces) == 12
     assert checks.closed_solid([welded]).passed
+
+
+def test_back_to_back_pairs_made_by_the_weld_are_dropped(tmp_path):
+    # two sliver triangles 3 µm apart, wound opposite ways, across a closed box (a bevelled boolean's
+    # leftovers): the weld makes them one vertex set twice, 4 faces on each of 3 edges
+    path = write_stl(tmp_path / "slivers.stl", back_to_back_triangles())
+    (mesh,) = checks.load_parts(path)
+    assert mesh.metadata["back_to_back_pairs"] == 1 and len(mesh.faces) == 12
+    verdict = checks.closed_solid([mesh])
+    assert verdict.passed and verdict.detail["parts"][0]["back_to_back_pairs_dropped"] == 1
+    assert "1 back-to-back face pair made by the weld dropped" in verdict.message
+    assert verdict.detail["parts"][0]["volume_m3"] == pytest.approx(8e-6)
+    # apart by more than the weld they are two thin slivers, kept: the box is non-manifold
+    (apart,) = checks.load_parts(write_stl(tmp_path / "apart.stl", back_to_back_triangles(offset_m=1e-4)))
+    assert apart.metadata["back_to_back_pairs"] == 0 and not checks.closed_solid([apart]).passed
+
+
+def test_only_opposite_windings_pair_up():
+    faces = np.array([[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 1, 2], [3, 4, 5], [4, 3, 5], [5, 4, 3], [6, 7, 8]])
+    # set {0,1,2}: three forward, one backward -> one pair; set {3,4,5}: one forward, two backward -> one pair
+    assert meshfile.back_to_back(faces).tolist() == [True, True, False, False, True, True, False, False]
+    box = trimesh.creation.box([1, 1, 1])
+    twice = checks.weld(trimesh.Trimesh(box.vertices, np.vstack([box.faces, box.faces[:1]]), process=False))
+    assert twice.metadata["back_to_back_pairs"] == 0 and not checks.closed_solid([twice]).passed  # same winding: kept
+
+
+def test_a_fan_over_a_notch_is_a_back_to_back_pair(tmp_path):
+    # an L-shaped hexagon and the square in its notch, both listed from the notch's outer corner:
+    # trimesh's fan of each draws one diagonal, and its triangles over the notch face each other,
+    # 4 faces on that edge (the public closed OBJ of n-gons read as non-manifold)
+    path = notched_block_obj(tmp_path / "notched.obj")
+    fan = trimesh.load(path, process=False)
+    assert checks.edge_counts(fan) == (0, 1) and meshfile.back_to_back(fan.faces).sum() == 2
+    (block,) = checks.load_parts(path)
+    assert block.metadata["ear_clipped_polygons"] == 1 and block.metadata["back_to_back_pairs"] == 0
+    verdict = checks.closed_solid([block])
+    assert verdict.passed and verdict.detail["parts"][0]["volume_m3"] == pytest.approx(4e-6)
+
+
+def test_non_convex_ngons_are_ear_clipped(tmp_path):
+    # the fan of an L listed from corner 2 has a backwards triangle over the notch, outside the L:
+    # the surface (area, samples for the Chamfer distance) is wrong though the edges close
+    (prism,) = checks.load_parts(l_prism_obj(tmp_path / "l.obj"))
+    assert prism.metadata["ear_clipped_polygons"] == 2
+    assert prism.area == pytest.approx(14e-4) and checks.closed_solid([prism]).passed
+    caps = np.abs(prism.face_normals[:, 2]) > 0.5
+    assert (prism.face_normals[caps, 2] * (prism.triangles_center[caps, 2] - 0.005) > 0).all()  # every cap triangle faces out
+
+
+def test_convex_ngons_keep_trimeshs_fan(meshes):
+    # quadknot.obj's quads are convex: nothing rewritten, the volume measured before stays
+    (knot,) = parts(meshes, "quadknot.obj")
+    assert knot.metadata["ear_clipped_polygons"] == 0
+    assert checks.closed_solid([knot]).detail["parts"][0]["volume_m3"] == pytest.approx(1.05731e6, rel=1e-5)
 
 
 def test_npz_exports_are_welded_and_checked(tmp_path):
