@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +48,9 @@ from core.api import (
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
+from plugins.coding.runner_reach import runner_reach
 from plugins.coding.second_run import merge_second_runs, second_run, second_run_tests
-from plugins.coding.test_edits import test_qualname, unchanged_tests, weakened_tests
+from plugins.coding.test_edits import review_tests, test_qualname, unchanged_tests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 from plugins.coding.verdict import verification_record
 
@@ -160,6 +160,10 @@ class Graded:
             (``plugins.coding.verdict.verification_record``); None for other frameworks.
         weakened: ``{test file: ["path:line: what", ...]}``: how the patch weakens existing tests
             (``plugins.coding.test_edits``); empty when it does not.
+        changed: ``{test file: [record, ...]}``: the existing tests whose expectations the patch
+            changes (``test_edits.review``); the reward decides from the runs whether each is credited.
+        patch: the graded patch's text (``patch.diff``), for the checks that read it after grading
+            (``plugins.coding.suspicious.with_suspicious_changes``).
     """
 
     run: TestRun | None
@@ -171,11 +175,8 @@ class Graded:
     reproduction: Reproduction | None = None
     verification: dict | None = None
     weakened: dict[str, list[str]] = field(default_factory=dict)
-
-
-#: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
-#: file could report its own outcome, so it is not run as a reproduction.
-_RUNNER_WORDS = re.compile(rb"\b(_pytest|pluggy|pytest_\w+|TestReport|pytest_plugins)\b")
+    changed: dict[str, list[dict]] = field(default_factory=dict)
+    patch: str = ""
 
 
 @dataclass
@@ -246,14 +247,15 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
-        reporting, ``_RUNNER_WORDS``).
+        reporting, ``plugins.coding.runner_reach``).
     """
     if not files:
         return Reproduction(files=[])  # nothing to run: the verdict says the patch adds no test
     contents = {rel: read_regular(copy / rel) for rel in files}
-    reaching = sorted(rel for rel, data in contents.items() if _RUNNER_WORDS.search(data))
+    reaching = {rel: why for rel, why in sorted((rel, runner_reach(data)) for rel, data in contents.items()) if why}
     if reaching:
-        return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
+        named = ", ".join(f"{rel} ({why})" for rel, why in reaching.items())
+        return Reproduction(files=files, refused=f"{named} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
     patched = copy
     if originals is not None:
@@ -314,13 +316,13 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     try:
         materialize(baseline, copy, patch)
     except UserError as exc:
-        return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
+        return Graded(run=None, patch_sha256=digest, patch_error=str(exc), patch=patch)
     tests_now = test_files(copy)
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     environment = load_environment(scratch)
-    weak = weakened_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
+    weak, changed_tests = review_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
     reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment,
                                    originals=scratch / ORIGINAL_TESTS_DIR, original_list=original_list, patch=patch)
                   if reproduce and not reasons else None)  # fmt: skip
@@ -342,4 +344,4 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
             [*run.stream_problems, *(reproduced.stream_problems if reproduced else [])],
             merge_second_runs(second.record() if second else None, reproduced.second if reproduced else None))
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
-                  verification=verification, weakened=weak)  # fmt: skip
+                  verification=verification, weakened=weak, changed=changed_tests, patch=patch)  # fmt: skip
