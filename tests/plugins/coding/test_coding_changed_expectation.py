@@ -172,3 +172,27 @@ def test_only_a_changed_check_of_the_same_kind_is_a_changed_expectation(change, 
 ])  # fmt: skip
 def test_a_test_file_reaches_into_the_runner_by_its_syntax_not_its_words(text, reach):
     assert runner_reach(text.encode()) == reach
+
+
+# --------------------------------------------------------------------------- a check added to a test helper
+
+
+def test_a_check_added_to_a_test_helper_runs_in_the_tests_that_use_it(tmp_path):
+    """cachetools 7.1.8's release adds its checks to the mixin in ``tests/__init__.py``, which
+    defines no test: run alone it reproduced nothing ("not verified"). The repository's test modules
+    beside it now run with it; a test that passed at set-up and fails on the starting code with the
+    edited helper is a reproduction."""
+    root = tmp_path / "mixin"
+    (root / "tests").mkdir(parents=True)
+    (root / "slugs.py").write_text(CODE)
+    (root / "tests" / "__init__.py").write_text("from slugs import slug\n\n\nclass SlugChecks:\n"
+                                                "    def test_words(self):\n        assert slug('A B') == 'a-b'\n")  # fmt: skip
+    (root / "tests" / "test_slugs.py").write_text("from tests import SlugChecks\n\n\nclass TestSlug(SlugChecks):\n    pass\n")
+    added = edit("tests/__init__.py", "        assert slug('A B') == 'a-b'\n",
+                 "        assert slug('A B') == 'a-b'\n\n    def test_spaces(self):\n        assert slug('  a b ') == 'a-b'\n")  # fmt: skip
+    home = tmp_path / "home"
+    _, row, run = run_of(root, home, [added, FIX], "helper")
+    assert (row["reward"], row["correct"]) == (1.0, True), row["reward_summary"]
+    assert run.rewards["fail_to_pass"]["detail"]["targets"] == ["tests/test_slugs.py::TestSlug::test_spaces"]
+    _, unfixed, _ = run_of(Path(root), home, [added], "helper-no-fix")
+    assert (unfixed["reward"], unfixed["correct"]) == (0.0, False), unfixed["reward_summary"]
