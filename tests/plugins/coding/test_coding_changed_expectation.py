@@ -196,3 +196,20 @@ def test_a_check_added_to_a_test_helper_runs_in_the_tests_that_use_it(tmp_path):
     assert run.rewards["fail_to_pass"]["detail"]["targets"] == ["tests/test_slugs.py::TestSlug::test_spaces"]
     _, unfixed, _ = run_of(Path(root), home, [added], "helper-no-fix")
     assert (unfixed["reward"], unfixed["correct"]) == (0.0, False), unfixed["reward_summary"]
+
+
+def test_the_suspicious_gate_reads_the_patch_the_grader_judged(tmp_path):
+    """``with_suspicious_changes`` takes ``Graded.patch`` (no second save of the workspace): what the
+    patch does not hold is not scanned, whatever the workspace has."""
+    from core.api import RewardResult
+    from plugins.coding.suspicious import with_suspicious_changes
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "slugs.py").write_text("import sys\n\n\ndef slug(text):\n    return sys._getframe(1).f_locals['want']\n")
+    patch = ("diff --git a/slugs.py b/slugs.py\nnew file mode 100644\n--- /dev/null\n+++ b/slugs.py\n@@ -0,0 +1,5 @@\n+import sys\n+\n+\n"
+             "+def slug(text):\n+    return sys._getframe(1).f_locals['want']\n")  # fmt: skip
+    verdict = RewardResult(reward=1.0, correct=True, version="coding-tests/4", summary="1/1", components={})
+    found = with_suspicious_changes(verdict, workspace, patch).components["suspicious_changes"]
+    assert found.value == 0.0 and any(f.startswith("slugs.py:5: ") for f in found.detail["findings"]), found.detail
+    assert with_suspicious_changes(verdict, workspace, "").components["suspicious_changes"].detail["findings"] == []
