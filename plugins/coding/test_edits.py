@@ -311,8 +311,8 @@ def review(path: str, original: bytes, patched: bytes | None) -> Review:
     if patched == original:
         return Review()
     if not path.endswith(".py"):
-        return Review([f"{path}: an existing test file that is not Python was changed (only Python test files are compared "
-                       "test by test, so any change to another counts)"])  # fmt: skip
+        return Review([(f"{path}: an existing test file that is not Python was changed (only Python test files are compared "
+                        "test by test, so any change to another counts)")])
     old_text, new_text = original.decode("utf-8", "replace"), patched.decode("utf-8", "replace")
     try:
         old_tree = ast.parse(old_text)
