@@ -213,3 +213,21 @@ def test_the_suspicious_gate_reads_the_patch_the_grader_judged(tmp_path):
     found = with_suspicious_changes(verdict, workspace, patch).components["suspicious_changes"]
     assert found.value == 0.0 and any(f.startswith("slugs.py:5: ") for f in found.detail["findings"]), found.detail
     assert with_suspicious_changes(verdict, workspace, "").components["suspicious_changes"].detail["findings"] == []
+
+
+@pytest.mark.parametrize("config, listed", [
+    ({"pytest.ini": "[pytest]\npython_files = tests.py property_tests.py\n"}, ["property_tests.py", "pytest.ini", "tests.py"]),
+    ({"setup.cfg": "[tool:pytest]\npython_files = check_tests.py\n"}, ["check_tests.py"]),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\npython_files = ['tests.py']\n"}, ["tests.py"]),
+    ({"pytest.ini": "[pytest]\npython_files = *.py\n"}, ["pytest.ini"]),  # every file a test: the fix would be reset; ignored
+    ({}, []),
+])  # fmt: skip
+def test_files_the_projects_pytest_configuration_collects_are_test_files(tmp_path, config, listed):
+    """jsonpatch 1.44 keeps its tests in ``tests.py`` (``python_files`` in its pytest.ini): they were
+    source to Horizon, so the grader never reset them and the release's tests were no reproduction."""
+    from plugins.coding.testing import test_files
+
+    for name, text in {"tests.py": "def test_x():\n    pass\n", "property_tests.py": "", "check_tests.py": "", "jsonpatch.py": "",
+                       **config}.items():  # fmt: skip
+        (tmp_path / name).write_text(text)
+    assert [f for f in test_files(tmp_path) if f != "setup.cfg" and f != "pyproject.toml"] == listed
