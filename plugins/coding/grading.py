@@ -236,12 +236,18 @@ MAX_HELPER_USERS = 200
 
 
 def _defines_tests(data: bytes) -> bool:
-    """Whether a Python file defines a test pytest would collect by name (``test*`` or ``Test*`` at module level)."""
+    """Whether a Python file defines a test pytest would collect: a module-level ``test*`` function,
+    a ``Test*`` class, or a class derived from a ``...TestCase`` (unittest's way: ``CroniterTest(base.TestCase)``)."""
     try:
         tree = ast.parse(data.decode("utf-8", "replace"))
     except (SyntaxError, ValueError):
         return True  # cannot tell: run it as it is
-    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.startswith(("test", "Test"))
+
+    def base_name(node: ast.AST) -> str:
+        return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+    return any((isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test"))
+               or (isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any(base_name(b).endswith("TestCase") for b in n.bases)))
                for n in tree.body)  # fmt: skip
 
 

@@ -231,3 +231,16 @@ def test_files_the_projects_pytest_configuration_collects_are_test_files(tmp_pat
                        **config}.items():  # fmt: skip
         (tmp_path / name).write_text(text)
     assert [f for f in test_files(tmp_path) if f != "setup.cfg" and f != "pyproject.toml"] == listed
+
+
+@pytest.mark.parametrize("text, helper", [
+    ("class CacheTestMixin:\n    def test_x(self):\n        pass\n", True),  # a mixin: collected only through its users
+    ("def check(x):\n    assert x\n", True),
+    ("class CroniterTest(base.TestCase):\n    def test_x(self):\n        pass\n", False),  # unittest's way
+    ("class TestSlug:\n    pass\n", False),
+    ("def test_x():\n    pass\n", False),
+])  # fmt: skip
+def test_an_edited_file_that_defines_no_test_is_a_helper(text, helper):
+    from plugins.coding.grading import _defines_tests
+
+    assert _defines_tests(text.encode()) is not helper
