@@ -21,6 +21,11 @@ reason and the evidence. The reasons:
   inspection, scans or patches of loaded modules, exit hooks, the runner's environment variables,
   equality that ignores its argument. The reward is unchanged (a real fix may trip it); the run
   is only kept out of exports unless ``--keep-flagged``, and the flag names the lines.
+- ``changed_expectation``: the reward credited an existing test whose expected values the patch
+  changed (the coding reward's ``changed_expectations`` component lists them, ``path:line: changed
+  expectation of test: `old` -> `new` ``): the old expectation may have been the bug, or the run
+  fitted the test to a wrong change. Like ``suspicious_code`` the reward is unchanged and the run
+  is only kept out of exports unless ``--keep-flagged``; the flag names the lines.
 - ``near_duplicate``: the same task from the same starting files, the same tool calls (name and
   arguments, JSON-canonical) and the same observations once digits are masked and whitespace
   collapsed (timings and durations vary between otherwise identical episodes). The oldest run
@@ -57,8 +62,8 @@ from pathlib import Path
 
 from core.export.source import RunRecord, baseline_git, plugin_checker_inputs, root_commit
 
-REASONS = ("infrastructure_failure", "reward_hacking", "suspicious_code", "reward_not_applicable", "instruction_unseen", "near_duplicate",
-           "nondeterministic_environment", "state_leak")
+REASONS = ("infrastructure_failure", "reward_hacking", "suspicious_code", "changed_expectation", "reward_not_applicable",
+           "instruction_unseen", "near_duplicate", "nondeterministic_environment", "state_leak")
 
 @dataclass(frozen=True)
 class Flag:
@@ -151,6 +156,18 @@ def _suspicious(run: RunRecord) -> list[Flag]:
         return []
     shown = "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
     return [Flag("suspicious_code", f"the patch adds {len(findings)} suspicious construct(s): {shown}"[:600])]
+
+
+#: The reward component that lists the changed expectations a reward credited (``detail["findings"]``).
+CHANGED_COMPONENT = "changed_expectations"
+
+
+def _changed_expectation(run: RunRecord) -> list[Flag]:
+    findings = [str(f) for f in ((run.rewards.get(CHANGED_COMPONENT) or {}).get("detail") or {}).get("findings") or []]
+    if not findings:
+        return []
+    shown = "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
+    return [Flag("changed_expectation", f"the reward credits {len(findings)} changed expectation(s) of existing tests: {shown}"[:600])]
 
 
 _DIGITS = re.compile(r"\d+")
@@ -299,7 +316,7 @@ def apply_gates(runs: list[RunRecord], runs_root: Path | None = None) -> GateRep
     """
     report = GateReport(flags={r.run_id: [] for r in runs})
     for run in runs:
-        for gate in (_infrastructure, _reward_hacking, _suspicious, _not_applicable, _instruction_unseen, _rerun_disagrees):
+        for gate in (_infrastructure, _reward_hacking, _suspicious, _changed_expectation, _not_applicable, _instruction_unseen, _rerun_disagrees):
             report.flags[run.run_id] += gate(run)
     finished = [r for r in runs if r.row.get("status") == "finished"]
     for extra in (_duplicates(finished), _baselines_disagree(finished), _leaks(runs, runs_root)):

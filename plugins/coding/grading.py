@@ -17,7 +17,9 @@ empty folder. The workspace itself is not touched.
 
 Test files the patch adds or extends are the run's reproduction tests (``reproduction_run``):
 they are run on the starting code and on the patch, whatever else failed at the start or when
-the set-up run timed out; edits of the existing tests are judged by ``plugins.coding.test_edits``
+the set-up run timed out (an edited file that defines no test, a helper such as a package's
+``tests/__init__.py``, is run through the repository's test modules beside it, ``helper_users``);
+edits of the existing tests are judged by ``plugins.coding.test_edits``
 (only an edit that weakens a test is a fault). Files a test run created in the workspace and
 nothing changed since (reports, artefacts, outputs: ``core.workspace.record_test_outputs``) are
 not part of the patch.
@@ -25,6 +27,7 @@ not part of the patch.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -49,8 +52,9 @@ from core.api import (
 from plugins.coding.checker_inputs import checker_changes
 from plugins.coding.environment import TestEnvironment, load_environment
 from plugins.coding.reward import edited_test_files, file_digests
+from plugins.coding.runner_reach import runner_reach
 from plugins.coding.second_run import merge_second_runs, second_run, second_run_tests
-from plugins.coding.test_edits import test_qualname, unchanged_tests, weakened_tests
+from plugins.coding.test_edits import review_tests, test_qualname, unchanged_tests
 from plugins.coding.testing import PYTEST_CONFIG_FILES, TestRun, new_run_dir, run_test_suite, test_files
 from plugins.coding.verdict import verification_record
 
@@ -160,6 +164,10 @@ class Graded:
             (``plugins.coding.verdict.verification_record``); None for other frameworks.
         weakened: ``{test file: ["path:line: what", ...]}``: how the patch weakens existing tests
             (``plugins.coding.test_edits``); empty when it does not.
+        changed: ``{test file: [record, ...]}``: the existing tests whose expectations the patch
+            changes (``test_edits.review``); the reward decides from the runs whether each is credited.
+        patch: the graded patch's text (``patch.diff``), for the checks that read it after grading
+            (``plugins.coding.suspicious.with_suspicious_changes``).
     """
 
     run: TestRun | None
@@ -171,11 +179,8 @@ class Graded:
     reproduction: Reproduction | None = None
     verification: dict | None = None
     weakened: dict[str, list[str]] = field(default_factory=dict)
-
-
-#: Words that mark a test file as reaching into pytest's reporting (hooks, reports, plugins): such a
-#: file could report its own outcome, so it is not run as a reproduction.
-_RUNNER_WORDS = re.compile(rb"\b(_pytest|pluggy|pytest_\w+|TestReport|pytest_plugins)\b")
+    changed: dict[str, list[dict]] = field(default_factory=dict)
+    patch: str = ""
 
 
 @dataclass
@@ -192,7 +197,10 @@ class Reproduction:
         second: the second run of the reproduction tests that pass with the patch (``second_run``).
         existing: ids in ``before`` of tests the repository had, kept exactly as they were (an
             extended file's other tests): their failures on the starting code are the
-            repository's, not reproductions (``test_edits.unchanged_tests``).
+            repository's, not reproductions (``test_edits.unchanged_tests``), and the tests of
+            ``users`` that failed in the set-up run.
+        users: the unedited test modules run beside ``files`` because they use an edited helper
+            (``helper_users``).
     """
 
     files: list[str]
@@ -203,11 +211,12 @@ class Reproduction:
     stream_problems: list[str] = field(default_factory=list)
     second: dict | None = None
     existing: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
         """The fields as a dict, for ``reward.grade(reproduction=...)`` and the stored verdict."""
         return {"files": self.files, "before": self.before, "after": self.after, "trusted": self.trusted, "refused": self.refused,
-                "existing": self.existing}
+                "existing": self.existing, **({"users": self.users} if self.users else {})}
 
 
 def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
@@ -222,9 +231,49 @@ def reproduction_files(copy: Path, edited: list[str]) -> list[str]:
     return found
 
 
+#: At most this many of the repository's test modules are run with an edited helper (``helper_users``).
+MAX_HELPER_USERS = 200
+
+
+def _defines_tests(data: bytes) -> bool:
+    """Whether a Python file defines a test pytest would collect: a module-level ``test*`` function,
+    a ``Test*`` class, or a class derived from a ``...TestCase`` (unittest's way: ``CroniterTest(base.TestCase)``)."""
+    try:
+        tree = ast.parse(data.decode("utf-8", "replace"))
+    except (SyntaxError, ValueError):
+        return True  # cannot tell: run it as it is
+
+    def base_name(node: ast.AST) -> str:
+        return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+    return any((isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test"))
+               or (isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any(base_name(b).endswith("TestCase") for b in n.bases)))
+               for n in tree.body)  # fmt: skip
+
+
+def helper_users(copy: Path, files: list[str], original_list: list[str]) -> list[str]:
+    """The repository's test modules that use an edited test helper: for each of ``files`` that
+    defines no test itself (a package's ``tests/__init__.py`` holding mixins, a ``helpers.py``), the
+    test modules (``test_*.py``, ``*_test.py``) the repository had at the start in its folder and
+    below, unedited, so that a check added to the helper runs in the tests that inherit or call it.
+
+    Returns:
+        Sorted paths, at most ``MAX_HELPER_USERS``; empty when every file defines tests.
+    """
+    folders = [rel.rsplit("/", 1)[0] if "/" in rel else "" for rel in files if not _defines_tests(read_regular(copy / rel))]
+    if not folders:
+        return []
+    edited = set(files)
+    found = sorted(rel for rel in original_list if rel not in edited and rel.endswith(".py")
+                   and re.match(r"^(test_.*|.*_test)\.py$", rel.rsplit("/", 1)[-1])
+                   and any(not folder or rel.startswith(folder + "/") for folder in folders))  # fmt: skip
+    return found[:MAX_HELPER_USERS]
+
+
 def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path, files: list[str],
                      environment: TestEnvironment | None = None, originals: Path | None = None,
-                     original_list: list[str] | None = None, patch: str = "") -> Reproduction:
+                     original_list: list[str] | None = None, patch: str = "", users: list[str] | None = None,
+                     failing_before: set[str] | None = None) -> Reproduction:
     """Run the patch's test files on the starting files plus the patch and on the starting files
     alone, with only those test files changed in each, SWT-bench's check that a generated test
     reproduces the bug (fails without the fix, passes with it; Mündler et al., 2024). Every other
@@ -243,17 +292,22 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
             None: every test counts as the run's, and the patched side is ``copy`` as it is.
         original_list: the test files saved at the start (``save_original_tests``).
         patch: the graded patch (``copy`` is the start tree plus it), applied again for the patched side.
+        users: unedited test modules run beside ``files`` (``helper_users``): their tests that
+            failed in the set-up run (``failing_before``) are ``existing``, the repository's; the
+            others (which passed there, or are new, from the helper) are the run's.
+        failing_before: ids of the tests that failed or errored in the set-up run (``failing_at_start``).
 
     Returns:
         A ``Reproduction``; ``refused`` says why nothing ran (a file that reaches into pytest's
-        reporting, ``_RUNNER_WORDS``).
+        reporting, ``plugins.coding.runner_reach``).
     """
     if not files:
         return Reproduction(files=[])  # nothing to run: the verdict says the patch adds no test
     contents = {rel: read_regular(copy / rel) for rel in files}
-    reaching = sorted(rel for rel, data in contents.items() if _RUNNER_WORDS.search(data))
+    reaching = {rel: why for rel, why in sorted((rel, runner_reach(data)) for rel, data in contents.items()) if why}
     if reaching:
-        return Reproduction(files=files, refused=f"{', '.join(reaching)} reach(es) into pytest's reporting "
+        named = ", ".join(f"{rel} ({why})" for rel, why in reaching.items())
+        return Reproduction(files=files, refused=f"{named} reach(es) into pytest's reporting "
                                                  "(hooks, reports or plugins), so its outcomes cannot be trusted")  # fmt: skip
     patched = copy
     if originals is not None:
@@ -262,20 +316,24 @@ def reproduction_run(sandbox: Sandbox, baseline: Path, copy: Path, folder: Path,
         reset_tests(patched, originals, original_list or [])
         for rel, data in contents.items():
             write_new(make_parents(patched, rel), data)
-    after = run_test_suite(sandbox_like(sandbox, patched, folder / "reproduce" / "after"), patched, folder / "reproduce" / "after", files,
+    users = list(users or [])
+    run_files = [*files, *users]
+    after = run_test_suite(sandbox_like(sandbox, patched, folder / "reproduce" / "after"), patched, folder / "reproduce" / "after", run_files,
                            environment=environment)  # fmt: skip
     start = folder / "reproduce" / "start"
     materialize(baseline, start, "")
     for rel, data in contents.items():
         write_new(make_parents(start, rel), data)  # never through a link the start tree holds
-    before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", files,
+    before = run_test_suite(sandbox_like(sandbox, start, folder / "reproduce" / "before"), start, folder / "reproduce" / "before", run_files,
                             environment=environment)  # fmt: skip
     kept: dict[str, set[str]] = {}
     for rel, data in contents.items():
         if originals is not None and (originals / rel).is_file():
             kept[rel] = unchanged_tests(read_regular(originals / rel), data)
-    existing = sorted(t for t in before.outcomes if test_qualname(t) in kept.get(t.split("::", 1)[0], set()))
-    return Reproduction(files=files, before=before.outcomes, after=after.outcomes,
+    used = set(users)
+    existing = sorted(t for t in before.outcomes if test_qualname(t) in kept.get(t.split("::", 1)[0], set())
+                      or (t.split("::", 1)[0] in used and t in (failing_before or set())))  # fmt: skip
+    return Reproduction(files=files, before=before.outcomes, after=after.outcomes, users=users,
                         trusted=before.report_trusted and after.report_trusted, existing=existing,
                         stream_problems=[*before.stream_problems, *after.stream_problems])  # fmt: skip
 
@@ -314,16 +372,19 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     try:
         materialize(baseline, copy, patch)
     except UserError as exc:
-        return Graded(run=None, patch_sha256=digest, patch_error=str(exc))
+        return Graded(run=None, patch_sha256=digest, patch_error=str(exc), patch=patch)
     tests_now = test_files(copy)
     edited = edited_test_files(original_digests, file_digests(copy, tests_now))
     changed = changed_paths(baseline, "HEAD^{tree}", tree)
     reasons = checker_changes(start_files(baseline, changed), copy, changed, set(original_list) | set(tests_now))
     environment = load_environment(scratch)
-    weak = weakened_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
-    reproduced = (reproduction_run(sandbox, baseline, copy, folder, reproduction_files(copy, edited), environment,
-                                   originals=scratch / ORIGINAL_TESTS_DIR, original_list=original_list, patch=patch)
-                  if reproduce and not reasons else None)  # fmt: skip
+    weak, changed_tests = review_tests(scratch / ORIGINAL_TESTS_DIR, copy, edited, original_list)
+    reproduced = None
+    if reproduce and not reasons:
+        files = reproduction_files(copy, edited)
+        reproduced = reproduction_run(sandbox, baseline, copy, folder, files, environment, originals=scratch / ORIGINAL_TESTS_DIR,
+                                      original_list=original_list, patch=patch, users=helper_users(copy, files, original_list),
+                                      failing_before=failing_at_start(scratch))  # fmt: skip
     if reproduced is not None and reproduced.after and not reproduced.refused:  # before the reset removes them
         failing = [t for t, o in reproduced.before.items() if o in ("failed", "error")]
         reproduced.second = second_run(sandbox, copy, folder / "second-reproduce", second_run_tests(failing, reproduced.after),
@@ -342,4 +403,4 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
             [*run.stream_problems, *(reproduced.stream_problems if reproduced else [])],
             merge_second_runs(second.record() if second else None, reproduced.second if reproduced else None))
     return Graded(run=run, reset=reset, edited_tests=edited, checker_changes=reasons, patch_sha256=digest, reproduction=reproduced,
-                  verification=verification, weakened=weak)  # fmt: skip
+                  verification=verification, weakened=weak, changed=changed_tests, patch=patch)  # fmt: skip

@@ -19,7 +19,7 @@ from core.api import (
 from plugins.coding.checker_inputs import is_checker_input
 from plugins.coding.environment import choose_environment, describe, horizon_environment, load_environment, save_environment
 from plugins.coding.environment.node import choose_node_modules
-from plugins.coding.grading import BASELINE_FILE, grading_run, save_original_tests
+from plugins.coding.grading import BASELINE_FILE, Graded, grading_run, save_original_tests
 from plugins.coding.manifest import DESCRIPTION
 from plugins.coding.repomap import build_repo_map
 from plugins.coding.reward import REWARD_VERSION, file_digests, grade
@@ -246,18 +246,16 @@ class CodingPlugin:
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """The tests' verdict (``_tests_verdict``) with the suspicious-change gate's weight-0
         ``suspicious_changes`` component added (``plugins.coding.suspicious``; the export's
-        ``suspicious_code`` gate reads it); a Terminal-Bench task's verdict as it is.
+        ``suspicious_code`` gate reads it), found in the patch the grader judged; a Terminal-Bench
+        task's verdict as it is.
 
         Raises:
             ValueError: the trajectory has no live ``context`` (the tests run in its sandbox).
         """
-        verdict = self._tests_verdict(task, trajectory)
         if is_terminal_bench(task):
-            return verdict
-        ctx = trajectory.require_context(self.name)
-        base_db = ctx.baseline or next(p for p in (ctx.scratch / "baseline.git", ctx.scratch.parent / "baseline.git")
-                                        if (p / "HEAD").is_file())  # fmt: skip - as _tests_verdict finds it (it raised otherwise)
-        return with_suspicious_changes(verdict, ctx.workspace, base_db)
+            return self._tests_verdict(task, trajectory)
+        verdict, patch = self._graded_verdict(task, trajectory)
+        return with_suspicious_changes(verdict, trajectory.require_context(self.name).workspace, patch)
 
     def _tests_verdict(self, task: Task, trajectory: Trajectory) -> RewardResult:
         """Run the suite again in the episode's sandbox, on a copy with the original test files,
@@ -272,6 +270,10 @@ class CodingPlugin:
         """
         if is_terminal_bench(task):
             return terminal_bench_reward(task, trajectory)
+        return self._graded_verdict(task, trajectory)[0]
+
+    def _graded_verdict(self, task: Task, trajectory: Trajectory) -> tuple[RewardResult, str]:
+        """``_tests_verdict`` for a coding task, with the text of the patch it graded (``Graded.patch``)."""
         ctx = trajectory.require_context(self.name)
         baseline = json.loads((ctx.scratch / BASELINE_FILE).read_text())
         base_db = ctx.baseline or next((p for p in (ctx.scratch / "baseline.git", ctx.scratch.parent / "baseline.git")
@@ -286,6 +288,12 @@ class CodingPlugin:
         graded = grading_run(ctx.sandbox, ctx.workspace, base_db, ctx.scratch, baseline["original_tests"], baseline["test_files"],
                              reproduce=reproduce and hidden is None, hidden_tests=hidden,
                              targets=verdict_targets(baseline["outcomes"], declared.get("fail_to_pass")))  # fmt: skip
+        return self._verdict_of(task, baseline, graded, hidden), graded.patch
+
+    @staticmethod
+    def _verdict_of(task: Task, baseline: dict, graded: Graded, hidden: Path | None) -> RewardResult:
+        """The reward of a ``grading_run`` (see ``_tests_verdict``)."""
+        declared = task.metadata
         if graded.run is None:
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
@@ -311,5 +319,5 @@ class CodingPlugin:
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,
             reproduction=reproduction, own_tests_allowed=hidden is not None, verification=graded.verification,
-            weakened=graded.weakened,
+            weakened=graded.weakened, changed=graded.changed,
         )  # fmt: skip

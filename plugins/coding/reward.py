@@ -27,8 +27,13 @@ only evidence of the problem). The reproduction tests also decide when the set-u
 (nothing is known of the start but what they show), as long as nothing known to pass broke.
 
 A test edit costs the credit only when it weakens an existing test (``plugins.coding.test_edits``:
-a test deleted or rebound, a check removed or changed, a skip, xfail or early return added; the
-verdict names each line); adding tests, cases and checks is how a run reproduces a bug. A
+a test deleted or rebound, a check removed or loosened, a skip, xfail or early return added; the
+verdict names each line). A test whose checks were only changed (same kind, same count, same
+guards: a *changed expectation*) is credited as a reproduction test when its new version fails on
+the starting code and passes with the patch and its old version passed at the start and fails with
+the patch; the verdict names it and the weight-0 ``changed_expectations`` component flags the run
+for the export (``judge_changed_expectations``), since a run could also fit an expectation to a
+wrong change; otherwise it is a weakening; adding tests, cases and checks is how a run reproduces a bug. A
 reproduction test is only as strong as what it asserts, so verdicts say what verified them
 (``fail_to_pass`` detail ``verified_by``: ``tests failing at the start``, ``the task's
 fail-to-pass tests`` or ``the run's reproduction tests``).
@@ -64,8 +69,12 @@ from core.api import RewardComponent, RewardResult
 #: and an edit of the tests costs the credit only where it weakens an existing test (``weakened``;
 #: the run's added or extended tests are its reproduction tests), tests failing at the start that
 #: the reproduction tests do not cover are left out as pre-existing, and files a test run wrote
-#: are not part of the graded patch.
-REWARD_VERSION = "coding-tests/3"
+#: are not part of the graded patch; ``coding-tests/4`` an existing test whose checks the patch
+#: changes (not removes or loosens) is credited as a reproduction test when its new version fails
+#: on the starting code and passes with the patch and its old version passed and now fails
+#: (``changed_expectations``, flagged for the export), and a reproduction file is refused only when
+#: its syntax reaches into pytest's runner (``plugins.coding.runner_reach``), not for a word in its text.
+REWARD_VERSION = "coding-tests/4"
 
 
 def file_digests(workspace: Path, paths: list[str]) -> dict[str, str]:
@@ -111,6 +120,60 @@ def _unverified(tests: int, reproduction: dict[str, Any] | None) -> str:
             "code, so they do not reproduce the problem")
 
 
+def _of_test(test_id: str, path: str, qualname: str) -> bool:
+    """Whether ``test_id`` (``path::Class::test[param]``) is one of ``qualname``'s ids in ``path``."""
+    from plugins.coding.test_edits import test_qualname
+
+    return test_id.split("::", 1)[0] == path and test_qualname(test_id) == qualname
+
+
+def judge_changed_expectations(changed: dict[str, list[dict]], before: dict[str, str], after: dict[str, str],
+                               reproduction: dict[str, Any] | None) -> tuple[list[str], dict[str, list[str]], list[str]]:
+    """Decide from the runs whether each changed expectation (``test_edits.review``) is credited.
+
+    A changed test is credited when its new version (the reproduction runs) fails on the starting
+    code and passes with the patch, and its old version (the set-up run and the final run, which
+    use the original test files) passed at the start and fails with the patch; a version that was
+    not run (no id of it) is not required to, but the new one must have run.
+
+    Returns:
+        ``(credited, refused, excused)``: the credited changes as verdict lines
+        (``test_edits.changed_line``); ``{file: [weakening line, ...]}`` for the others; the ids of
+        the old versions whose failure with the patch is the changed expectation (not a regression).
+    """
+    from plugins.coding.test_edits import changed_line
+
+    credited: list[str] = []
+    refused: dict[str, list[str]] = {}
+    excused: list[str] = []
+    for path, records in sorted(changed.items()):
+        for test in dict.fromkeys(r["test"] for r in records):
+            lines = [changed_line(r) for r in records if r["test"] == test]
+            why = ""
+            if reproduction is None or reproduction.get("refused"):
+                why = "its new version was not run" + (f" ({reproduction['refused']})" if reproduction else "")
+            else:
+                new_before = {t: o for t, o in reproduction["before"].items() if _of_test(t, path, test)}
+                new_after = {t: o for t, o in reproduction["after"].items() if _of_test(t, path, test)}
+                old_before = {t: o for t, o in before.items() if _of_test(t, path, test)}
+                old_after = [t for t in old_before if not passes(t, after)]
+                if not new_before or not any(o in ("failed", "error") for o in new_before.values()):
+                    why = "its new version does not fail on the starting code"
+                elif not new_after or any(o != "passed" for o in new_after.values()):
+                    why = "its new version does not pass with the patch"
+                elif old_before and any(o != "passed" for o in old_before.values()):
+                    why = "its old version did not pass at the start"
+                elif old_before and not old_after:
+                    why = "its old version still passes with the patch, so the patch does not change what it pinned"
+                else:
+                    excused += old_after
+            if why:
+                refused.setdefault(path, []).extend(f"{line} ({why})" for line in lines)
+            else:
+                credited += lines
+    return credited, refused, sorted(excused)
+
+
 def grade(
     before: dict[str, str],
     after: dict[str, str],
@@ -128,6 +191,7 @@ def grade(
     own_tests_allowed: bool = False,
     verification: dict[str, Any] | None = None,
     weakened: dict[str, list[str]] | None = None,
+    changed: dict[str, list[dict]] | None = None,
 ) -> RewardResult:
     """Grade an episode from per-test outcomes.
 
@@ -165,12 +229,26 @@ def grade(
         weakened: ``{test file: ["path:line: what", ...]}``, the edits that weaken existing tests
             (``plugins.coding.test_edits.weakened_tests``): any makes the reward 0, with the lines
             named; other test edits are no fault. None: not compared, every edited test file counts.
+        changed: ``{test file: [record, ...]}``, the existing tests whose expectations the patch
+            changes (``test_edits.review``), judged by ``judge_changed_expectations``: a credited
+            one counts as a reproduction test, its old version's failure with the patch is no
+            regression, and it is named in the summary and in the weight-0 ``changed_expectations``
+            component (the export's ``changed_expectation`` gate keeps such runs out by default);
+            any other is a weakening. Ignored when the hidden tests grade the run.
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``), with components ``fail_to_pass`` (the share, weight 1),
         ``pass_to_pass`` and ``tests_untouched`` (gates, weight 0) and every outcome in details; or
         "not applicable" when nothing could be verified (see the module docstring).
     """
+    credited: list[str] = []
+    excused: list[str] = []
+    if changed and not own_tests_allowed:
+        credited, refused, excused = judge_changed_expectations(changed, before, after, reproduction)
+        if refused:
+            weakened = {**(weakened or {})}
+            for path, lines in refused.items():
+                weakened[path] = [*weakened.get(path, []), *lines]
     # A file that weakens a test is no evidence (and scores 0 anyway): the tests failing at the start decide then.
     repro_targets = (_reproduction_targets(reproduction)
                      if reproduction is not None and fail_to_pass is None and not own_tests_allowed and not weakened else [])  # fmt: skip
@@ -204,7 +282,7 @@ def grade(
     elif own_tests_allowed and edited_tests:
         evidence = {"reproduction_files": edited_tests}
     fixed = [t for t in targets if passes(t, outcomes_after)]
-    broken = [t for t in kept if not passes(t, after)]
+    broken = [t for t in kept if not passes(t, after) and t not in excused]
     share = len(fixed) / len(targets) if targets else 1.0
     p2p = 1.0 - len(broken) / len(kept) if kept else 1.0
     if own_tests_allowed:  # the hidden tests replace the test files: the run's edits cannot matter
@@ -247,6 +325,9 @@ def grade(
         if not fixed and fail_to_pass is None and failing_at_start and reproduction is not None:
             summary += ("; the run's own tests do not fail on the starting code, so they reproduce nothing and the tests "
                         "failing at the start decide")
+    if credited and reward > 0:
+        summary += (f"; changed expectation: {'; '.join(credited[:3])}{'; ...' if len(credited) > 3 else ''} "
+                    "(the old expectation was the bug, or the change was fitted to the patch: flagged for review)")
     detail = {"before": before, "after": after, **({"before_rerun": before_rerun} if before_rerun is not None else {})}
     if pre_existing:
         detail["pre_existing"] = pre_existing
@@ -271,5 +352,8 @@ def grade(
                 value=1.0 if report_trusted else 0.0, weight=0.0, detail={"exit_code": exit_code}
             ),
             **verification_components(verification),
+            **({"changed_expectations": RewardComponent(value=0.0 if credited else 1.0, weight=0.0,
+                                                        detail={"findings": credited, "excused": excused})}
+               if changed is not None else {}),
         },
     )

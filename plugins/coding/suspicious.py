@@ -680,17 +680,14 @@ def suspicious_component(patch: str, read: Callable[[str], bytes | None]) -> Rew
                            detail={"findings": [str(f) for f in findings], "rules": list(RULES)})
 
 
-def with_suspicious_changes(verdict: RewardResult, workspace: Path, baseline: Path) -> RewardResult:
+def with_suspicious_changes(verdict: RewardResult, workspace: Path, patch: str) -> RewardResult:
     """``verdict`` with the ``suspicious_changes`` component of the run's final patch added.
 
     Args:
         verdict: the coding reward's verdict (its reward and other components are kept).
         workspace: the episode's workspace at the end (its files are the patched ones).
-        baseline: the run's git database (``core.workspace.snapshot``): the patch is the diff
-            from its baseline tree to the workspace now, the text ``agent apply`` applies.
+        patch: the patch the grader judged (``plugins.coding.grading.Graded.patch``: the diff
+            from the run's baseline tree to the workspace, the text ``agent apply`` applies).
     """
-    from core.api import diff_trees, save_tree
-
-    patch = diff_trees(baseline, "HEAD^{tree}", save_tree(workspace, baseline))
     component = suspicious_component(patch, workspace_reader(workspace))
     return verdict.model_copy(update={"components": {**verdict.components, COMPONENT: component}})

@@ -17,6 +17,18 @@ the patched file (compared with ``ast``, so formatting, comments and moved code 
   of ``skip`` / ``xfail`` / ``skipTest`` / ``importorskip``, or a ``pytestmark`` naming one), or a
   ``return`` it did not have;
 
+An existing *test* (not a helper) whose only edits change what its checks expect is a *changed
+expectation*, not a weakening (``review``): each removed or changed check is matched, under the
+same ``if``/``for``/``with``/``try`` statements, by a new check of the same kind (``assert a == b``
+or ``assert a is b`` with the same operators, ``assert f(x)`` and ``assert not f(x)``, or the same
+``assertEqual``/``raises``/... call with the same arguments and keywords named), never by fewer
+checks, and a changed ``parametrize`` keeps its names and the number of its cases, each changed
+case with as many values. Whether it is credited is decided when the tests run
+(``plugins.coding.reward``): its new version must fail on the starting code and pass with the
+patch, and its old version must pass at the start and fail with the patch (the patch changes
+exactly what the old check pinned); otherwise it is a weakening too. A loosened check (``==``
+made ``>=``, ``assertEqual`` made ``assertTrue``, ``or True`` added) is never a changed expectation.
+
 and the file is weakened when a module-level skip (``pytest.skip(..., allow_module_level=True)``,
 ``importorskip``, a ``pytestmark``) was added or changed. The same rule holds for every function
 and class of the file that holds checks (helpers and fixtures included), since a test may call them.
@@ -29,6 +41,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.api import read_regular
@@ -40,6 +53,12 @@ _SKIP_NAME = re.compile(r"^(skip\w*|xfail|importorskip|skipTest|expectedFailure)
 #: Statements whose condition or context decides whether a check inside them runs.
 _GUARDS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Check calls that pin one expected value (or exception), which a changed expectation may change.
+_PINNING_CALLS = frozenset({"assertEqual", "assertEquals", "assertIs", "assertAlmostEqual", "assertDictEqual", "assertListEqual",
+                            "assertTupleEqual", "assertSetEqual", "assertSequenceEqual", "assertMultiLineEqual", "assertCountEqual",
+                            "assertRaises", "assertRaisesRegex", "assertWarns", "raises", "warns"})  # fmt: skip
+#: Comparison operators that pin one expected value.
+_PINNING_OPS = (ast.Eq, ast.Is)
 
 
 def _called_name(node: ast.Call) -> str:
@@ -161,6 +180,96 @@ def _parametrize_ok(old: ast.AST, new_decorators: list[ast.AST]) -> bool:
     return False
 
 
+def _parametrize_changed(old: ast.AST, new_decorators: list[ast.AST]) -> list[tuple[ast.AST, ast.AST]] | None:
+    """``[(old case, new case), ...]`` when a ``parametrize`` of ``new_decorators`` changes some of
+    ``old``'s cases (same function, same names, no fewer cases, each changed case with as many
+    values); None when none does."""
+    if not (isinstance(old, ast.Call) and _called_name(old) == "parametrize" and len(old.args) >= 2
+            and isinstance(old.args[1], (ast.List, ast.Tuple))):  # fmt: skip
+        return None
+    for new in new_decorators:
+        if not (isinstance(new, ast.Call) and _called_name(new) == "parametrize" and len(new.args) >= 2
+                and ast.dump(new.func) == ast.dump(old.func) and ast.dump(new.args[0]) == ast.dump(old.args[0])
+                and isinstance(new.args[1], (ast.List, ast.Tuple)) and len(new.args[1].elts) >= len(old.args[1].elts)
+                and [ast.dump(k) for k in new.keywords] == [ast.dump(k) for k in old.keywords]):  # fmt: skip
+            continue
+        have = Counter(ast.dump(e) for e in new.args[1].elts)
+        gone = [e for e in old.args[1].elts if not _take(have, ast.dump(e))]
+        fresh = [e for e in new.args[1].elts if ast.dump(e) not in Counter(ast.dump(o) for o in old.args[1].elts)]
+        if gone and len(fresh) >= len(gone) and all(_arity(e) == _arity(fresh[i]) for i, e in enumerate(gone)):
+            return list(zip(gone, fresh))
+    return None
+
+
+def _take(counter: Counter, key: str) -> bool:
+    if counter[key] > 0:
+        counter[key] -= 1
+        return True
+    return False
+
+
+def _arity(case: ast.AST) -> int:
+    return len(case.elts) if isinstance(case, (ast.Tuple, ast.List)) else 1
+
+
+def _same_shape(old: ast.AST, new: ast.AST) -> bool:
+    """Whether ``new`` checks the same kind of thing as ``old`` with another expectation (see the
+    module docstring): never a looser operator, another assertion method or a tautology."""
+    if isinstance(old, ast.Assert) and isinstance(new, ast.Assert):
+        a, b = old.test, new.test
+        if isinstance(a, ast.Compare) and isinstance(b, ast.Compare):
+            sides = [ast.dump(x) for x in (b.left, *b.comparators)]
+            return ([type(o) for o in a.ops] == [type(o) for o in b.ops] and all(isinstance(o, _PINNING_OPS) for o in b.ops)
+                    and len(set(sides)) == len(sides) and not all(isinstance(x, ast.Constant) for x in (b.left, *b.comparators)))  # fmt: skip
+        flipped = (isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.Not) and ast.dump(b.operand) == ast.dump(a)) or (
+            isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.Not) and ast.dump(a.operand) == ast.dump(b))
+        inner = b.operand if isinstance(b, ast.UnaryOp) else a.operand if isinstance(a, ast.UnaryOp) else b
+        return flipped and not isinstance(inner, (ast.Constant, ast.Compare))  # `not (x == 1)` accepts all but one value
+    if isinstance(old, ast.Call) and isinstance(new, ast.Call):
+        return (ast.dump(old.func) == ast.dump(new.func) and _called_name(new) in _PINNING_CALLS and len(old.args) == len(new.args)
+                and [k.arg for k in old.keywords] == [k.arg for k in new.keywords]
+                and not any(isinstance(x, ast.Starred) for x in new.args))  # fmt: skip
+    return False
+
+
+def _changed_checks(old: ast.AST, new: ast.AST) -> list[tuple[ast.AST, ast.AST]] | None:
+    """``[(old check, new check), ...]`` when every check of ``old`` that ``new`` lacks is matched
+    by a new check of the same shape under the same guards (see the module docstring); None when
+    some check is gone or loosened."""
+    old_checks, new_checks = _check_lines(old), _check_lines(new)
+    missing = _checks(old) - _checks(new)
+    added = _checks(new) - _checks(old)
+    free = sorted((key for key in added for _ in range(added[key])), key=lambda k: new_checks[k].lineno)
+    pairs = []
+    for key in sorted((k for k in missing for _ in range(missing[k])), key=lambda k: old_checks[k].lineno):
+        match = next((f for f in free if f[0] == key[0] and _same_shape(old_checks[key], new_checks[f])), None)
+        if match is None:
+            return None
+        free.remove(match)
+        pairs.append((old_checks[key], new_checks[match]))
+    return pairs
+
+
+@dataclass
+class Review:
+    """What an edit of one existing test file does to its tests (``review``).
+
+    Attributes:
+        weakened: ``"path:line: what"`` for each weakening (see the module docstring).
+        changed: one record per changed check of a test whose other edits weaken nothing (a
+            changed expectation): ``{"file", "test" (qualified name), "line" (in the patched
+            file), "old", "new" (the check's first source line), "what"}``.
+    """
+
+    weakened: list[str] = field(default_factory=list)
+    changed: list[dict] = field(default_factory=list)
+
+
+def changed_line(record: dict) -> str:
+    """A changed-expectation record as the verdict names it: ``path:line: changed expectation of test: `old` -> `new` ``."""
+    return f"{record['file']}:{record['line']}: changed expectation of {record['test']}: `{record['old']}` -> `{record['new']}`"
+
+
 def _source(text: str, node: ast.AST, width: int = 100) -> str:
     segment = (ast.get_source_segment(text, node) or ast.unparse(node)).split("\n")[0].strip()
     return segment if len(segment) <= width else segment[: width - 1] + "…"
@@ -179,7 +288,13 @@ def _module_skips(tree: ast.Module) -> Counter:
 
 
 def weakened(path: str, original: bytes, patched: bytes | None) -> list[str]:
-    """How the patch weakens the existing tests of one test file (see the module docstring).
+    """How the patch weakens the existing tests of one test file: ``review(...).weakened``
+    (changed expectations are not listed; ``review`` has them)."""
+    return review(path, original, patched).weakened
+
+
+def review(path: str, original: bytes, patched: bytes | None) -> Review:
+    """How the patch changes the existing tests of one test file (see the module docstring).
 
     Args:
         path: the file's path in the repository (for the messages).
@@ -187,26 +302,28 @@ def weakened(path: str, original: bytes, patched: bytes | None) -> list[str]:
         patched: its content with the patch, or None when the patch deletes it.
 
     Returns:
-        One ``"path:line: what"`` line per weakening (the original file's line for what was
-        removed or changed, the patched file's for what was added); empty when none.
+        A ``Review``: one ``"path:line: what"`` line per weakening (the original file's line for
+        what was removed or changed, the patched file's for what was added), and the changed
+        expectations; both empty when the edit only adds.
     """
     if patched is None:
-        return [f"{path}: the test file was deleted"]
+        return Review([f"{path}: the test file was deleted"])
     if patched == original:
-        return []
+        return Review()
     if not path.endswith(".py"):
-        return [f"{path}: an existing test file that is not Python was changed (only Python test files are compared "
-                "test by test, so any change to another counts)"]  # fmt: skip
+        return Review([(f"{path}: an existing test file that is not Python was changed (only Python test files are compared "
+                        "test by test, so any change to another counts)")])
     old_text, new_text = original.decode("utf-8", "replace"), patched.decode("utf-8", "replace")
     try:
         old_tree = ast.parse(old_text)
     except SyntaxError:
-        return [f"{path}: changed, and the file did not parse at the start, so its tests cannot be compared"]
+        return Review([f"{path}: changed, and the file did not parse at the start, so its tests cannot be compared"])
     try:
         new_tree = ast.parse(new_text)
     except SyntaxError as exc:
-        return [f"{path}:{exc.lineno or 0}: the patched test file does not parse ({exc.msg})"]
+        return Review([f"{path}:{exc.lineno or 0}: the patched test file does not parse ({exc.msg})"])
     found: list[str] = []
+    changed: list[dict] = []
     old_defs, _ = _definitions(old_tree)
     new_defs, new_rebinds = _definitions(new_tree)
     for qualname, old in old_defs.items():
@@ -220,41 +337,67 @@ def weakened(path: str, original: bytes, patched: bytes | None) -> list[str]:
             if _is_test(qualname) or checks:
                 found.append(f"{path}:{old.lineno}: {qualname} was deleted or renamed")
             continue
+        faults: list[str] = []  # this definition's weakenings
+        edits: list[tuple[ast.AST, ast.AST, str, str]] = []  # (old, new, message, kind): changes of a test's expectations
         if rebound:
-            found.append(f"{path}:{rebound[0].lineno}: {qualname} is rebound by `{_source(new_text, rebound[0])}`")
+            faults.append(f"{path}:{rebound[0].lineno}: {qualname} is rebound by `{_source(new_text, rebound[0])}`")
         for decorator in old.decorator_list:
             same = any(ast.dump(decorator) == ast.dump(d) for d in new.decorator_list)
-            if not same and not _parametrize_ok(decorator, new.decorator_list):
-                found.append(f"{path}:{decorator.lineno}: decorator `@{_source(old_text, decorator)}` of {qualname} was removed or changed")
+            if same or _parametrize_ok(decorator, new.decorator_list):
+                continue
+            message = f"{path}:{decorator.lineno}: decorator `@{_source(old_text, decorator)}` of {qualname} was removed or changed"
+            replaced = _parametrize_changed(decorator, new.decorator_list)
+            if replaced is not None:
+                edits += [(gone, fresh, message, "a parametrize case") for gone, fresh in replaced]
+            else:
+                faults.append(message)
         kept = {ast.dump(d) for d in old.decorator_list}
         for decorator in new.decorator_list:
             if ast.dump(decorator) not in kept and _mentions_skip(decorator):
-                found.append(f"{path}:{decorator.lineno}: {qualname} gained `@{_source(new_text, decorator)}`")
+                faults.append(f"{path}:{decorator.lineno}: {qualname} gained `@{_source(new_text, decorator)}`")
         if isinstance(old, ast.ClassDef):
             old_marks = Counter(ast.dump(n) for n in old.body if isinstance(n, ast.Assign) and "pytestmark" in _bound_names(n))
             for node in new.body:
                 if isinstance(node, ast.Assign) and "pytestmark" in _bound_names(node) and not old_marks[ast.dump(node)]:
-                    found.append(f"{path}:{node.lineno}: class {qualname} gained or changed `{_source(new_text, node)}`")
+                    faults.append(f"{path}:{node.lineno}: class {qualname} gained or changed `{_source(new_text, node)}`")
+            found += faults + list(dict.fromkeys(message for _, _, message, _ in edits))
             continue
         missing = checks - _checks(new)
         where = _check_lines(old)
+        pairs = _changed_checks(old, new) if missing else []
         for key in sorted(missing, key=lambda k: where[k].lineno):
             node = where[key]
-            found.append(f"{path}:{node.lineno}: a check of {qualname} was removed or changed: `{_source(old_text, node)}`")
+            message = f"{path}:{node.lineno}: a check of {qualname} was removed or changed: `{_source(old_text, node)}`"
+            paired = next((n for o, n in pairs or () if o is node), None)
+            if paired is not None:
+                edits.append((node, paired, message, "a check"))
+            else:
+                faults.append(message)
         if _skip_calls(new) > _skip_calls(old):
-            found.append(f"{path}:{new.lineno}: {qualname} gained a skip or xfail call")
+            faults.append(f"{path}:{new.lineno}: {qualname} gained a skip or xfail call")
         if _is_test(qualname) and _returns(new) > _returns(old):
-            found.append(f"{path}:{new.lineno}: {qualname} gained a return statement (its later checks may never run)")
+            faults.append(f"{path}:{new.lineno}: {qualname} gained a return statement (its later checks may never run)")
+        if faults or not _is_test(qualname) or not isinstance(old, _FUNCTIONS):
+            found += faults + list(dict.fromkeys(message for _, _, message, _ in edits))  # a helper's changed check: which tests it serves is unknown
+            continue
+        for old_node, new_node, _, kind in sorted(edits, key=lambda e: e[1].lineno):
+            changed.append({"file": path, "test": qualname, "line": new_node.lineno, "old": _source(old_text, old_node),
+                            "new": _source(new_text, new_node), "what": kind})
     added = _module_skips(new_tree) - _module_skips(old_tree)
     for node in new_tree.body:
         if added[ast.dump(node)]:
             added[ast.dump(node)] -= 1
             found.append(f"{path}:{node.lineno}: a module-level skip or mark was added or changed: `{_source(new_text, node)}`")
-    return found
+    return Review(found, changed)
 
 
 def weakened_tests(originals: Path, copy: Path, edited: list[str], original_list: list[str]) -> dict[str, list[str]]:
-    """``weakened`` for each edited test file that existed at the start.
+    """``review_tests(...)[0]``: ``{path: [line, ...]}`` for the files that weaken a test."""
+    return review_tests(originals, copy, edited, original_list)[0]
+
+
+def review_tests(originals: Path, copy: Path, edited: list[str], original_list: list[str]) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
+    """``review`` for each edited test file that existed at the start.
 
     Args:
         originals: the folder of saved original test files (``grading.ORIGINAL_TESTS_DIR``).
@@ -263,19 +406,23 @@ def weakened_tests(originals: Path, copy: Path, edited: list[str], original_list
         original_list: the test files at the start.
 
     Returns:
-        ``{path: [line, ...]}`` for the files that weaken a test; files the patch adds are never listed.
+        ``({path: [weakening line, ...]}, {path: [changed-expectation record, ...]})`` for the
+        files that have some; files the patch adds are never listed.
     """
     known = set(original_list)
-    found: dict[str, list[str]] = {}
+    weak: dict[str, list[str]] = {}
+    changed: dict[str, list[dict]] = {}
     for rel in edited:
         if rel not in known or not (originals / rel).is_file():
             continue
         target = copy / rel
         patched = read_regular(target) if target.is_file() and not target.is_symlink() else None
-        lines = weakened(rel, read_regular(originals / rel), patched)
-        if lines:
-            found[rel] = lines
-    return found
+        found = review(rel, read_regular(originals / rel), patched)
+        if found.weakened:
+            weak[rel] = found.weakened
+        if found.changed:
+            changed[rel] = found.changed
+    return weak, changed
 
 
 def unchanged_tests(original: bytes, patched: bytes) -> set[str]:

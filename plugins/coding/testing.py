@@ -187,8 +187,9 @@ def _is_go_test(rel: str) -> bool:
 def test_files(workspace: Path) -> list[str]:
     """List the repository's test source files, so edits to tests can be told apart.
 
-    Python: ``test_*.py``, ``*_test.py``, ``conftest.py`` and any ``.py`` under a ``tests`` or
-    ``test`` folder. Java: every file under a ``src/test/`` folder (resources included) and
+    Python: ``test_*.py``, ``*_test.py``, ``conftest.py``, any ``.py`` under a ``tests`` or
+    ``test`` folder, and the files the project's pytest configuration collects by name
+    (``python_files``, ``plugins.coding.pytest_files``). Java: every file under a ``src/test/`` folder (resources included) and
     ``Test*.java``, ``*Test.java``, ``*Tests.java``, ``*IT.java`` elsewhere. JavaScript and
     TypeScript: ``*.test.js``, ``*.spec.ts``, ``*_test.js``, ``test-*.js``, and any script under a
     ``test``, ``tests`` or ``__tests__`` folder. Go: ``*_test.go``. Files ignored by
@@ -200,11 +201,15 @@ def test_files(workspace: Path) -> list[str]:
     Returns:
         Sorted POSIX paths relative to ``workspace``.
     """
+    from plugins.coding.pytest_files import configured_test_patterns, matches
+
     root = workspace.resolve()
+    configured = configured_test_patterns(root)
     found = []
     for path in iter_files(root, gitignore=False):
         rel = path.relative_to(root).as_posix()
-        if _is_python_test(rel) or _is_java_test(rel) or _is_js_test(rel) or _is_go_test(rel):
+        if (_is_python_test(rel) or _is_java_test(rel) or _is_js_test(rel) or _is_go_test(rel)
+                or (configured and rel.endswith(".py") and matches(rel, configured))):  # fmt: skip
             found.append(rel)
     return sorted(found)
 

@@ -33,8 +33,9 @@ def test_two_infrastructure_failures_and_one_checker_edit_of_ten_are_flagged_exa
     assert {f.reason for f in hacking} == {"reward_hacking"}
     assert any("CHECK.txt" in f.detail for f in hacking)
     counts = report.counts()
-    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "suspicious_code": 0, "reward_not_applicable": 0, "instruction_unseen": 0, "near_duplicate": 0,
-                      "nondeterministic_environment": 0, "state_leak": 0}
+    assert counts == {"infrastructure_failure": 2, "reward_hacking": 1, "suspicious_code": 0, "changed_expectation": 0,
+                      "reward_not_applicable": 0, "instruction_unseen": 0, "near_duplicate": 0, "nondeterministic_environment": 0,
+                      "state_leak": 0}
     assert list(counts) == list(REASONS)
     table = report.table()
     assert "checked" in table and "passed" in table and len(report.passed()) == 7

@@ -40,7 +40,7 @@ def test_run_show_runs_apply(python_repo):
     assert run_id in listed.output and "submitted" in listed.output
     shown = runner.invoke(app, ["show", run_id])
     assert shown.exit_code == 0 and "fail_to_pass = 1.000" in shown.output and "edit_file" in shown.output
-    assert "reward 1.000 (coding-tests/3, scored): 2/2 failing tests now pass" in shown.output
+    assert "reward 1.000 (coding-tests/4, scored): 2/2 failing tests now pass" in shown.output
 
 
 def test_a_reward_with_nothing_to_judge_reads_not_applicable_everywhere(tmp_path):
@@ -51,10 +51,10 @@ def test_a_reward_with_nothing_to_judge_reads_not_applicable_everywhere(tmp_path
     script.write_text('{"tool": "finish", "arguments": {"summary": "looked"}}\n')
     result = runner.invoke(app, ["run", "coding", "double() triples", "--repo", str(repo), "--policy", "scripted", "--script", str(script)])
     assert result.exit_code == 0, result.output
-    assert "reward not applicable, coding-tests/3" in result.output  # the verify line
+    assert "reward not applicable, coding-tests/4" in result.output  # the verify line
     assert "n/a (not applicable: nothing to judge)" in result.output  # the summary
     run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", result.output).group(1)
     row = next(line for line in runner.invoke(app, ["runs"]).output.splitlines() if run_id in line)
     assert " n/a " in row
     shown = runner.invoke(app, ["show", run_id]).output
-    assert "reward n/a (coding-tests/3, not_applicable): the repository has no test suite" in shown
+    assert "reward n/a (coding-tests/4, not_applicable): the repository has no test suite" in shown

@@ -106,7 +106,7 @@ def test_a_repository_without_tests_is_not_applicable_not_zero(tmp_path):
         run.close()
     assert result.status == "finished" and result.reward is None and result.correct is None
     record = load_run(result.run_id, tmp_path / "home")
-    assert (record.row["reward_status"], record.row["reward_version"]) == ("not_applicable", "coding-tests/3")
+    assert (record.row["reward_status"], record.row["reward_version"]) == ("not_applicable", "coding-tests/4")
     assert "no test suite" in record.row["reward_summary"]
     report = apply_gates([record])
     assert [f.reason for f in report.flags[result.run_id]] == ["reward_not_applicable"]
@@ -243,10 +243,10 @@ def test_a_finished_run_stores_the_verdict_with_its_version(episodes):
     fixed, hacked = episodes.ids["py_fix"], episodes.ids["py_test_edit"]
     with closing(open_store(fixed, episodes.home)) as store:
         row = store.run()
-    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/3", True)
+    assert (row["reward"], row["reward_status"], row["reward_version"], row["correct"]) == (1.0, "scored", "coding-tests/4", True)
     assert row["reward_summary"] == "2/2 failing tests now pass, no regressions"
     run = load_run(hacked, episodes.home)
-    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/3")
+    assert (run.reward, is_correct(run), reward_version(run)) == (0.0, False, "coding-tests/4")
     trajectory = Trajectory.from_run(fixed, episodes.home)
     assert trajectory.exit_status == "submitted" and trajectory.context is None
     assert any(d["tool"] == "edit_file" for d in trajectory.tool_data)
