@@ -32,7 +32,7 @@ def ingested(tmp_path_factory, finance_cache):
     path = tmp_path_factory.mktemp("completeness") / "filings.duckdb"
     con = connect(path)
     statuses = {s.doc_name: s for s in ingest(con, paths, finance_cache)}
-    yield con, statuses
+    yield con, statuses, path
     con.close()
 
 
@@ -42,7 +42,7 @@ def _verdicts(con, doc: str) -> dict[str, tuple[str, str]]:
 
 
 def test_balance_sheet_without_totals_is_damaged_with_page_and_what(ingested):
-    con, statuses = ingested
+    con, statuses, _ = ingested
     status, problem = _verdicts(con, "MGMRESORTS_2023Q2_10Q")["balance_sheet"]
     assert status == "damaged"
     assert problem.startswith("balance_sheet on p.3 is damaged") and "no total assets" in problem
@@ -54,14 +54,14 @@ def test_balance_sheet_without_totals_is_damaged_with_page_and_what(ingested):
 
 
 def test_a_line_no_identity_names_does_not_make_a_statement_damaged(ingested):
-    con, _ = ingested
+    con, _, _ = ingested
     # net change = operating + investing + financing + FX is off by the held-for-sale line, which is printed
     assert _verdicts(con, "MGMRESORTS_2023Q2_10Q")["cash_flow"] == ("ok", "")
     assert _verdicts(con, "MGMRESORTS_2023Q2_10Q")["income_statement"] == ("ok", "")
 
 
 def test_complete_filings_stay_ok(ingested):
-    con, statuses = ingested
+    con, statuses, _ = ingested
     for doc in ("ULTABEAUTY_2023Q4_EARNINGS", "BESTBUY_2024Q2_10Q"):
         assert statuses[doc].status == "ok", statuses[doc].error
         assert _verdicts(con, doc) == {k: ("ok", "") for k in ("balance_sheet", "income_statement", "cash_flow")}
@@ -69,7 +69,7 @@ def test_complete_filings_stay_ok(ingested):
 
 def test_totals_that_do_not_foot_are_damaged(ingested, tmp_path):
     """Total assets changed in the stored facts (as a misread digit would) makes the balance sheet not foot."""
-    con, _ = ingested
+    con, _, _ = ingested
     from plugins.finance.checks import run_checks
 
     con.execute("CREATE TEMP TABLE saved AS SELECT * FROM facts WHERE doc_name = 'BESTBUY_2024Q2_10Q'")
@@ -90,7 +90,7 @@ def test_totals_that_do_not_foot_are_damaged(ingested, tmp_path):
 
 
 def test_located_statement_with_no_values_is_damaged(ingested):
-    con, _ = ingested
+    con, _, _ = ingested
     verdicts = {v.statement: v for v in statement_verdicts(con, "NO_SUCH_DOC", {"balance_sheet": "12"}, [])}
     assert verdicts["balance_sheet"].status == "damaged" and "p.12" in verdicts["balance_sheet"].problem
     assert verdicts["cash_flow"].status == "not_located"
@@ -108,3 +108,26 @@ def test_an_older_database_gains_the_verdict_columns(tmp_path: Path):
     columns = [r[1] for r in con.execute("PRAGMA table_info('statement_locations')").fetchall()]
     con.close()
     assert columns[-2:] == ["status", "problem"]
+
+
+def test_list_documents_shows_the_damaged_statement(ingested, tmp_path):
+    import shutil
+
+    from core.tools import ToolContext
+    from plugins.finance import tools
+    from plugins.finance.episode import EpisodeFiles
+
+    con, _, path = ingested
+    con.execute("CHECKPOINT")
+    context = ToolContext(workspace=tmp_path / "ws", sandbox=None, scratch=tmp_path / "scratch")
+    context.workspace.mkdir()
+    files = EpisodeFiles(context)
+    files.root.mkdir(parents=True)
+    shutil.copy(path, files.db)
+    files.write_json(files.task, {"filings": [], "ticker": None})
+    listing = tools.list_documents({}, context)
+    lines = [ln for ln in listing.output.splitlines() if ln.startswith("MGMRESORTS_2023Q2_10Q")]
+    assert len(lines) == 1, listing.output
+    line = lines[0]
+    assert "WARNING: DAMAGED: balance_sheet on p.3 is damaged: no total assets" in line, line
+    assert "MGMRESORTS_2023Q2_10Q" in listing.data["warnings"] and "BESTBUY_2024Q2_10Q" not in listing.data["warnings"]
