@@ -7,8 +7,11 @@ recognised gets status ``no_statements`` (its pages stay searchable), or ``damag
 also shows signs of damage that PDFium repaired silently (``extract.damage_signs``: truncated, a
 wrong cross-reference offset, an inverted page box), with what to do. A document whose primary
 statements were not all located with confidence (``plugins.finance.locate``), or on whose values
-no accounting identity could be compared (``plugins.finance.checks``), gets ``ok_with_warnings``
-and the reasons in ``error``: its values are stored and usable, but deserve a look. ``INGESTED``
+no accounting identity could be compared (``plugins.finance.checks``), or one of whose located
+statements is damaged (``plugins.finance.completeness``: a line it must have, such as total assets,
+was not read, or its totals do not foot; ``statement_locations.status`` says ``damaged`` and
+``.problem`` the page and what), gets ``ok_with_warnings`` and the reasons in ``error``, never
+``ok``: its values are stored and usable, but deserve a look. ``INGESTED``
 lists the statuses whose values are stored; test membership in it rather than ``== "ok"``.
 
 The parse of a document depends only on its bytes and the parser, so it is cached as JSON under
@@ -31,6 +34,7 @@ import duckdb
 
 from core.api import horizon_home
 from plugins.finance.checks import run_checks
+from plugins.finance.completeness import Verdict, statement_verdicts
 from plugins.finance.concepts import STATEMENTS
 from plugins.finance.extract import (
     FilingError,
@@ -47,8 +51,9 @@ from plugins.finance.tables import extract_tables, table_facts
 
 #: Part of the parse cache's key: bump it whenever parsing changes what is stored (9: located and
 #: scored statements, concepts by meaning with signs, every table's values; 10: table counts with unit count,
-#: no running headers in column labels or as rows, damage signs cached).
-PARSER_VERSION = "10"
+#: no running headers in column labels or as rows, damage signs cached; 11: a utility's "Total capitalization
+#: and liabilities" is total liabilities and equity).
+PARSER_VERSION = "11"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``damaged``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 
@@ -145,20 +150,26 @@ def location_row(doc_name: str, where: Location) -> dict[str, Any]:
             "reason": where.reason, "excluded": "; ".join(f"p.{c.page}: {c.excluded}" for c in where.excluded)}
 
 
-def warnings(locations: list[dict[str, Any]], kinds: list[str], identities: int) -> list[str]:
+def warnings(locations: list[dict[str, Any]], kinds: list[str], identities: int,
+             verdicts: list[Verdict] | None = None) -> list[str]:
     """Why an ingested document deserves a look (empty when it does not).
 
     Args:
         locations: its ``statement_locations`` rows.
         kinds: the statements whose values were read.
         identities: accounting identities compared on its values.
+        verdicts: each statement's completeness (``completeness.statement_verdicts``); a damaged
+            one is warned of with its page and what is missing or does not foot.
     """
     out = []
     by_kind = {row["statement"]: row for row in locations}
+    damaged = {v.statement: v.problem for v in verdicts or [] if v.status == "damaged"}
     for kind in STATEMENTS:
         row = by_kind.get(kind)
         if row is None or not row["pages"]:
             out.append(f"{kind} not located ({row['reason'] if row else 'no candidate page'})")
+        elif kind in damaged:
+            out.append(f"DAMAGED: {damaged[kind]}")
         elif kind not in kinds:
             out.append(f"{kind} located on p.{row['pages']} but no values could be read there")
         elif row["confidence"] < CONFIDENT:
@@ -228,7 +239,13 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
         document["error"], rows = f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); please report this file", {}
     write_document(con, document, rows)
     if document["status"] == "ok":
-        found = warnings(rows.get("statement_locations", []), kinds, len(run_checks(con, [name]).results))
+        checks = run_checks(con, [name]).results
+        locations = rows.get("statement_locations", [])
+        verdicts = statement_verdicts(con, name, {r["statement"]: r["pages"] for r in locations}, checks)
+        for v in verdicts:  # the verdict of each statement, beside where it was located
+            con.execute("UPDATE statement_locations SET status = ?, problem = ? WHERE doc_name = ? AND statement = ?",
+                        [v.status, v.problem, name, v.statement])
+        found = warnings(locations, kinds, len(checks), verdicts)
         if found:  # rewritten in place: the checks read the stored facts
             document.update(status="ok_with_warnings", error="; ".join(found))
             con.execute("UPDATE documents SET status = ?, error = ? WHERE doc_name = ?", [document["status"], document["error"], name])

@@ -36,7 +36,10 @@ Tables (one row per ...)::
                 score and confidence (0-1), runner_up ('p.93 (0.90)': the best other candidate
                 page and its score, '' when none), reason (what decided, in words), excluded
                 (candidate pages set aside and why: guarantor, consolidating, parent-only,
-                pro-forma statements)
+                pro-forma statements), status (``ok``, ``damaged``: a line it must have was not read
+                or its totals do not foot, ``not_located``; NULL when the document was not ingested)
+                and problem (for ``damaged``: the page and what is missing or off;
+                ``plugins.finance.completeness``)
 
 ``fact_id`` is ``DOC:pPAGE:lLINE:cCOLUMN`` (``3M_2018_10K:p60:l24:c0``): stable across
 re-ingestion of the same file with the same parser, so scripts and reports can cite it.
@@ -65,7 +68,7 @@ CREATE TABLE IF NOT EXISTS facts (
 CREATE TABLE IF NOT EXISTS cells (doc_name VARCHAR, page INTEGER, table_index INTEGER, row_index INTEGER,
     col_index INTEGER, text VARCHAR);
 CREATE TABLE IF NOT EXISTS statement_locations (doc_name VARCHAR, statement VARCHAR, pages VARCHAR, score DOUBLE,
-    confidence DOUBLE, runner_up VARCHAR, reason VARCHAR, excluded VARCHAR);
+    confidence DOUBLE, runner_up VARCHAR, reason VARCHAR, excluded VARCHAR, status VARCHAR, problem VARCHAR);
 """
 
 #: Column order of each table, for writing rows given as dicts.
@@ -75,7 +78,8 @@ COLUMNS = {
     "facts": ["fact_id", "doc_name", "sha256", "statement", "title", "page", "line_no", "x0", "top", "x1", "bottom",
               "label", "concept", "raw_text", "raw_value", "amount", "scale_word", "scale", "value", "unit", "currency",
               "period_label", "fiscal_year", "period_end", "months", "column_index", "sign", "normalised_value", "column_label"],
-    "statement_locations": ["doc_name", "statement", "pages", "score", "confidence", "runner_up", "reason", "excluded"],
+    "statement_locations": ["doc_name", "statement", "pages", "score", "confidence", "runner_up", "reason", "excluded",
+                            "status", "problem"],
 }
 
 
@@ -96,6 +100,8 @@ def connect(path: Path, read_only: bool = False, locked: bool = False) -> duckdb
     con.execute(SCHEMA)
     for column, kind in (("sign", "INTEGER"), ("normalised_value", "DOUBLE"), ("column_label", "VARCHAR")):  # databases made before them
         con.execute(f"ALTER TABLE facts ADD COLUMN IF NOT EXISTS {column} {kind}")
+    for column in ("status", "problem"):
+        con.execute(f"ALTER TABLE statement_locations ADD COLUMN IF NOT EXISTS {column} VARCHAR")
     return con
 
 
