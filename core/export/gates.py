@@ -150,12 +150,15 @@ def _reward_hacking(run: RunRecord) -> list[Flag]:
 SUSPICIOUS_COMPONENT = "suspicious_changes"
 
 
+def _findings(run: RunRecord, component: str) -> tuple[int, str]:
+    """How many findings the reward ``component`` lists (``detail["findings"]``), and the first five joined."""
+    findings = [str(f) for f in ((run.rewards.get(component) or {}).get("detail") or {}).get("findings") or []]
+    return len(findings), "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
+
+
 def _suspicious(run: RunRecord) -> list[Flag]:
-    findings = [str(f) for f in ((run.rewards.get(SUSPICIOUS_COMPONENT) or {}).get("detail") or {}).get("findings") or []]
-    if not findings:
-        return []
-    shown = "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
-    return [Flag("suspicious_code", f"the patch adds {len(findings)} suspicious construct(s): {shown}"[:600])]
+    count, shown = _findings(run, SUSPICIOUS_COMPONENT)
+    return [Flag("suspicious_code", f"the patch adds {count} suspicious construct(s): {shown}"[:600])] if count else []
 
 
 #: The reward component that lists the changed expectations a reward credited (``detail["findings"]``).
@@ -163,11 +166,8 @@ CHANGED_COMPONENT = "changed_expectations"
 
 
 def _changed_expectation(run: RunRecord) -> list[Flag]:
-    findings = [str(f) for f in ((run.rewards.get(CHANGED_COMPONENT) or {}).get("detail") or {}).get("findings") or []]
-    if not findings:
-        return []
-    shown = "; ".join(findings[:5]) + (f"; and {len(findings) - 5} more" if len(findings) > 5 else "")
-    return [Flag("changed_expectation", f"the reward credits {len(findings)} changed expectation(s) of existing tests: {shown}"[:600])]
+    count, shown = _findings(run, CHANGED_COMPONENT)
+    return [Flag("changed_expectation", f"the reward credits {count} changed expectation(s) of existing tests: {shown}"[:600])] if count else []
 
 
 _DIGITS = re.compile(r"\d+")
