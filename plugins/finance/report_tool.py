@@ -80,7 +80,9 @@ def write_report(args: WriteReportArgs, ctx: ToolContext) -> ToolResult:
 
 
 def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tuple[float, dict[str, Any]]:
-    """The share of the workspace report's figures that trace to stored values (0 when there is no report).
+    """The share of the workspace report's figures that trace to stored values (0 when there is no report,
+    and 0 when the report states any number that cites no figure: ``write_report`` refuses such a report,
+    so only an edit after it can make one).
 
     Every number in a table of ``report.md`` and in its narrative must be a listed figure (``[Fn]``)
     and every figure must re-compute from the database (``verify_figures``). Both files are in the workspace, so
@@ -90,7 +92,7 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
 
     Returns:
         ``(share in [0, 1], detail)``; ``detail["why"]`` says why the share is 0 when no figure
-        could be checked.
+        could be checked or a number cites no figure.
     """
     folder = workspace / REPORT_DIR
     try:
@@ -117,13 +119,16 @@ def report_traceability(con: duckdb.DuckDBPyConnection, workspace: Path) -> tupl
     # names that are not numbers come from the filings database, never from figures.json (the agent writes that)
     documents = [r[0] for r in con.execute("SELECT doc_name FROM documents").fetchall()]
     untraced = untraced_numbers(markdown_text, manifest, documents) + narrative_numbers(markdown_text, manifest, documents)
-    share = traced / (len(manifest) + len(untraced))
-    return share, {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
+    detail = {"figures": len(manifest), "traced": traced, "problems": problems[:20], "numbers_without_figure": untraced[:20]}
+    if untraced:  # write_report refuses such a report, so only an edit after it can make one: nothing in it is signed
+        return 0.0, {**detail, "why": f"the report states {len(untraced)} number(s) that cite no figure "
+                                      f"(first: {untraced[0]}); a report with an untraced number scores 0"}
+    return traced / len(manifest), detail
 
 
 def narrative_numbers(markdown: str, manifest: list[dict[str, Any]], documents: list[str]) -> list[str]:
     """Numbers in the report's "## Narrative" section that are not figures cited as shown (so an edit after
-    ``write_report`` cannot add an untraced number either); each counts against the report's share like an untraced cell.
+    ``write_report`` cannot add an untraced number either); any of them, like an untraced cell, scores the report 0.
 
     Read by ``plugins.finance.narrative_numbers``, the tokeniser ``write_report`` refuses a narrative with;
     ``documents`` are the filings database's document names (names, not numbers)."""

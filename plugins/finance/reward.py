@@ -6,7 +6,8 @@
     checks         share of accounting identities that hold on the task's filings
                    (``plugins.finance.checks``); 0 when nothing could be compared
     report         share of a report's figures that trace to a stored value or a recorded
-                   derivation; counted only when the task asks for a report
+                   derivation, 0 when the report states any number that cites no figure;
+                   counted only when the task asks for a report
 
     reward = weighted mean of the components counted (weights 0.4 answer_value, 0.2
     answer_page, 0.2 report; components with nothing to score are left out). ``checks`` is
@@ -23,8 +24,10 @@ applicable" (``core.reward``): there was nothing the agent could have done (vers
 ``ninety-five percent``, ``12k``, ``(3.4)``, full-width digits; names that are not numbers come
 from the filings database, not from figures.json), so a narrative number that cites no figure,
 or one whose value differs from the cited figure at its printed precision, lowers "report
-traced"; version 2 skipped any word with ``_`` and numbers written as words. ``REWARD_VERSION``
-changes whenever this definition does.
+traced"; version 2 skipped any word with ``_`` and numbers written as words. Version 4: any such
+number scores the report 0 (version 3 added one to the share's denominator for each, so a report
+with an invented number still scored 0.8): ``write_report`` refuses a report with one, so only an
+edit after it can make one. ``REWARD_VERSION`` changes whenever this definition does.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from plugins.finance.questions import Question, score_answer
 
 WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "report": 0.2}
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "finance-qa/3"
+REWARD_VERSION = "finance-qa/4"
 
 
 def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,

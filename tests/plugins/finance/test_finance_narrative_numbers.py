@@ -99,13 +99,13 @@ def test_a_traced_narrative_scores_one(database, tmp_path):
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS), ids=[("bypass: " if a in BYPASSES else "counted: ") + a for a in ATTACKS])
-def test_each_way_of_writing_a_number_lowers_the_reward_and_is_refused(database, tmp_path, attack):
+def test_each_way_of_writing_a_number_zeroes_the_report_and_is_refused(database, tmp_path, attack):
     narrative = f"{TRACED} Also {ATTACKS[attack]}."
     manifest = MANIFEST
     if attack.startswith("a company name"):  # figures.json is the agent's file: a fact id there names no document
         manifest = [{**MANIFEST[0], "fact_ids": ["999000_2023_10K:p1:l1:c1"]}, *MANIFEST[1:]]
     result = score(database, tmp_path, narrative, manifest)
-    assert result.reward < 1.0 and "report 100% traced" not in result.summary, (attack, result.summary)
+    assert result.reward == 0.0 and "report 0% traced" in result.summary, (attack, result.summary)
     assert result.components["report"].detail["numbers_without_figure"], attack
     with pytest.raises(UntracedNarrativeError, match="not figures of the report"):
         check_narrative(narrative, MANIFEST)
@@ -170,7 +170,7 @@ def test_a_table_cell_edited_after_write_report_counts_however_the_number_is_wri
     finally:
         con.close()
     result = grade([], {}, CheckSummary([], "passed", 1.0, []), 0.01, (share, detail))
-    assert result.reward < 1.0 and "report 100% traced" not in result.summary, result.summary
+    assert result.reward == 0.0 and "report 0% traced" in result.summary, result.summary
     assert [n.split(" (")[0] for n in detail["numbers_without_figure"]] == [cell]  # the unit "USD (millions)" is not a number
 
 

@@ -174,5 +174,5 @@ def test_a_task_whose_filings_cannot_be_read_is_not_applicable_not_zero(use_cach
     with closing(open_store(started.run_id)) as store:
         row = store.run()
     assert row["reward_status"] == "not_applicable" and result.reward is None, row
-    assert row["reward_version"] == "finance-qa/3" and "none of the task's filings could be read" in row["reward_summary"]
+    assert row["reward_version"] == "finance-qa/4" and "none of the task's filings could be read" in row["reward_summary"]
     assert "NOTES_2023_10K" in row["reward_summary"]
