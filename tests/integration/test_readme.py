@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from plugins.coding.reward import REWARD_VERSION
+
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUN_ID = re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{4}\b")
@@ -326,7 +328,7 @@ def test_runs_show_resume_plugins(reader, a_run):
     listed = reader.sh("agent runs").stdout
     assert a_run in listed and "submitted" in listed and "coding" in listed
     shown = reader.sh("agent show RUN_ID").stdout
-    assert "edit_file" in shown and "reward 1.000 (coding-tests/3, scored)" in shown
+    assert "edit_file" in shown and f"reward 1.000 ({REWARD_VERSION}, scored)" in shown
     resumed = reader.sh("agent resume RUN_ID", ok=False)  # a finished run: nothing to continue, and it says so
     assert "has already finished" in resumed.stdout, resumed.stdout + resumed.stderr
     plugins = reader.sh("agent plugins").stdout
