@@ -16,7 +16,7 @@ from plugins.finance.formula import evaluate, fact_ids
 from plugins.finance.numbers import SCALES
 from plugins.finance.report_tool import report_traceability
 from plugins.finance.store import connect
-from tests.plugins.finance.conftest import ROOT
+from tests.plugins.finance.conftest import FILINGS, ROOT, need_data
 
 TASK = ROOT / "examples" / "finance" / "financebench"
 SCRIPT = ROOT / "examples" / "finance" / "scripts" / "financebench.jsonl"
@@ -164,9 +164,10 @@ def test_a_market_data_failure_is_an_observation_and_the_run_goes_on(filings_db,
 def test_a_task_whose_filings_cannot_be_read_is_not_applicable_not_zero(use_cache, tmp_path):
     """Every filing unreadable (a truncated PDF, a text file named .pdf): the agent had nothing to
     work on, so the verdict is "not applicable", which the export's gates keep out of training data."""
+    need_data()
     task = tmp_path / "task"
     task.mkdir()
-    good = (ROOT / ".." / "shared" / "data" / "filings" / "ULTABEAUTY_2023Q4_EARNINGS.pdf").read_bytes()
+    good = (FILINGS / "ULTABEAUTY_2023Q4_EARNINGS.pdf").read_bytes()
     (task / "TRUNCATED_2023_10K.pdf").write_bytes(good[: len(good) // 3])
     (task / "NOTES_2023_10K.pdf").write_text("not a PDF at all\n")
     (task / "task.json").write_text(json.dumps({"filings": ["TRUNCATED_2023_10K.pdf", "NOTES_2023_10K.pdf"], "report": False}))

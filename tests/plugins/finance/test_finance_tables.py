@@ -16,7 +16,7 @@ from plugins.finance.ingest import ingest
 from plugins.finance.model import create_views
 from plugins.finance.store import connect
 from plugins.finance.tables import classify, column_period, parse_table_page, table_pages
-from tests.plugins.finance.conftest import DATA, PDFS
+from tests.plugins.finance.conftest import DATA, PDFS, need_data
 
 BENCH = DATA / "financebench"
 JNJ = "JOHNSON_JOHNSON_2022Q4_EARNINGS"
@@ -142,6 +142,7 @@ def test_reingestion_comes_from_the_cache_with_the_table_values(releases_db, fin
 def test_odd_pdfs_go_through_the_table_pass_with_a_clear_status(tmp_path, finance_cache):
     # a malformed file, a ledger with numbers run into text, a Chinese report: readable, so the
     # table pass runs on them; none may end in "the parser failed"
+    need_data()
     con = connect(tmp_path / "odd.duckdb")
     names = ["malformed-from-issue-932", "issue-912", "issue-67-example"]
     statuses = ingest(con, [PDFS / f"{n}.pdf" for n in names], finance_cache)
