@@ -169,7 +169,8 @@ def warnings(locations: list[dict[str, Any]], kinds: list[str], identities: int,
         if row is None or not row["pages"]:
             out.append(f"{kind} not located ({row['reason'] if row else 'no candidate page'})")
         elif kind in damaged:
-            out.append(f"DAMAGED: {damaged[kind]}")
+            low = row["confidence"] < CONFIDENT
+            out.append(f"DAMAGED: {damaged[kind]}" + (f"; it was located with low confidence {row['confidence']:.2f}: {row['reason']}" if low else ""))
         elif kind not in kinds:
             out.append(f"{kind} located on p.{row['pages']} but no values could be read there")
         elif row["confidence"] < CONFIDENT:

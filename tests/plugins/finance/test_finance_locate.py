@@ -91,5 +91,7 @@ def test_ingest_stores_locations_and_warns_when_a_statement_is_missing(tmp_path)
     # its balance sheet (p.3) has no "Total assets" label: located, with low confidence, and the
     # p.36 guarantor summary set aside
     assert rows["balance_sheet"][0] == "3" and rows["balance_sheet"][1] < CONFIDENT and "p.36: guarantor" in rows["balance_sheet"][2]
-    assert status.status == "ok_with_warnings" and "balance_sheet located with low confidence" in status.error, status
+    # and it lost its totals (they are printed on unlabelled lines): damaged, with the low confidence said too
+    assert status.status == "ok_with_warnings" and "DAMAGED: balance_sheet on p.3" in status.error, status
+    assert "no total assets" in status.error and "located with low confidence" in status.error, status
     assert con.execute("SELECT status, error FROM documents").fetchone() == (status.status, status.error)
