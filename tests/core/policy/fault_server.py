@@ -75,7 +75,30 @@ def completion(tool_calls: list[dict[str, Any]] | None = None, *, content: str |
 DEFAULT_REPLY = completion([{"name": "view_file", "arguments": json.dumps({"path": "users/service.py", "end_line": 3})}])
 
 
-class FaultServer:
+class LoopbackServer:
+    """A ``ThreadingHTTPServer`` on a free loopback port, served from a thread while used as a
+    context manager; ``url`` is its ``/v1`` root. Subclasses call ``_serve`` with their handler."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler], *, block_on_close: bool = True) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = block_on_close
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class FaultServer(LoopbackServer):
     """The server; use as a context manager (``url`` is valid inside)."""
 
     def __init__(self, responder: Responder | None = None, *, keep_requests: bool = True,
@@ -91,14 +114,7 @@ class FaultServer:
         self._plan: deque[Fault] = deque()
         self._random: tuple[float, list[Fault], random.Random] | None = None
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False  # a handler still sleeping in a timeout fault is not waited for
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
+        self._serve(self._handler_class(), block_on_close=False)  # a handler still sleeping in a timeout fault is not waited for
 
     @property
     def count(self) -> int:
@@ -123,14 +139,6 @@ class FaultServer:
         with self._lock:
             self._plan.clear()
             self._random = None
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def _next(self, body: dict[str, Any] | None, raw: bytes = b"") -> Fault:
         with self._lock:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.core.policy.fault_server import LoopbackServer
 
 MODEL_LIST = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "vllm"}]}).encode()
 
@@ -26,7 +27,7 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
-class ModelsServer:
+class ModelsServer(LoopbackServer):
     """The server; a context manager (``url``, the ``/v1`` root, is valid inside); ``paths``
     records each request's method and path."""
 
@@ -55,18 +56,4 @@ class ModelsServer:
                 server.paths.append(f"POST {self.path}")
                 self._send(server.post_status, b'{"error": {"message": "this test server completes nothing"}}', "application/json")
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._serve(Handler)
