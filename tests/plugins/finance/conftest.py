@@ -16,6 +16,23 @@ FILINGS = DATA / "filings"
 PDFS = DATA / "pdfs"
 
 
+def episode_context(database: Path, folder: Path):
+    """A tool context under ``folder`` whose scratch holds a copy of the filings ``database`` and an
+    empty task (no filings, no ticker), as the finance tools see an episode's files."""
+    import shutil
+
+    from core.tools import ToolContext
+    from plugins.finance.episode import EpisodeFiles
+
+    context = ToolContext(workspace=folder / "ws", sandbox=None, scratch=folder / "scratch")
+    context.workspace.mkdir()
+    files = EpisodeFiles(context)
+    files.root.mkdir(parents=True)
+    shutil.copy(database, files.db)
+    files.write_json(files.task, {"filings": [], "ticker": None})
+    return context
+
+
 def need_data() -> None:
     """Skip the calling test when the shared test data is not checked out next to the repository."""
     if not (FILINGS / "questions.jsonl").is_file():

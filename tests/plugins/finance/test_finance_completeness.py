@@ -17,7 +17,7 @@ from plugins.finance.completeness import statement_verdicts
 from plugins.finance.ingest import ingest
 from plugins.finance.store import connect
 
-from .conftest import DATA, FILINGS, need_data
+from .conftest import DATA, FILINGS, episode_context, need_data
 
 FINANCEBENCH = DATA / "financebench"
 
@@ -111,20 +111,12 @@ def test_an_older_database_gains_the_verdict_columns(tmp_path: Path):
 
 
 def test_list_documents_shows_the_damaged_statement(ingested, tmp_path):
-    import shutil
 
-    from core.tools import ToolContext
     from plugins.finance import tools
-    from plugins.finance.episode import EpisodeFiles
 
     con, _, path = ingested
     con.execute("CHECKPOINT")
-    context = ToolContext(workspace=tmp_path / "ws", sandbox=None, scratch=tmp_path / "scratch")
-    context.workspace.mkdir()
-    files = EpisodeFiles(context)
-    files.root.mkdir(parents=True)
-    shutil.copy(path, files.db)
-    files.write_json(files.task, {"filings": [], "ticker": None})
+    context = episode_context(path, tmp_path)
     listing = tools.list_documents({}, context)
     lines = [ln for ln in listing.output.splitlines() if ln.startswith("MGMRESORTS_2023Q2_10Q")]
     assert len(lines) == 1, listing.output

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from core.tools import ToolContext
 from plugins.finance import tools
 from plugins.finance.episode import EpisodeFiles
 from plugins.finance.store import connect
+from tests.plugins.finance.conftest import episode_context
 
 
 @pytest.fixture
 def ctx(filings_db, tmp_path):
     """A tool context whose scratch holds the twelve filings and one question."""
-    context = ToolContext(workspace=tmp_path / "ws", sandbox=None, scratch=tmp_path / "scratch")
-    context.workspace.mkdir()
+    context = episode_context(filings_db, tmp_path)
     files = EpisodeFiles(context)
-    files.root.mkdir(parents=True)
-    shutil.copy(filings_db, files.db)
-    files.write_json(files.task, {"filings": [], "ticker": None})
     files.write_json(files.questions, [{"qid": "q1", "doc_name": "3M_2018_10K", "question": "FY2018 capex?"}])
     return context
 
