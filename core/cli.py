@@ -224,6 +224,28 @@ def _mcp_metadata(settings: Settings) -> dict[str, Any]:
     return {"mcp_servers": settings.mcp_servers}
 
 
+def _served_model(policy: str, settings: Any) -> None:
+    """``--base-url`` without ``--model``: take the one model the server lists (``GET /models``;
+    vLLM, SGLang and llama.cpp's server serve one), as ``settings.model``, and say so.
+
+    Raises:
+        ModelServerUnreachable: the server did not answer (``core.policy.probe``).
+        ConfigError: it lists several models, or none: the message lists them and says to pass ``--model``.
+    """
+    if policy not in ("auto", "openai") or not settings.base_url or settings.model:
+        return
+    from core.errors import ConfigError
+    from core.policy.probe import probe_model_server
+
+    ids = probe_model_server(settings.base_url, api_key=settings.api_key, source=settings.source_of("base_url"))
+    if len(ids) != 1:
+        listed = f"lists {len(ids)} models ({', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''})" if ids else "lists no model"
+        raise ConfigError(f"the model server {settings.base_url} {listed}: say which with --model NAME (or HORIZON_MODEL)")
+    settings.model = ids[0]
+    settings._sources["model"] = f"GET {settings.base_url.rstrip('/')}/models"
+    console.print(f"[dim]model {_safe(ids[0])}: the one model {_safe(settings.base_url)} serves (--model NAME picks another)[/]")
+
+
 def _probe_server(spec: dict[str, Any], settings: Any) -> None:
     """Check a model server policy's server answers ``GET /models`` (``core.policy.probe``) before
     anything is set up; with a fallback endpoint configured, a dead primary is a warning if the
@@ -281,6 +303,7 @@ def run(
             raise UserError('the task is empty; say what to do, e.g. agent run coding "fix the failing test"')
         from core.config import load_settings
         settings = load_settings(base_url=base_url, model=model, tool_format=tool_format, vision=vision, critic=critic)
+        _served_model(policy, settings)  # --base-url alone: the server's one model
         spec = policy_spec(policy, settings, script, exchange)  # auto: settings.auto_policy (a --base-url is in settings)
         if max_steps is None:  # the embedded model demonstrates the loop: a short episode, not a long wait
             max_steps = EMBEDDED_MAX_STEPS if spec["kind"] == "embedded" else DEFAULT_LIMITS.max_steps
@@ -599,6 +622,7 @@ def eval_cmd(
         settings = load_settings(base_url=base_url, model=model)
         config = None
         if policy not in EVAL_SCRIPTED:
+            _served_model(policy, settings)
             config = policy_spec(policy, settings)  # auto: settings.auto_policy
             _probe_server(config, settings)
         pricing = settings.pricing_for(config["kind"] if config else "scripted")

@@ -98,6 +98,9 @@ class OpenAIServerPolicy:
         timeout_s: seconds to wait for one attempt.
         retry: the retry budget and backoff (default ``RetryConfig()``: 6 attempts, 120 s).
         sleep: how to wait between attempts (tests pass a recorder).
+        clock: seconds on a monotonic clock, read for the retry budget's elapsed time (tests pass
+            one that advances only when ``sleep`` waits, so that the budget's arithmetic does not
+            depend on how fast the machine is).
         rng: the random source of the backoff jitter (tests pass a seeded one).
         engine: the serving engine (``vllm``, ``sglang``, ``llama.cpp``, ``llama-cpp-python``,
             ``openai``, ``unknown``) for the cache fields; None: ask ``GET /v1/models`` once.
@@ -124,6 +127,7 @@ class OpenAIServerPolicy:
         timeout_s: float = 300.0,
         retry: RetryConfig | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         engine: str | None = None,
         cache_salt: str | None = None,
@@ -142,6 +146,7 @@ class OpenAIServerPolicy:
         self.timeout_s = timeout_s
         self.retry = retry or RetryConfig()
         self._sleep = sleep
+        self._clock = clock
         self._rng = rng or random.Random()
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
         self.engine = engine
@@ -186,7 +191,7 @@ class OpenAIServerPolicy:
 
     def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyResponse:
         budget = self.retry
-        start = time.monotonic()
+        start = self._clock()
         attempt = 0
         while True:
             attempt += 1
@@ -194,7 +199,7 @@ class OpenAIServerPolicy:
                 response = self._attempt(messages, tools)
                 return self._account(response, messages, tools)
             except _Retryable as fault:
-                elapsed = time.monotonic() - start
+                elapsed = self._clock() - start
                 if attempt >= budget.max_attempts:
                     raise self._gave_up(fault.reason, attempt, elapsed) from None
                 if fault.retry_after is not None:

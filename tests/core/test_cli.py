@@ -87,6 +87,22 @@ def test_a_model_server_that_dies_mid_run_ends_it_resumably(notes_plugin, notes_
     assert again.exit_code == 1 and "cannot reach the model server at http://127.0.0.1:9/v1" in again.output
 
 
+def test_base_url_without_model_takes_the_one_model_the_server_lists(notes_plugin, notes_folder):
+    """``--base-url`` alone: the server's one model (vLLM, SGLang, llama.cpp serve one) is used and
+    named; a server that lists several is a clean error listing them, before any set-up."""
+    with ModelsServer(post_status=400) as server:
+        result = runner.invoke(app, ["run", "notes", "fix", "--repo", str(notes_folder), "--base-url", server.url])
+    said = " ".join(result.output.split())
+    assert f"model m: the one model {server.url} serves" in said, said
+    assert "model_error" in said  # it got past the probe to the run's model call, made with model m
+    two = json.dumps({"object": "list", "data": [{"id": "a", "object": "model"}, {"id": "b", "object": "model"}]}).encode()
+    with ModelsServer(body=two) as server:
+        result = runner.invoke(app, ["eval", "notes", str(NOTES_SUITE), "--base-url", server.url])
+        assert server.paths == ["GET /v1/models"]  # nothing else was asked
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and f"the model server {server.url} lists 2 models (a, b): say which with --model NAME" in said, said
+
+
 #: What must not be imported to start ``agent``: a plugin, the run machinery, model clients,
 #: numerical and storage libraries (issue 31: every command paid for the 3D plugin's imports).
 HEAVY_AT_START = ("plugins", "langgraph", "langchain_core", "openai", "trimesh", "duckdb", "numpy", "bpy", "ray",

@@ -84,15 +84,38 @@ def test_fault_past_the_attempt_budget_is_model_unavailable_with_the_reason(name
     assert seconds <= took + 0.05
 
 
+class WaitClock:
+    """A monotonic clock that moves only when ``sleep`` waits: the retry budget's arithmetic, free
+    of how long each attempt takes on this machine (a loaded CI runner included)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
 def test_the_seconds_budget_stops_retrying_before_the_attempts_run_out():
+    retry = RetryConfig(max_attempts=1000, max_total_s=0.3, base_delay_s=0.02, max_delay_s=0.05)
+    clock = WaitClock()
     with FaultServer() as server:
         server.inject("status", times=1000, status=503)
-        start = time.monotonic()
         with pytest.raises(ModelUnavailable, match="would pass the .* left of the retry budget") as info:
-            policy(server, RetryConfig(max_attempts=1000, max_total_s=0.3, base_delay_s=0.02, max_delay_s=0.05)).complete(HISTORY, TOOLS)
-        took = time.monotonic() - start
-    assert took < 0.3 + 0.5  # the waits never pass the budget; only one attempt's time may
-    assert 2 < server.count < 1000
+            policy(server, retry, sleep=clock.sleep, clock=clock).complete(HISTORY, TOOLS)
+    # the waits are the seeded backoff's, stopped at the first that would pass the 0.3 s budget
+    rng, expected = random.Random(0), []
+    while True:
+        delay = backoff_delay(len(expected), retry, rng)
+        if sum(expected) + delay > retry.max_total_s:
+            break
+        expected.append(delay)
+    assert clock.waits == expected and sum(clock.waits) <= 0.3
+    assert server.count == len(expected) + 1 and 2 < server.count < 1000  # the attempts never ran out
     assert f"gave up after {server.count} attempts" in str(info.value) and "retry budget: 1000 attempts, 0.3 s" in str(info.value)
 
 

@@ -232,12 +232,14 @@ def test_pytest_suite_that_hangs_is_stopped_by_the_test_timeout(tmp_path, monkey
     assert not stored["crash"] and result.status == "finished" and result.exit_status == ExitStatus.SUBMITTED, result.exit_detail
     assert (result.reward, stored["row"]["reward_status"]) == (None, "not_applicable")
     assert [c["tool"] for c in stored["calls"]] == [t["tool"] for t in turns]
-    assert took < 45, took  # three suite runs (baseline, run_tests, verification) of about 5 s each, not 3 x 120 s
+    # three suite runs (baseline, run_tests, verification) stopped at 5 s each, not 3 x 120 s; the margin
+    # is for a loaded machine (set-up and pytest's start-up then take longer, the limit does not)
+    assert took < 200, took
     assert re.search(r"did not finish: it was stopped by the time limit after \d+ s", stored["task"]), stored["task"]
     tests, view, _ = stored["calls"]
     assert not tests["is_error"]
     assert "timed out" in tests["output"] and "stopped by the time limit" in tests["output"]
-    assert 4.5 < tests["duration_s"] < 20
+    assert 4.5 < tests["duration_s"] < 60  # the 5 s limit, not the default 120 s
     assert not view["is_error"] and "time.sleep(10**6)" in view["output"]
     assert no_process_mentions(str(tmp_path / "horizon-home"))  # the sleeping pytest was killed with its sandbox
 
@@ -253,7 +255,7 @@ def test_junit_test_with_an_infinite_loop_is_stopped_by_the_test_timeout(tmp_pat
     t0 = time.monotonic()
     result = run_tests({}, ctx)
     took = time.monotonic() - t0
-    assert 7.5 < took < 25, took
+    assert 7.5 < took < 60, took  # stopped at the 8 s limit, not at the default 120 s (margin for a loaded machine)
     assert not result.is_error and result.data["timed_out"] is True
     assert "timed out" in result.output and "stopped by the time limit" in result.output
     assert no_process_mentions(str(tmp_path / "scratch"))  # the spinning JVM is gone
