@@ -35,11 +35,11 @@ SPECIAL_TOKENS = (
 #: Text the byte-level BPE is trained on: the shapes Horizon's rows are made of (chat headers,
 #: JSON tool calls and schemas, shell output, Python), enough for merges of common pieces.
 _CORPUS = [
-    "system user assistant tool function name arguments description parameters properties type "
-    "string integer boolean object array required enum items default minimum maximum",
+    ("system user assistant tool function name arguments description parameters properties type "
+     "string integer boolean object array required enum items default minimum maximum"),
     '{"name": "shell", "arguments": {"command": "pytest -q tests/test_app.py"}}',
-    '{"type": "function", "function": {"name": "read_file", "description": "Read a file.", '
-    '"parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}',
+    ('{"type": "function", "function": {"name": "read_file", "description": "Read a file.", '
+     '"parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}'),
     "def main():\n    return 0\n\nif __name__ == '__main__':\n    main()\n",
     "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nAssertionError\n",
     "1 passed, 2 failed in 0.12s. The fix is in the repository; run the tests to check it.",

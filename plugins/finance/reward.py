@@ -1,7 +1,11 @@
 """The finance reward: answers scored by value and by evidence page, accounting checks, and the report's traceability.
 
-    answer_value   share of numeric questions whose answer is within the relative tolerance
-                   (same unit family, explicit scale; see ``plugins.finance.questions``)
+    answer_value   share of questions answered right by value: a numeric answer within the
+                   relative tolerance (same unit family, explicit scale; a compound rate by a
+                   formula with a power or root), a prose answer that says what the gold must
+                   contain (its yes or no, its figures, its named items; see
+                   ``plugins.finance.questions``); a prose gold with nothing to check counts
+                   for the page only
     answer_page    share of all questions answered with a gold evidence page
     checks         share of accounting identities that hold on the task's filings
                    (``plugins.finance.checks``); 0 when nothing could be compared
@@ -27,7 +31,10 @@ or one whose value differs from the cited figure at its printed precision, lower
 traced"; version 2 skipped any word with ``_`` and numbers written as words. Version 4: any such
 number scores the report 0 (version 3 added one to the share's denominator for each, so a report
 with an invented number still scored 0.8): ``write_report`` refuses a report with one, so only an
-edit after it can make one. ``REWARD_VERSION`` changes whenever this definition does.
+edit after it can make one. Version 5: prose answers are graded by what they say, not by their
+page alone (version 4 gave a wrong text answer on the right page full credit), and a compound
+rate needs a compound formula (an arithmetic mean of yearly rates was accepted for a CAGR).
+``REWARD_VERSION`` changes whenever this definition does.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from plugins.finance.questions import Question, score_answer
 
 WEIGHTS = {"answer_value": 0.4, "answer_page": 0.2, "report": 0.2}
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "finance-qa/4"
+REWARD_VERSION = "finance-qa/5"
 
 
 def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks: CheckSummary, tolerance: float,
@@ -56,12 +63,14 @@ def grade(questions: list[Question], answers: dict[str, dict[str, Any]], checks:
     """
     components: dict[str, RewardComponent] = {}
     per_question = {q.qid: score_answer(q, answers.get(q.qid), tolerance) for q in questions}
-    numeric = [q for q in questions if q.gold_value is not None]
+    numeric = [q for q in questions if per_question[q.qid].value_correct is not None]  # numbers, and prose with something to check
     if numeric:
         right = [q.qid for q in numeric if per_question[q.qid].value_correct]
         components["answer_value"] = RewardComponent(value=len(right) / len(numeric), weight=WEIGHTS["answer_value"], detail={
-            "correct": right, "numeric_questions": len(numeric), "tolerance": tolerance,
-            "scores": {q.qid: per_question[q.qid].detail for q in numeric}})
+            "correct": right, "numeric_questions": sum(q.gold_value is not None for q in numeric),
+            "text_questions": sum(q.gold_value is None for q in numeric), "tolerance": tolerance,
+            "scores": {q.qid: per_question[q.qid].detail for q in numeric},
+            "page_only": [q.qid for q in questions if per_question[q.qid].value_correct is None]})
     if questions:
         right_pages = [q.qid for q in questions if per_question[q.qid].page_correct]
         components["answer_page"] = RewardComponent(value=len(right_pages) / len(questions), weight=WEIGHTS["answer_page"],

@@ -54,7 +54,7 @@ def test_scripted_financebench_episode_scores_full_marks(episode):
     assert [c["output"][:200] for c in calls if c["is_error"]] == []
     rewards = stored["rewards"]
     assert rewards["answer_value"]["value"] == 1.0, rewards["answer_value"]["detail"]
-    assert rewards["answer_value"]["detail"]["numeric_questions"] == 14
+    assert rewards["answer_value"]["detail"]["numeric_questions"] == 14 and rewards["answer_value"]["detail"]["text_questions"] == 7
     assert rewards["answer_page"]["value"] == 1.0 and rewards["answer_page"]["detail"]["questions"] == 24
     assert rewards["checks"]["value"] == 1.0 and rewards["checks"]["detail"]["status"] == "passed"
     assert rewards["report"]["value"] == 1.0, rewards["report"]["detail"]
@@ -175,5 +175,5 @@ def test_a_task_whose_filings_cannot_be_read_is_not_applicable_not_zero(use_cach
     with closing(open_store(started.run_id)) as store:
         row = store.run()
     assert row["reward_status"] == "not_applicable" and result.reward is None, row
-    assert row["reward_version"] == "finance-qa/4" and "none of the task's filings could be read" in row["reward_summary"]
+    assert row["reward_version"] == "finance-qa/5" and "none of the task's filings could be read" in row["reward_summary"]
     assert "NOTES_2023_10K" in row["reward_summary"]
