@@ -186,7 +186,7 @@ class HorizonEnvironment:
 
     # -- closing -------------------------------------------------------------------------------
 
-    def __enter__(self) -> HorizonEnvironment:
+    def __enter__(self) -> HorizonEnvironment:  # noqa: PYI034 - Self needs no import here, but subclasses are made by type()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -320,7 +320,7 @@ def tool_method(schema: dict[str, Any]) -> Callable[..., str]:
         lines.append(f"    {arg}: {described}" + (f" ({'; '.join(notes)})" if notes else ""))
     description = " ".join(str(function.get("description") or name).split())
 
-    def method(self: HorizonEnvironment, **arguments: Any):  # noqa: ANN202 - see __signature__ below
+    def method(self: HorizonEnvironment, **arguments: Any):  # its signature is __signature__, below
         return self._call(name, arguments)
 
     method.__name__ = method.__qualname__ = name

@@ -4,7 +4,8 @@ The trainer, its tool-calling loop, its response parser, its reward plumbing and
 TRL's own (trl 1.16, on CPU with the tiny Qwen3-format model of ``core.trainers.tiny``); only the
 model's sampled tokens are scripted (``ScriptedGRPOTrainer._generate_single_turn``), so that the
 episodes call tools at all: the tool calls, the sandbox, the plugin's set-up and reward and the
-workspaces are real (the ``notes`` test plugin's suite).
+workspaces are real (the ``notes`` test plugin's suite). Needs the ``train`` extra, which setup.sh
+installs: never skipped.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl", reason="needs the train extra (pip install -e '.[train]')")
-
-from core.errors import UserError  # noqa: E402
-from core.trainers import trl as horizon_trl  # noqa: E402
-from core.trainers.episodes import episodes_dir  # noqa: E402
+from core.errors import UserError
+from core.trainers import trl as horizon_trl
+from core.trainers.episodes import episodes_dir
 
 SUITE = Path(__file__).resolve().parents[1] / "notes_plugin" / "suite"
 
