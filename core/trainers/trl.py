@@ -79,7 +79,7 @@ from core.trainers.episodes import OpenEpisode, open_episode
 
 __all__ = [
     "ROW_COLUMNS", "HorizonEnvironment", "close_all", "closing_callback", "environment_class", "environment_factories",
-    "horizon_reward", "run_rows", "suite_rows", "tool_method", "write_rows",
+    "horizon_reward", "run_rows", "suite_rows", "task_row", "tool_method", "write_rows",
 ]
 
 log = logging.getLogger(__name__)
@@ -423,6 +423,24 @@ def closing_callback() -> Any:
 
 
 # --------------------------------------------------------------------------- rows
+
+
+def task_row(task: Task, name: str = "", *, plugin: Plugin | None = None, start_tree: str | None = None) -> dict[str, Any]:
+    """The row (``ROW_COLUMNS``) of one task: its system prompt and bare instruction as the prompt.
+
+    Args:
+        task: the task (plugin, instruction, starting folder, metadata).
+        name: what logs call it (default: the instruction's first 60 characters).
+        plugin: the loaded plugin (default ``load_plugin(task.plugin)``).
+        start_tree: the starting files' git tree (default: computed on a copy of ``task.repo``).
+
+    Raises:
+        PluginNotFound: the task's plugin is not installed.
+        UserError: the starting folder cannot be copied.
+    """
+    plugin = plugin or load_plugin(task.plugin)
+    tree = _start_tree(task) if start_tree is None else start_tree
+    return _row(plugin, task, name or task.instruction[:60], tree)
 
 
 def _row(plugin: Plugin, task: Task, name: str, start_tree: str) -> dict[str, Any]:
