@@ -87,7 +87,7 @@ log = logging.getLogger(__name__)
 #: The columns of a row (module docstring), in order.
 ROW_COLUMNS = ("prompt", "environment", "plugin", "task", "instruction", "repo", "start_tree", "metadata")
 #: Names TRL gives a meaning of its own: never a tool's.
-_RESERVED = frozenset({"reset", "get_reward", "environment"})
+_RESERVED = frozenset({"reset", "get_reward"})
 #: Schema keys ``get_json_schema`` writes itself; any other key of a property is described in words.
 _EXPRESSED = frozenset({"type", "description", "title", "enum", "items", "anyOf"})
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "null": type(None)}
@@ -212,7 +212,11 @@ class HorizonEnvironment:
             return f"the episode has ended ({why}); no further tool calls are run"
         env = self._episode.env
         text = json.dumps(arguments, ensure_ascii=False, default=str)
-        seen = env.step(ToolCall(id=f"trl_{env.calls + 1}", name=name, arguments=text))
+        try:
+            seen = env.step(ToolCall(id=f"trl_{env.calls + 1}", name=name, arguments=text))
+        except Exception:  # a bug in a tool, not a refusal: TRL shows the model {"error": ...} and counts a failure
+            log.exception("Horizon episode of %s: the %s tool crashed", self.plugin_name, name)
+            raise
         self._tool_data.append({"tool": name, "arguments": text, "is_error": seen.result.is_error, "data": seen.result.data,
                                 "observation": seen.content})  # fmt: skip
         self._verdict = None  # the files may have changed
@@ -294,7 +298,7 @@ def tool_method(schema: dict[str, Any]) -> Callable[..., str]:
 
     Raises:
         UserError: the tool's or an argument's name is not a Python identifier (or is a keyword,
-            ``self``, or a name TRL reserves: ``reset``, ``get_reward``, ``environment``, or one
+            ``self``, or a name TRL reserves: ``reset``, ``get_reward``, or one
             starting with ``_``, which TRL would not offer).
     """
     function = schema["function"]

@@ -122,6 +122,12 @@ def test_trl_reads_the_same_schema_as_horizons_tool(notes_plugin):
 
 
 def test_reset_refuses_a_row_of_another_plugin_and_tools_need_identifiers(notes_plugin):
+    from core.errors import PluginNotFound
+
+    with pytest.raises(PluginNotFound, match="no plugin named 'nope'"):
+        horizon_trl.environment_class("nope")
+    with pytest.raises(UserError, match="has no task named missing"):
+        horizon_trl.suite_rows(SUITE, only=["missing"])
     env = horizon_trl.environment_class("notes")()
     with pytest.raises(UserError, match="environment_factories"):
         env.reset(plugin="elsewhere", instruction="x")
