@@ -4,7 +4,9 @@
 # Node.js and npm for Go and JavaScript repositories, ripgrep for code search, Chromium for the
 # web UI's browser tests, cmake and g++, curl for the service's documented examples),
 # a virtual environment in .venv, and Horizon itself with its Python dependencies
-# (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores).
+# (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores),
+# the trainers' extras (train: TRL, transformers, datasets, a CPU build of torch; verl), so that the
+# trainer tests run here and in CI.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -43,5 +45,16 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: 
 if [ "$(uname -m)" = x86_64 ]; then
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
 fi
-.venv/bin/python -m pip install -q -e '.[all,dev]'
+# torch for the train extra: a CPU build, installed first so that the extra's loose `torch>=2.5` is met by it
+# (PyPI's default build is the CUDA one, gigabytes): a CPU wheel on disk in pip's find-links folder when there
+# is one (HORIZON_TORCH_WHEEL names one), else PyTorch's CPU index.
+if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+  wheel="${HORIZON_TORCH_WHEEL:-$(ls "${PIP_FIND_LINKS:-/opt/wheels}"/torch-*+cpu-*.whl 2>/dev/null | sort -V | tail -n 1 || true)}"
+  if [ -n "$wheel" ]; then
+    .venv/bin/python -m pip install -q "$wheel"
+  else
+    .venv/bin/python -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
+  fi
+fi
+.venv/bin/python -m pip install -q -e '.[all,dev,train,verl]'
 echo "setup: done (.venv/bin/agent is the command line)"

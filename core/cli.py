@@ -800,7 +800,7 @@ def plugins() -> None:
 @app.command("export")
 def export_cmd(
     run_ids: list[str] | None = typer.Argument(None, help="runs to export (see: agent runs)"),
-    fmt: str = typer.Option(..., "--format", help="JSON Lines: sft-jsonl, openai, grpo; Parquet: sft-parquet, verl, skyrl, tokens"),
+    fmt: str = typer.Option(..., "--format", help="JSON Lines: sft-jsonl, openai, grpo, trl-env; Parquet: sft-parquet, verl, skyrl, tokens"),
     out: Path = typer.Option(..., "--out", help="the file to write (verl also writes <stem>.tool_config.yaml beside it)"),
     all_runs: bool = typer.Option(False, "--all", help="export every run in the run store"),
     plugin: str | None = typer.Option(None, "--plugin", help="export every run of this plugin"),

@@ -8,6 +8,7 @@
     verl, skyrl              tasks.py      task Parquet for online RL (+ verl's tool config YAML)
     tokens                   tokens.py     token ids, loss mask, logprobs, reward; step-wise and whole
     grpo                     grpo.py       groups of one task with group-normalised advantages
+    trl-env                  core.trainers.trl  one row per task for TRL's environment_factory (JSON Lines)
 
 Runs that fail a gate are left out (``keep_flagged`` keeps them, with their reasons in a
 ``quality_flags`` field where the format has one); runs without a single model turn have nothing
@@ -26,7 +27,7 @@ from core.export.source import RunRecord, load_run, runs_dir, select_runs
 
 __all__ = ["FORMATS", "ExportResult", "Flag", "GateReport", "RunRecord", "apply_gates", "export_runs", "load_run", "select_runs"]
 
-FORMATS = ("sft-jsonl", "sft-parquet", "openai", "verl", "skyrl", "tokens", "grpo")
+FORMATS = ("sft-jsonl", "sft-parquet", "openai", "verl", "skyrl", "tokens", "grpo", "trl-env")
 #: The formats written as Parquet; the others are JSON Lines.
 PARQUET_FORMATS = ("sft-parquet", "verl", "skyrl", "tokens")
 _JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -154,5 +155,8 @@ def _write(fmt: str, runs: list[RunRecord], out: Path, flags: dict[str, list[str
     if fmt == "tokens":
         from core.export.tokens import write_tokens
         return write_tokens(runs, out, flags, tokenizer)
+    if fmt == "trl-env":
+        from core.trainers.trl import run_rows, write_rows
+        return write_rows(run_rows(runs), out)
     from core.export.grpo import write_grpo
     return write_grpo(runs, out)

@@ -52,9 +52,21 @@ def test_core_installs_no_plugins_packages_and_all_installs_every_extra():
     plugin_packages = _names(extras["coding"]) | _names(extras["threed"]) | _names(extras["finance"]) | _names(extras["rl"])
     assert {"bpy", "trimesh", "ray", "yfinance", "pdfplumber", "tree-sitter"} <= plugin_packages
     assert _names(extras["coding"]) & {"bpy", "trimesh", "ray", "yfinance", "pdfplumber", "matplotlib"} == set()
-    assert _names(core) & plugin_packages == set()
+    assert _names(core) & plugin_packages == {"pyarrow"}  # the threed extra only caps core's pyarrow (below)
     assert extras["all"] == ["horizon-agents[coding,threed,finance,rl,service]"]
-    assert "'.[all,dev]'" in (ROOT / "setup.sh").read_text()
+    assert "'.[all,dev,train,verl]'" in (ROOT / "setup.sh").read_text()  # CI runs the trainer tests too
+
+
+def test_pyarrow_is_capped_only_where_bpy_is_installed_and_train_holds_the_trainers():
+    """bpy 5.0 pins NumPy < 2 and pyarrow 22+ needs NumPy 2: the cap sits in the threed extra, so
+    ``pip install horizon-agents[rl] trl datasets`` takes datasets 5.2 (pyarrow 24+) without bpy."""
+    core, extras = _extras()
+    assert [r for r in core if _names([r]) == {"pyarrow"}] == ["pyarrow>=15"]
+    capped = [r for r in extras["threed"] if _names([r]) == {"pyarrow"}]
+    assert len(capped) == 1 and "<22" in capped[0]
+    assert {"trl", "transformers", "datasets", "accelerate", "torch"} <= _names(extras["train"])
+    assert _names(extras["train"]) & {"bpy", "pyarrow"} == set()
+    assert extras["verl"] == ["horizon-agents[train]", "verl>=0.5"]
 
 
 def agent(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
