@@ -48,9 +48,10 @@ def read_jsonl(path):
 
 
 def test_gates_leave_out_the_flagged_runs(episodes, exported):
-    for result in exported.values():
-        assert names(episodes, result.exported) == EXPECTED
-        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "check_edit", "view_again"}
+    for fmt, result in exported.items():
+        duplicate = {"view_again"} if fmt == "grpo" else set()  # a GRPO group keeps its duplicates (flagged): they are samples
+        assert names(episodes, result.exported) == EXPECTED | duplicate
+        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "check_edit", "view_again"} - duplicate
 
 
 def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
@@ -60,7 +61,7 @@ def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
     assert [m["role"] for m in row["messages"]] == ["system", "user"] + ["assistant", "tool"] * 6
     calls = [m["tool_calls"][0] for m in row["messages"] if m["role"] == "assistant"]
     assert [c["function"]["name"] for c in calls] == [t["tool"] for t in episodes.scripts["fix"]]
-    assert json.loads(calls[3]["function"]["arguments"]) == episodes.scripts["fix"][3]["arguments"]
+    assert calls[3]["function"]["arguments"] == episodes.scripts["fix"][3]["arguments"]  # a dict, as TRL's docs write it
     answers = [m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"]
     assert answers == [c["id"] for c in calls]
     tool_names = {t["function"]["name"] for t in row["tools"]}
@@ -74,7 +75,10 @@ def test_sft_parquet_loads_with_datasets_and_matches_the_jsonl(exported):
     assert len(ds) == 7 and set(ds.column_names) >= {"messages", "tools", "reward", "run_id"}
     jsonl = {r["run_id"]: r for r in read_jsonl(exported["sft-jsonl"].files[0])}
     for row in ds:
-        assert row["messages"] == jsonl[row["run_id"]]["messages"]
+        for parquet_m, jsonl_m in zip(row["messages"], jsonl[row["run_id"]]["messages"], strict=True):
+            calls = [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+                     for c in parquet_m["tool_calls"] or []]  # JSON text in Parquet, a dict in JSONL
+            assert {**parquet_m, "tool_calls": calls or None} == jsonl_m
         assert json.loads(row["tools"]) == jsonl[row["run_id"]]["tools"]
 
 
@@ -93,7 +97,7 @@ def test_openai_fine_tuning_lines_follow_the_documented_format(exported):
 
 def test_verl_task_parquet_and_tool_config(episodes, exported):
     result = exported["verl"]
-    parquet, config = result.files
+    parquet, config, _lengths = result.files
     ds = load_dataset("parquet", data_files=str(parquet), split="train")
     assert len(ds) == 2  # two tasks: the first (six runs) and the other
     assert set(ds.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info", "agent_name"}
@@ -179,17 +183,19 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     for r in rows:
         groups.setdefault(r["group_id"], []).append(r)
     sizes = sorted(len(g) for g in groups.values())
-    assert sizes == [1, 6]
-    first = next(g for g in groups.values() if len(g) == 6)
-    assert names(episodes, [r["run_id"] for r in first]) == FIRST_GROUP
-    by_name = {n: r for n in FIRST_GROUP for r in first if r["run_id"] == episodes.ids[n]}
+    assert sizes == [1, 7]  # the first task's six distinct runs and view_again, view's duplicate: a sample like any other
+    first = next(g for g in groups.values() if len(g) == 7)
+    assert names(episodes, [r["run_id"] for r in first]) == FIRST_GROUP | {"view_again"}
+    by_name = {n: r for n in FIRST_GROUP | {"view_again"} for r in first if r["run_id"] == episodes.ids[n]}
     assert {n: r["reward"] for n, r in by_name.items()} == {
-        "fix": 1.0, "edit": 1.0, "view_edit": 1.0, "view": 0.0, "shell": 0.0, "view_log": 0.0}
+        "fix": 1.0, "edit": 1.0, "view_edit": 1.0, "view": 0.0, "shell": 0.0, "view_log": 0.0, "view_again": 0.0}
     rewards = [r["reward"] for r in first]
-    mean, std = sum(rewards) / 6, statistics.stdev(rewards)  # 0.5 and sqrt(0.3)
+    mean, std = sum(rewards) / 7, statistics.stdev(rewards)
     for r in first:
         assert r["advantage"] == pytest.approx((r["reward"] - mean) / (std + 1e-6))
-    assert by_name["fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
+    assert by_name["fix"]["advantage"] == pytest.approx((1 - 3 / 7) / std, rel=1e-5)
+    assert by_name["view_again"]["quality_flags"] == [f"near_duplicate: same task, tool calls and observations as run {episodes.ids['view']}"]
+    assert all(r["quality_flags"] == [] for n, r in by_name.items() if n != "view_again")
     (other,) = next(g for g in groups.values() if len(g) == 1)
     assert other["advantage"] == 0.0 and other["group_size"] == 1
     assert exported["grpo"].warnings == [  # a group of one teaches nothing: said, not silent
