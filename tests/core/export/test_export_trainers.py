@@ -174,3 +174,42 @@ def _plugin_tools(plugin: str) -> list[dict]:
     from core.export.source import plugin_tools
 
     return [json.loads(s) for s in plugin_tools(plugin)[0]]
+
+
+def test_every_format_shows_the_tools_as_verl_keeps_them(episodes, mixed, notes, tmp_path):
+    """verl's schema class drops ``default``, ``minimum``, ``anyOf``... from what the model sees; every
+    format's tools are already in the form it keeps (constraints written into the descriptions), so
+    SFT and RL prompts show the same tools."""
+    from verl.tools.schemas import OpenAIFunctionToolSchema
+
+    def as_verl(schema: dict) -> dict:
+        return OpenAIFunctionToolSchema.model_validate(schema).model_dump(exclude_unset=True, exclude_none=True)
+
+    result = export_runs([episodes.ids["fix"]], "sft-jsonl", tmp_path / "sft.jsonl", home=episodes.home)
+    openai = export_runs([episodes.ids["fix"]], "openai", tmp_path / "o.jsonl", home=episodes.home)
+    (row,) = read_jsonl(result.files[0])
+    (line,) = read_jsonl(openai.files[0])
+    assert row["tools"] == line["tools"] == [as_verl(t) for t in row["tools"]]
+    view = next(t for t in row["tools"] if t["function"]["name"] == "view_file")["function"]["parameters"]["properties"]
+    assert view["start_line"] == {"type": "integer", "description": "first line shown (1-based) (default 1; minimum 1)"}
+    assert view["end_line"]["type"] == "integer" and "may be null" in view["end_line"]["description"]
+    import yaml
+
+    config = yaml.safe_load(mixed.files[1].read_text())["tools"]
+    assert all(entry["tool_schema"] == as_verl(entry["tool_schema"]) for entry in config)
+
+
+def test_the_default_training_template_is_trls_own(tiny):
+    """The export's default template is TRL's qwen3_training byte for byte, so TRL recognises it, and
+    its prompts render as the tiny tokenizer's own Qwen3 template renders them."""
+    from transformers import AutoTokenizer
+
+    template = load_chat_template()
+    assert template.source == (Path(trl.__file__).parent / "chat_templates" / "qwen3_training.jinja").read_text()
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "fix it"}]
+    tools = [{"type": "function", "function": {"name": "shell", "description": "run", "parameters": {"type": "object", "properties": {}}}}]
+    assert render(template, messages, tools, add_generation_prompt=True) == tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    turn = [*messages, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "shell", "arguments": '{"a": 1}'}}]}]
+    assert render(template, turn, tools) == tokenizer.apply_chat_template(turn, tools=tools, tokenize=False, chat_template=template.source)

@@ -165,6 +165,7 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         assert tok.decode(whole["prompt_ids"]).startswith("<|im_start|>system\n")
         assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
         assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
+        assert all(r["chat_template"] == f"{tok.name}:tokenizer.chat_template (tool calls as the embedded policy's JSON)" for r in mine)
         for r in mine:  # step rows and the trajectory row alike
             assert (r["reward_version"], r["reward_status"], r["correct"]) == ("notes/1", "scored", True)
         assert [tok.decode(s["response_ids"]) for s in steps] == said
@@ -265,3 +266,58 @@ def test_task_parquet_keeps_correct_a_bool_list_when_no_run_was_judged(tmp_path)
     write_task_parquet([{"extra_info": {"run_ids": ["a"], "reward_status": ["not_judged"], "correct": [None]}}], tmp_path / "t.parquet")
     info = pq.read_schema(tmp_path / "t.parquet").field("extra_info").type
     assert info.field("correct").type.value_type == pa.bool_()
+
+
+def test_every_format_carries_the_quality_flags_of_its_runs(episodes, tmp_path):
+    """With --keep-flagged every format's rows say why their runs were flagged (OpenAI's format has
+    no field for it: its lines' flags are in the length report, line by line)."""
+    names_ = ("fix", "check_edit", "view", "view_again")
+    ids = [episodes.ids[n] for n in names_]
+    hacked = "reward_hacking: the final patch changes the checker's inputs: CHECK.txt"
+    duplicate = f"near_duplicate: same task, tool calls and observations as run {episodes.ids['view']}"
+    want = {episodes.ids["fix"]: [], episodes.ids["check_edit"]: [hacked], episodes.ids["view"]: [], episodes.ids["view_again"]: [duplicate]}
+    for fmt, name in [("sft-jsonl", "s.jsonl"), ("sft-parquet", "s.parquet"), ("openai", "o.jsonl"), ("verl", "v.parquet"),
+                      ("skyrl", "k.parquet"), ("tokens", "t.parquet"), ("grpo", "g.jsonl")]:
+        result = export_runs(ids, fmt, tmp_path / name, home=episodes.home, keep_flagged=True)
+        assert set(result.exported) == set(ids), fmt
+        data = result.files[0]
+        if fmt in ("verl", "skyrl"):
+            got = {}
+            for row in pq.read_table(data).to_pylist():
+                got.update(zip(row["extra_info"]["run_ids"], row["extra_info"]["quality_flags"]))
+        elif fmt == "openai":
+            got = {r["run_ids"][0]: r["quality_flags"] for r in result.lengths["rows"]}
+            assert len(result.lengths["rows"]) == len(read_jsonl(data))  # one report row per line, in order
+        elif data.suffix == ".parquet":
+            got = {r["run_id"]: r["quality_flags"] for r in pq.read_table(data).to_pylist()}
+        else:
+            got = {r["run_id"]: r["quality_flags"] for r in read_jsonl(data)}
+        assert got == want, fmt
+
+
+def test_openai_lines_end_with_the_assistants_last_turn(exported):
+    for line in read_jsonl(exported["openai"].files[0]):
+        assert line["messages"][-1]["role"] == "assistant"
+        assert line["messages"][-1]["tool_calls"][0]["function"]["name"] == "finish"  # its answer ("Finished: done") is not trained on
+        calls = [c for m in line["messages"] for c in m.get("tool_calls", [])]
+        assert calls and all(isinstance(c["function"]["arguments"], str) for c in calls)  # JSON text, as the format defines it
+
+
+def test_max_prompt_tokens_leaves_out_longer_prompts_and_says_why(episodes, tmp_path):
+    ids = [episodes.ids[n] for n in ("fix", "other_fix")]
+    full = export_runs(ids, "sft-jsonl", tmp_path / "all.jsonl", home=episodes.home)
+    assert full.lengths["tokenizer"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and full.lengths["chat_template"] == "qwen3_training"
+    prompts = {r["run_ids"][0]: r["prompt_tokens"] for r in full.lengths["rows"]}
+    limit = max(prompts.values())
+    fits = export_runs(ids, "sft-jsonl", tmp_path / "fits.jsonl", home=episodes.home, max_prompt_tokens=limit)
+    assert fits.exported == ids and fits.lengths["max_prompt_tokens"] == limit
+    cut = export_runs(ids, "sft-jsonl", tmp_path / "cut.jsonl", home=episodes.home, max_prompt_tokens=limit - 1)
+    longest = [r for r in ids if prompts[r] == limit]
+    assert set(cut.exported) == set(ids) - set(longest) and (tmp_path / "cut.jsonl").exists() == bool(cut.exported)
+    for run_id in longest:
+        assert cut.left_out[run_id] == (f"prompt_too_long: {limit} tokens (with its tools; SmolLM2-135M-Instruct.Q4_1.gguf, "
+                                        f"qwen3_training template) > --max-prompt-tokens {limit - 1}")
+    with pytest.raises(UserError, match="--max-prompt-tokens does not apply to --format tokens"):
+        export_runs(ids, "tokens", tmp_path / "t.parquet", home=episodes.home, max_prompt_tokens=10)
+    with pytest.raises(UserError, match="--chat-template nope: no such file and no bundled template of that name"):
+        export_runs(ids, "sft-jsonl", tmp_path / "x.jsonl", home=episodes.home, chat_template="nope")
