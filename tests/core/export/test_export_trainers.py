@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from core.export import export_runs
-from core.export.lengths import load_chat_template, render
 from core.plugin import Task
 from core.policy import ScriptedPolicy, load_script
 from core.runner import Run
@@ -129,11 +128,11 @@ def test_verl_loads_a_mixed_export_once_per_tool_with_each_rows_own_tools(mixed,
     from core.trainers.verl import HorizonTool
 
     parquet, config, lengths = mixed.files
-    assert lengths.name == "tasks.lengths.json" and json.loads(lengths.read_text()) == mixed.lengths
     tools = initialize_tools_from_config(str(config))
     names = [t.name for t in tools]
     assert len(names) == len(set(names)) and names.count("finish") == 1 and all(type(t) is HorizonTool for t in tools)
     by_name = {t.name: t for t in tools}
+    assert lengths.name == "tasks.lengths.json" and json.loads(lengths.read_text()) == mixed.lengths
     # the names notes shares with coding have different schemas: verl shows coding's; said, not silent
     assert any(w.startswith("the view_file tool of coding and notes has different schemas") for w in mixed.warnings)
 
@@ -153,6 +152,8 @@ def test_verl_loads_a_mixed_export_once_per_tool_with_each_rows_own_tools(mixed,
     longest = max(report["rows"], key=lambda r: r["filter_prompt_tokens"])
     assert len(dataset(longest["filter_prompt_tokens"] - 1)) == len(report["rows"]) - 1  # the report counts as verl's filter does
     rows = {tuple(r["run_ids"]): r for r in report["rows"]}
+    from core.export.lengths import load_chat_template, render
+
     for i in range(len(kept)):
         item = kept[i]
         info = item["extra_info"]
@@ -203,6 +204,8 @@ def test_the_default_training_template_is_trls_own(tiny):
     """The export's default template is TRL's qwen3_training byte for byte, so TRL recognises it, and
     its prompts render as the tiny tokenizer's own Qwen3 template renders them."""
     from transformers import AutoTokenizer
+
+    from core.export.lengths import load_chat_template, render
 
     template = load_chat_template()
     assert template.source == (Path(trl.__file__).parent / "chat_templates" / "qwen3_training.jinja").read_text()
