@@ -77,7 +77,7 @@ def _compiled(source: str) -> Any:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Generation(Extension):
-        tags = {"generation"}
+        tags = frozenset({"generation"})
 
         def parse(self, parser: Any) -> Any:
             lineno = next(parser.stream).lineno

@@ -216,3 +216,31 @@ def test_the_default_training_template_is_trls_own(tiny):
         messages, tools=tools, add_generation_prompt=True, tokenize=False)
     turn = [*messages, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "shell", "arguments": '{"a": 1}'}}]}]
     assert render(template, turn, tools) == tokenizer.apply_chat_template(turn, tools=tools, tokenize=False, chat_template=template.source)
+
+
+def test_a_failed_import_of_horizon_in_verl_says_what_failed(tmp_path):
+    """verl's ``get_tool_class`` keeps a half-imported module: its second try (the agent loop's, after
+    ``RLHFDataset`` logged the first) must still name the import that failed, not "no attribute"."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import sys
+sys.modules["core.environment"] = None  # a worker where part of Horizon cannot be imported
+from verl.tools.tool_registry import get_tool_class
+try:
+    get_tool_class("core.trainers.verl.HorizonTool")  # RLHFDataset: caught and logged
+except Exception as exc:
+    print("first:", type(exc).__name__)
+cls = get_tool_class("core.trainers.verl.HorizonTool")  # the agent loop's worker
+try:
+    cls(config={"type": "native"}, tool_schema=None)
+except ImportError as exc:
+    print("second:", exc)
+"""
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert "second: core.trainers.verl.HorizonTool: Horizon could not be imported in this process" in out.stdout, out.stdout + out.stderr
+    assert "core.environment" in out.stdout and "install Horizon where verl's workers run" in out.stdout
