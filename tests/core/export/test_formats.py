@@ -199,9 +199,9 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     assert all(r["quality_flags"] == [] for n, r in by_name.items() if n != "view_again")
     (other,) = next(g for g in groups.values() if len(g) == 1)
     assert other["advantage"] == 0.0 and other["group_size"] == 1
-    assert exported["grpo"].warnings == [  # a group of one teaches nothing: said, not silent
+    assert exported["grpo"].warnings == [(  # a group of one teaches nothing: said, not silent
         "1 of 2 GRPO groups hold a single run, whose advantage is 0 (no contrast, nothing to learn from): "
-        "run each task several times (agent eval --attempts k) before exporting"]
+        "run each task several times (agent eval --attempts k) before exporting")]
     assert exported["sft-jsonl"].warnings == []
     for name, r in {**by_name, "other_fix": other}.items():
         assert (r["reward_version"], r["reward_status"]) == ("notes/1", "scored")
