@@ -175,7 +175,7 @@ def export_runs(
 
         for name, plugins in schema_conflicts(chosen).items():
             result.warnings.append(f"the {name} tool of {' and '.join(plugins)} has different schemas; verl holds one tool per name, "
-                                   f"so every row is shown {plugins[0]}'s (each call still runs the row's own plugin's tool): "
+                                   f"so every row is shown the schema of {plugins[0]} (each call still runs the row's own plugin's tool): "
                                    "export the plugins separately to keep each one's own")
     return result
 

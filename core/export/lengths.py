@@ -215,13 +215,16 @@ def settings(fmt: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
     prompt = max(r["prompt_tokens"] for r in rows)
     if fmt == "verl":
+        from core.environment import MAX_OBSERVATION_CHARS
+
         need = max(r.get("filter_prompt_tokens") or r["prompt_tokens"] for r in rows)
+        # verl cuts each tool response to multi_turn.max_tool_response_length characters (default 256);
+        # HorizonTool's observations are capped at max_observation_chars (the loop's, by default)
         return {"verl (0.8.0, 0.9.1)": {"data.max_prompt_length": need, "actor_rollout_ref.rollout.prompt_length": prompt,
-                                        "data.filter_overlong_prompts": True}}
-    if fmt in ("sft-jsonl", "sft-parquet", "grpo"):
-        whole = max(r["tokens"] for r in rows)
-        return {"trl (1.16)": {"SFTConfig.max_length": whole, "SFTConfig.assistant_only_loss": True},
-                "verl (0.8.0, 0.9.1)": {"data.max_prompt_length": prompt}}
+                                        "data.filter_overlong_prompts": True,
+                                        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length": MAX_OBSERVATION_CHARS}}
+    if fmt in ("sft-jsonl", "sft-parquet"):
+        return {"trl (1.16)": {"SFTConfig.max_length": max(r["tokens"] for r in rows), "SFTConfig.assistant_only_loss": True}}
     if fmt == "openai":
         return {"openai fine-tuning": {"context window at least": max(r["tokens"] for r in rows)}}
     return {}

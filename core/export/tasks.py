@@ -11,17 +11,25 @@ rollout page, https://verl.readthedocs.io/en/latest/sglang_multiturn/multiturn.h
     prompt       list[message]  chat messages, {"role", "content"}
     ability      str            the task's domain
     reward_model {"style": "rule", "ground_truth": str}
-    extra_info   {"index", "split", "need_tools_kwargs", "tools_kwargs": {tool: {"create_kwargs": {...}}}, ...}
+    extra_info   {"index", "split", "need_tools_kwargs", "tools_kwargs": {tool: {"create_kwargs": {...}}},
+                  "tool_selection": [tool, ...], ...}
     agent_name   str            the agent loop that rolls it out ("tool_agent")
 
 and a tool config YAML, ``tools: [{"class_name", "config": {"type": "native", ...}, "tool_schema":
-<OpenAI function schema>}]``. ``class_name`` must name a ``verl.tools.base_tool.BaseTool`` subclass
+<OpenAI function schema>}]``, one entry per tool name (verl keeps one tool per name; plugins of a
+mixed export that share a name, ``finish`` at least, share its entry, and ``export_runs`` warns
+when their schemas differ). ``tool_selection`` is the row's own plugin's tools: ``ToolAgentLoop``
+(verl 0.8.0 and 0.9.1, ``extra_info.tool_selection``) offers a prompt only those, in that order.
+``tools_kwargs`` names every tool of the config, each with the row's own ``create_kwargs``: Parquet
+stores one struct type per column and would fill the names of another plugin's tools with null,
+which verl's ``_call_tool`` reads with ``.get``. ``class_name`` must name a ``verl.tools.base_tool.BaseTool`` subclass
 that starts a Horizon episode in ``create`` (from ``create_kwargs``: plugin, repository, starting
 tree, instruction, task metadata as JSON text) and runs the named Horizon tool in ``execute``:
 by default Horizon's own, ``core.trainers.verl.HorizonTool``. verl validates each ``tool_schema``
 with its ``OpenAIFunctionToolSchema``, which needs a ``type`` on every property and a
-``required`` list, so optional arguments (pydantic's ``anyOf: [T, null]``) are written with
-the type ``T`` (``verl_tool_schema``).
+``required`` list and keeps only ``type``, ``description`` and ``enum`` of a property: the
+export's schemas are already in that form (``core.export.schemas.portable_schema``, every
+format), and ``verl_tool_schema`` fills a missing type for schemas given otherwise.
 
 SkyRL (https://skyrl.readthedocs.io/en/latest/datasets/dataset-preparation.html) reads
 ``data_source``, ``prompt``, ``env_class`` and ``reward_spec`` ``{"method": "rule", "ground_truth"}``,
@@ -31,7 +39,8 @@ Both rows' ``extra_info`` carries what judged the exported runs, one entry per r
 (in that order): ``reward_version`` (``RewardResult.version``, ``"<plugin>:unversioned"`` for runs
 judged before versions were stored), ``reward_status`` (``scored``, ``not_applicable`` or
 ``not_judged``) and ``correct`` (solved, or null when not judged or not applicable), so that data
-judged by different reward versions is never mixed silently.
+judged by different reward versions is never mixed silently, and ``quality_flags`` (the gates'
+reasons kept with ``--keep-flagged``, one list per run).
 
 ``ground_truth`` is JSON text: the starting tree and repository, and what the reward checks
 against (the set-up test outcomes ``before`` and the ``targets`` that must pass, for the coding
