@@ -4,35 +4,28 @@
   ``assistant_only_loss=True`` (its dataset preparation swaps in TRL's ``qwen3_training``
   template, the export's default) for two optimizer steps on the tiny Qwen3 model
   (``core.trainers.tiny``); ``max_length`` is what the export's length report says.
-- verl 0.8: ``initialize_tools_from_config`` on the tool config and ``RLHFDataset`` (its length
-  filter, with ``data.max_prompt_length`` from the report) on a verl export that mixes the coding
-  plugin and ``notes``, the test plugin.
+- verl 0.8's schema class (``OpenAIFunctionToolSchema``) on every format's tools, and its tool
+  loader (``get_tool_class``) on a worker where Horizon cannot be imported. Its ``RLHFDataset``
+  and ``initialize_tools_from_config`` on an export that mixes plugins are in
+  tests/plugins/coding/test_coding_export_trainers.py (a core test names no domain plugin).
 
-The runs are real: scripted policies through ``core.runner.Run`` (conftest.py's ``episodes`` for
-``notes``; one coding run of examples/python-user-service with the example fix script here).
+The runs are real: scripted policies through ``core.runner.Run`` (conftest.py's ``episodes``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
 
 from core.export import export_runs
-from core.plugin import Task
-from core.policy import ScriptedPolicy, load_script
-from core.runner import Run
-from core.state import Limits, Pricing
 from tests.core.export.notes_task import NOTES_PLUGIN
 
 torch = pytest.importorskip("torch", reason="the trainers' tests need the train extra (torch, transformers, trl, verl)")
 trl = pytest.importorskip("trl")
 verl = pytest.importorskip("verl")
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -41,24 +34,6 @@ def tiny(tmp_path_factory) -> Path:
     from core.trainers.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen3"))
-
-
-@pytest.fixture(scope="module")
-def coding_run(episodes, tmp_path_factory) -> str:
-    """One coding run in the notes runs' home: the example script that fixes the NPE (reward 1)."""
-    repo = Path(shutil.copytree(EXAMPLES / "python-user-service", tmp_path_factory.mktemp("coding") / "python-user-service"))
-    script = load_script(EXAMPLES / "scripts" / "fix-python-npe.jsonl")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HORIZON_TEST_ENV", "horizon")  # the example repository needs only pytest (tests/conftest.py)
-        run = Run.start(Task(plugin="coding", instruction="fix NPE in user module", repo=repo), ScriptedPolicy(script, name="scripted:py_fix"),
-                        policy_config={"kind": "scripted", "script": "py_fix"}, limits=Limits(max_steps=10), pricing=Pricing(),
-                        home=episodes.home)  # fmt: skip
-        try:
-            result = run.execute()
-        finally:
-            run.close()
-    assert (result.status, result.reward) == ("finished", 1.0), result
-    return result.run_id
 
 
 @pytest.fixture
@@ -108,76 +83,7 @@ def test_trl_sft_trainer_trains_on_the_sft_export_with_assistant_only_loss(episo
     assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
 
 
-@pytest.fixture(scope="module")
-def mixed(episodes, coding_run, tiny, tmp_path_factory):
-    """A verl export of a coding run and three notes runs (two tasks), measured with the tiny tokenizer."""
-    out = tmp_path_factory.mktemp("mixed") / "tasks.parquet"
-    ids = [coding_run] + [episodes.ids[n] for n in ("fix", "view", "other_fix")]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(NOTES_PLUGIN))
-        result = export_runs(ids, "verl", out, home=episodes.home, tokenizer=tiny)
-    return result
-
-
-def test_verl_loads_a_mixed_export_once_per_tool_with_each_rows_own_tools(mixed, tiny, notes, tmp_path):
-    from omegaconf import OmegaConf
-    from transformers import AutoTokenizer
-    from verl.tools.tool_registry import initialize_tools_from_config
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    from core.trainers.verl import HorizonTool
-
-    parquet, config, lengths = mixed.files
-    tools = initialize_tools_from_config(str(config))
-    names = [t.name for t in tools]
-    assert len(names) == len(set(names)) and names.count("finish") == 1 and all(type(t) is HorizonTool for t in tools)
-    by_name = {t.name: t for t in tools}
-    assert lengths.name == "tasks.lengths.json" and json.loads(lengths.read_text()) == mixed.lengths
-    # the names notes shares with coding have different schemas: verl shows coding's; said, not silent
-    assert any(w.startswith("the view_file tool of coding and notes has different schemas") for w in mixed.warnings)
-
-    report = mixed.lengths
-    limit = report["settings"]["verl (0.8.0, 0.9.1)"]["data.max_prompt_length"]
-    assert limit == max(r["filter_prompt_tokens"] for r in report["rows"]) > 512  # verl's default keeps none of them
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
-
-    def dataset(max_prompt_length: int) -> RLHFDataset:
-        cfg = OmegaConf.create({"max_prompt_length": max_prompt_length, "tool_config_path": str(config), "filter_overlong_prompts": True,
-                                "filter_overlong_prompts_workers": 1, "cache_dir": str(tmp_path / "cache"), "return_raw_chat": True})
-        return RLHFDataset(data_files=[str(parquet)], tokenizer=tokenizer, config=cfg)
-
-    kept = dataset(limit)
-    assert len(kept) == len(report["rows"]) == 3  # the coding task and notes' two (fix and view are one task)
-    assert kept.tool_schemas == [json.loads(json.dumps(t.tool_schema.model_dump(exclude_unset=True, exclude_none=True))) for t in tools]
-    longest = max(report["rows"], key=lambda r: r["filter_prompt_tokens"])
-    assert len(dataset(longest["filter_prompt_tokens"] - 1)) == len(report["rows"]) - 1  # the report counts as verl's filter does
-    rows = {tuple(r["run_ids"]): r for r in report["rows"]}
-    from core.export.lengths import load_chat_template, render
-
-    for i in range(len(kept)):
-        item = kept[i]
-        info = item["extra_info"]
-        plugin = item["data_source"].removeprefix("horizon/")
-        own = [t["function"]["name"] for t in _plugin_tools(plugin)]
-        assert info["tool_selection"] == own and set(own) <= set(by_name)
-        for name in by_name:  # what ToolAgentLoop._call_tool reads: tools_kwargs.get(name, {}).get("create_kwargs", {})
-            assert item["tools_kwargs"][name]["create_kwargs"]["plugin"] == plugin
-        assert info["quality_flags"] == [[] for _ in info["run_ids"]]
-        assert tuple(info["run_ids"]) in rows
-        shown = [by_name[n].tool_schema.model_dump(exclude_unset=True, exclude_none=True) for n in info["tool_selection"]]
-        # the rollout's prompt as ToolAgentLoop makes it (the tokenizer's own template, the row's tools): the report's prompt_tokens
-        prompt = tokenizer.apply_chat_template(list(item["raw_prompt"]), tools=shown, add_generation_prompt=True, tokenize=False)
-        assert prompt == render(load_chat_template(), list(item["raw_prompt"]), shown, add_generation_prompt=True)
-        assert len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) == rows[tuple(info["run_ids"])]["prompt_tokens"]
-
-
-def _plugin_tools(plugin: str) -> list[dict]:
-    from core.export.source import plugin_tools
-
-    return [json.loads(s) for s in plugin_tools(plugin)[0]]
-
-
-def test_every_format_shows_the_tools_as_verl_keeps_them(episodes, mixed, notes, tmp_path):
+def test_every_format_shows_the_tools_as_verl_keeps_them(episodes, notes, tmp_path):
     """verl's schema class drops ``default``, ``minimum``, ``anyOf``... from what the model sees; every
     format's tools are already in the form it keeps (constraints written into the descriptions), so
     SFT and RL prompts show the same tools."""
@@ -196,8 +102,9 @@ def test_every_format_shows_the_tools_as_verl_keeps_them(episodes, mixed, notes,
     assert view["end_line"]["type"] == "integer" and "may be null" in view["end_line"]["description"]
     import yaml
 
-    config = yaml.safe_load(mixed.files[1].read_text())["tools"]
-    assert all(entry["tool_schema"] == as_verl(entry["tool_schema"]) for entry in config)
+    tasks = export_runs([episodes.ids["fix"]], "verl", tmp_path / "tasks.parquet", home=episodes.home)
+    config = yaml.safe_load(tasks.files[1].read_text())["tools"]
+    assert [entry["tool_schema"] for entry in config] == row["tools"]  # what verl shows the model is what the SFT row shows
 
 
 def test_the_default_training_template_is_trls_own(tiny):
