@@ -112,8 +112,9 @@ REWARD_ERROR_FIELD = "horizon_reward_error"
 
 try:  # verl imports torch and Ray: present on a training node, never required by Horizon
     from verl.tools.base_tool import BaseTool as _Base
-    from verl.tools.schemas import ToolResponse
+    from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 except ImportError:
+    OpenAIFunctionToolSchema = None  # type: ignore[assignment,misc]
 
     class ToolResponse(BaseModel):  # type: ignore[no-redef]
         """Stand-in for ``verl.tools.schemas.ToolResponse``: what a tool call shows the model."""
@@ -324,6 +325,8 @@ class HorizonTool(_Base):
             raise ImportError(f"core.trainers.verl.HorizonTool: Horizon could not be imported in this process "
                               f"({type(_IMPORT_ERROR).__name__}: {_IMPORT_ERROR}); install Horizon where verl's workers run "
                               "(pip install horizon-agents) or put its checkout first on PYTHONPATH") from _IMPORT_ERROR
+        if isinstance(tool_schema, dict) and OpenAIFunctionToolSchema is not None:
+            tool_schema = OpenAIFunctionToolSchema.model_validate(tool_schema)  # verl's BaseTool reads .function.name
         super().__init__(config, tool_schema)
         self.config = dict(config or {})
 
