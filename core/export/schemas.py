@@ -69,6 +69,8 @@ def _constraints(prop: dict[str, Any]) -> list[str]:
 
 def portable_property(prop: dict[str, Any]) -> dict[str, Any]:
     """One argument's schema with only the keys verl keeps, the rest written into its description."""
+    if not isinstance(prop, dict):  # JSON Schema's ``true`` (anything goes)
+        return {"type": "object"}
     kind, nullable = _type_of(prop)
     notes = _constraints(prop)
     if nullable:
