@@ -807,15 +807,21 @@ def export_cmd(
     keep_flagged: bool = typer.Option(False, "--keep-flagged", help="keep runs that fail a quality gate, with their reasons"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
     tool_class: str | None = typer.Option(None, "--tool-class", help="verl: class_name for the tool config"),
-    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="tokens: GGUF whose vocabulary and chat template to use"),
+    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="vocabulary the length report counts with: a GGUF file or a "
+                                          "Hugging Face tokenizer folder (tokens: the GGUF whose vocabulary and template make the ids)"),
+    chat_template: str | None = typer.Option(None, "--chat-template", help="training chat template (bundled name or .jinja path; "
+                                             "default qwen3_training, TRL's)"),
+    max_prompt_tokens: int | None = typer.Option(None, "--max-prompt-tokens", help="leave out rows whose prompt is longer"),
 ) -> None:
-    """Export runs as RL/SFT training data, after quality gates; prints the gates' counts per reason."""
+    """Export runs as RL/SFT training data, after quality gates; prints the gates' counts per reason,
+    the rows' lengths in tokens and the trainer settings they need (also written as <stem>.lengths.json)."""
     from core.export import export_runs, select_runs
+    from core.export.lengths import summary
 
     try:
         chosen, unreadable = select_runs(run_ids or [], all_runs=all_runs, plugin=plugin)
         result = export_runs(chosen, fmt, out, keep_flagged=keep_flagged, overwrite=overwrite, tool_class=tool_class,
-                             tokenizer=tokenizer)
+                             tokenizer=tokenizer, chat_template=chat_template, max_prompt_tokens=max_prompt_tokens)
     except HorizonError as exc:
         _fail(exc)
         return
@@ -834,6 +840,8 @@ def export_cmd(
         raise typer.Exit(1)
     files = ", ".join(str(f) for f in result.files)
     console.print(f"wrote {result.rows} {_safe(fmt)} rows from {len(result.exported)} runs to {_safe(files)}")
+    for line in summary(result.lengths):
+        console.print(_safe(line), highlight=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {_safe(warning)}")
 

@@ -17,7 +17,9 @@ to judge).
 One JSON line per trajectory: ``group_id`` (SHA-256 of the task key, 16 hex digits),
 ``group_size``, ``run_id``, ``reward``, ``advantage``, ``group_mean``, ``group_std``, ``plugin``,
 ``task``, ``reward_version``, ``reward_status``, ``correct`` (``core.export.tasks.reward_labels``),
-``messages``, ``tools``.
+``messages``, ``tools``, ``quality_flags`` (the gates' reasons; a ``near_duplicate`` stays in its
+group: identical outcomes of one policy are samples of it, and dropping them would change the
+group's mean and spread).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def group_id(key: tuple[str, str, str]) -> str:
     return hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:16]
 
 
-def grpo_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
+def grpo_rows(runs: list[RunRecord], flags: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """One row per verified trajectory, grouped by task (see the module docstring)."""
     rows = []
     for group in group_by_task([r for r in runs if r.reward is not None]):
@@ -74,12 +76,12 @@ def grpo_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
             rows.append({
                 "group_id": gid, "group_size": len(group), "run_id": run.run_id, "reward": reward, "advantage": adv,
                 "group_mean": mean, "group_std": std, "plugin": run.plugin, "task": run.instruction, **reward_labels(run),
-                "messages": run.openai_messages(), "tools": run.tools,
+                "messages": run.openai_messages(), "tools": run.tools, "quality_flags": list((flags or {}).get(run.run_id) or []),
             })
     return rows
 
 
-def write_grpo(runs: list[RunRecord], out: Path) -> int:
+def write_grpo(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None) -> int:
     """Write GRPO rows as JSON Lines.
 
     Args:
@@ -90,6 +92,6 @@ def write_grpo(runs: list[RunRecord], out: Path) -> int:
     Returns:
         The number of rows written.
     """
-    rows = grpo_rows(runs)
+    rows = grpo_rows(runs, flags)
     write_jsonl(rows, out)
     return len(rows)

@@ -11,7 +11,11 @@ object per line, ``{"messages": [...], "tools": [...], "parallel_tool_calls": bo
 - ``tools`` are ``{"type": "function", "function": {"name", "description", "parameters": <JSON schema>}}``.
 
 ``validate_line`` checks a line against those rules; the tests check every exported line with it.
-Horizon writes only fields the format defines (no ``name`` on tool messages, no run metadata).
+Horizon writes only fields the format defines (no ``name`` on tool messages, no run metadata:
+each line's run and ``quality_flags`` are in the length report beside the file,
+``core.export.lengths``). A line ends with the assistant's last turn: the tool result that
+answered ``finish`` (or any message after the model's last turn) teaches nothing and is left out.
+``arguments`` stay JSON text, as the format defines them.
 """
 
 from __future__ import annotations
@@ -44,10 +48,17 @@ def openai_message(m: dict[str, Any]) -> dict[str, Any]:
     return {"role": m["role"], "content": m.get("content") or ""}
 
 
+def openai_messages(run: RunRecord) -> list[dict[str, Any]]:
+    """The run's messages in the fine-tuning format, up to and including the model's last turn."""
+    messages = [openai_message(m) for m in run.openai_messages()]
+    last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=len(messages) - 1)
+    return messages[: last + 1]
+
+
 def openai_line(run: RunRecord) -> dict[str, Any]:
     """One training example for ``run``. Horizon's loop runs one tool call at a time in the model's
     order, so ``parallel_tool_calls`` is False unless some assistant turn made several calls."""
-    messages = [openai_message(m) for m in run.openai_messages()]
+    messages = openai_messages(run)
     parallel = any(len(m.get("tool_calls", [])) > 1 for m in messages)
     return {"messages": messages, "tools": run.tools, "parallel_tool_calls": parallel}
 

@@ -6,12 +6,18 @@ One row per run::
      "tools": [{"type": "function", "function": {"name", "description", "parameters"}}, ...],
      "run_id", "plugin", "task", "reward", "correct", "reward_version", "exit_status", "quality_flags"}
 
-Messages are in the OpenAI chat-completions format (assistant ``tool_calls`` with JSON-text
-``arguments``; ``tool`` messages with ``tool_call_id``), the conversational format Hugging Face
-TRL's ``SFTTrainer`` takes with a ``tools`` column (https://huggingface.co/docs/trl/dataset_formats,
-"Tool calling"). Every message carries all five keys (null where unused), so the Parquet file has
-one fixed schema (``SFT_SCHEMA``). In Parquet, ``tools`` is JSON text: each tool's ``parameters`` is
-a JSON schema of its own shape, which no single Arrow struct type can hold; in JSONL it is the list.
+Messages are in the OpenAI chat-completions format (assistant ``tool_calls``; ``tool`` messages
+with ``tool_call_id``), the conversational format Hugging Face TRL's ``SFTTrainer`` takes with a
+``tools`` column (https://huggingface.co/docs/trl/dataset_formats, "Tool calling"). In JSONL a
+call's ``arguments`` is a dict, as TRL's docs write it (``datasets`` 5 loads the differing
+argument shapes as its ``Json`` type, not as one struct padded with nulls); a template that
+always applies ``tojson`` to ``arguments`` (TRL's Qwen2.5 copy) would encode JSON text twice. In
+Parquet it is JSON text, and so is ``tools``: each tool's ``parameters`` and each call's arguments
+have shapes of their own, which no single Arrow struct type can hold; Qwen3's template (the
+default training template, ``core.export.lengths``) renders either form the same. Every message
+carries all five keys (null where unused), so the Parquet file has one fixed schema
+(``SFT_SCHEMA``). ``tools`` are ``core.export.schemas.portable_schema`` of the plugin's, as every
+format's are.
 """
 
 from __future__ import annotations
@@ -66,18 +72,32 @@ def is_correct(run: RunRecord) -> bool | None:
     return bool(correct) if correct is not None else run.reward >= 1.0
 
 
-def full_message(m: dict[str, Any]) -> dict[str, Any]:
-    """A chat message with all five keys, null where unused (a fixed schema for Arrow)."""
+def _arguments_dict(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call with its JSON-text ``arguments`` as a dict (text that is no JSON object stays text)."""
+    try:
+        args = json.loads(call["function"]["arguments"])
+    except (json.JSONDecodeError, TypeError):
+        return call
+    return {**call, "function": {**call["function"], "arguments": args}} if isinstance(args, dict) else call
+
+
+def full_message(m: dict[str, Any], *, arguments_as_dict: bool = False) -> dict[str, Any]:
+    """A chat message with all five keys, null where unused (a fixed schema for Arrow); tool-call
+    ``arguments`` as a dict with ``arguments_as_dict``, else JSON text."""
+    calls = m.get("tool_calls") or None
+    if calls and arguments_as_dict:
+        calls = [_arguments_dict(c) for c in calls]
     return {
-        "role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls") or None,
+        "role": m["role"], "content": m.get("content"), "tool_calls": calls,
         "tool_call_id": m.get("tool_call_id"), "name": m.get("name"),
     }
 
 
 def sft_row(run: RunRecord, flags: list[str] | None = None, *, tools_as_json: bool = False) -> dict[str, Any]:
-    """One SFT row for ``run`` (see the module docstring); ``flags`` are the quality-gate reasons kept."""
+    """One SFT row for ``run`` (see the module docstring); ``flags`` are the quality-gate reasons kept.
+    ``tools_as_json`` (Parquet): ``tools`` and call ``arguments`` as JSON text; else a list and dicts."""
     return {
-        "messages": [full_message(m) for m in run.openai_messages()],
+        "messages": [full_message(m, arguments_as_dict=not tools_as_json) for m in run.openai_messages()],
         "tools": json.dumps(run.tools) if tools_as_json else run.tools,
         "run_id": run.run_id, "plugin": run.plugin, "task": run.instruction, "reward": run.reward,
         "correct": is_correct(run), "reward_version": reward_version(run), "exit_status": run.row.get("exit_status"),

@@ -13,7 +13,8 @@ SkyRL's step-wise trajectories):
   header), ``response_ids`` what the model generated, every mask value 1; ``reward`` is the
   episode's reward on the last step and 0.0 on the others.
 
-Every row also carries the run's ``reward_version``, ``reward_status`` (``scored``,
+Every row names the chat template that made its ids (``chat_template``: the GGUF's own
+template, or the serving engine's), and carries the run's ``reward_version``, ``reward_status`` (``scored``,
 ``not_applicable``, ``not_judged``) and ``correct`` (null when not judged or not applicable),
 ``core.export.tasks.reward_labels``, so that data judged by different reward versions is never
 mixed silently.
@@ -63,11 +64,16 @@ TOKEN_SCHEMA = pa.schema([
     ("reward_index", pa.int32()),
     ("token_source", pa.string()),
     ("tokenizer", pa.string()),
+    ("chat_template", pa.string()),
     ("quality_flags", pa.list_(pa.string())),
     ("reward_version", pa.string()),
     ("reward_status", pa.string()),
     ("correct", pa.bool_()),
 ])
+
+
+#: ``chat_template`` of rows made from the engine's own tokens: the template the server applied.
+ENGINE_TEMPLATE = "engine: the serving model's own"
 
 
 @dataclass
@@ -105,6 +111,8 @@ class Retokenizer:
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self._template = env.from_string(source)
         self.eos_text = self.decode([self._llm.token_eos()])
+        #: what ``chat_template`` in a row names: this GGUF's own template, tool calls as plain JSON
+        self.template_name = f"{self.name}:tokenizer.chat_template (tool calls as the embedded policy's JSON)"
 
     def render(self, messages: list[dict[str, str]], add_generation_prompt: bool = False) -> str:
         """The chat template applied to ``messages`` (``{"role", "content"}`` each)."""
@@ -180,7 +188,7 @@ def token_rows(run: RunRecord, tok: Retokenizer, flags: list[str] | None = None)
     first = next((i for i, s in enumerate(segments) if s.trainable), None)
     if first is None:
         return []
-    common = {"run_id": run.run_id, "logprobs": None, "token_source": "retokenized", "tokenizer": tok.name,
+    common = {"run_id": run.run_id, "logprobs": None, "token_source": "retokenized", "tokenizer": tok.name, "chat_template": tok.template_name,
               "quality_flags": list(flags or []), **reward_labels(run)}
     prompt = [t for s in segments[:first] for t in s.ids]  # the opening and the first assistant header
     response = [t for s in segments[first:] for t in s.ids]
@@ -223,7 +231,7 @@ def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[di
             "run_id": run.run_id, "kind": "step", "step": call["step"], "prompt_ids": call["prompt_token_ids"],
             "response_ids": ids, "loss_mask": [1] * len(ids), "logprobs": logprobs if logprobs and len(logprobs) == len(ids) else None,
             "reward": run.reward if last else (None if run.reward is None else 0.0), "reward_index": len(ids) - 1,
-            "token_source": "engine", "tokenizer": model, "quality_flags": flags, **labels,
+            "token_source": "engine", "tokenizer": model, "chat_template": ENGINE_TEMPLATE, "quality_flags": flags, **labels,
         })
     prompt = calls[0]["prompt_token_ids"]
     response: list[int] = []
@@ -245,7 +253,7 @@ def engine_token_rows(run: RunRecord, flags: list[str] | None = None) -> list[di
     last_model_token = max(i for i, m in enumerate(mask) if m) if any(mask) else 0
     return [{"run_id": run.run_id, "kind": "trajectory", "step": None, "prompt_ids": prompt, "response_ids": response,
              "loss_mask": mask, "logprobs": logprobs_all, "reward": run.reward, "reward_index": last_model_token,
-             "token_source": "engine", "tokenizer": model, "quality_flags": flags, **labels}, *rows]
+             "token_source": "engine", "tokenizer": model, "chat_template": ENGINE_TEMPLATE, "quality_flags": flags, **labels}, *rows]
 
 
 def write_tokens(runs: list[RunRecord], out: Path, flags: dict[str, list[str]] | None = None,

@@ -78,14 +78,26 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core import workspace as ws
-from core.config import horizon_home
-from core.environment import MAX_OBSERVATION_CHARS, Environment, Observation
-from core.errors import UserError
-from core.plugin import Task, load_plugin
-from core.reward import RewardResult, Trajectory
-from core.state import ToolCall
-from core.tools import ToolResult
+# verl imports this file by its module name (``tool_registry.get_tool_class``) and keeps a module
+# that failed half-way in ``sys.modules``: its next attempt then says only "no attribute
+# 'HorizonTool'". So a failed import of Horizon is kept and raised, with what failed, when verl
+# builds the tool (``HorizonTool.__init__``).
+try:
+    from core import workspace as ws
+    from core.config import horizon_home
+    from core.environment import MAX_OBSERVATION_CHARS, Environment, Observation
+    from core.errors import UserError
+    from core.plugin import Task, load_plugin
+    from core.reward import RewardResult, Trajectory
+    from core.state import ToolCall
+    from core.tools import ToolResult
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess by the tests
+    _IMPORT_ERROR: ImportError | None = _exc
+
+    class UserError(Exception):  # type: ignore[no-redef]  # the name the module's code raises
+        """Stand-in: Horizon could not be imported."""
+else:
+    _IMPORT_ERROR = None
 
 __all__ = ["EPISODE_FIELD", "REWARD_ERROR_FIELD", "REWARD_FIELD", "SCORED_FIELD", "HorizonTool", "ToolResponse", "close_all", "compute_score", "episodes_dir"]
 
@@ -100,8 +112,9 @@ REWARD_ERROR_FIELD = "horizon_reward_error"
 
 try:  # verl imports torch and Ray: present on a training node, never required by Horizon
     from verl.tools.base_tool import BaseTool as _Base
-    from verl.tools.schemas import ToolResponse
+    from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 except ImportError:
+    OpenAIFunctionToolSchema = None  # type: ignore[assignment,misc]
 
     class ToolResponse(BaseModel):  # type: ignore[no-redef]
         """Stand-in for ``verl.tools.schemas.ToolResponse``: what a tool call shows the model."""
@@ -308,6 +321,12 @@ class HorizonTool(_Base):
     """
 
     def __init__(self, config: dict, tool_schema: Any):
+        if _IMPORT_ERROR is not None:
+            raise ImportError(f"core.trainers.verl.HorizonTool: Horizon could not be imported in this process "
+                              f"({type(_IMPORT_ERROR).__name__}: {_IMPORT_ERROR}); install Horizon where verl's workers run "
+                              "(pip install horizon-agents) or put its checkout first on PYTHONPATH") from _IMPORT_ERROR
+        if isinstance(tool_schema, dict) and OpenAIFunctionToolSchema is not None:
+            tool_schema = OpenAIFunctionToolSchema.model_validate(tool_schema)  # verl's BaseTool reads .function.name
         super().__init__(config, tool_schema)
         self.config = dict(config or {})
 

@@ -20,6 +20,9 @@ def test_export_by_plugin_prints_the_gate_table_and_writes_the_file(episodes, tm
     assert f"left out {episodes.ids['check_edit']}: reward_hacking" in result.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert f"wrote {len(lines)} openai rows" in result.output and len(lines) >= 7
+    report = json.loads((tmp_path / "data" / "openai.lengths.json").read_text())  # written beside the data, and printed
+    assert "lengths with SmolLM2-135M-Instruct.Q4_1.gguf's vocabulary and the qwen3_training chat template:" in result.output
+    assert f"prompt: {report['prompt_tokens']['min']}-{report['prompt_tokens']['max']} tokens" in result.output
 
 
 def test_export_refuses_bad_requests_with_one_line(episodes, tmp_path, monkeypatch):

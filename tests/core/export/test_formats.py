@@ -48,9 +48,10 @@ def read_jsonl(path):
 
 
 def test_gates_leave_out_the_flagged_runs(episodes, exported):
-    for result in exported.values():
-        assert names(episodes, result.exported) == EXPECTED
-        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "check_edit", "view_again"}
+    for fmt, result in exported.items():
+        duplicate = {"view_again"} if fmt == "grpo" else set()  # a GRPO group keeps its duplicates (flagged): they are samples
+        assert names(episodes, result.exported) == EXPECTED | duplicate
+        assert names(episodes, result.left_out) == {"infra_setup", "infra_mid", "check_edit", "view_again"} - duplicate
 
 
 def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
@@ -60,7 +61,7 @@ def test_sft_jsonl_rows_are_the_stored_conversations(episodes, exported):
     assert [m["role"] for m in row["messages"]] == ["system", "user"] + ["assistant", "tool"] * 6
     calls = [m["tool_calls"][0] for m in row["messages"] if m["role"] == "assistant"]
     assert [c["function"]["name"] for c in calls] == [t["tool"] for t in episodes.scripts["fix"]]
-    assert json.loads(calls[3]["function"]["arguments"]) == episodes.scripts["fix"][3]["arguments"]
+    assert calls[3]["function"]["arguments"] == episodes.scripts["fix"][3]["arguments"]  # a dict, as TRL's docs write it
     answers = [m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"]
     assert answers == [c["id"] for c in calls]
     tool_names = {t["function"]["name"] for t in row["tools"]}
@@ -74,7 +75,10 @@ def test_sft_parquet_loads_with_datasets_and_matches_the_jsonl(exported):
     assert len(ds) == 7 and set(ds.column_names) >= {"messages", "tools", "reward", "run_id"}
     jsonl = {r["run_id"]: r for r in read_jsonl(exported["sft-jsonl"].files[0])}
     for row in ds:
-        assert row["messages"] == jsonl[row["run_id"]]["messages"]
+        for parquet_m, jsonl_m in zip(row["messages"], jsonl[row["run_id"]]["messages"], strict=True):
+            calls = [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+                     for c in parquet_m["tool_calls"] or []]  # JSON text in Parquet, a dict in JSONL
+            assert {**parquet_m, "tool_calls": calls or None} == jsonl_m
         assert json.loads(row["tools"]) == jsonl[row["run_id"]]["tools"]
 
 
@@ -93,7 +97,7 @@ def test_openai_fine_tuning_lines_follow_the_documented_format(exported):
 
 def test_verl_task_parquet_and_tool_config(episodes, exported):
     result = exported["verl"]
-    parquet, config = result.files
+    parquet, config, _lengths = result.files
     ds = load_dataset("parquet", data_files=str(parquet), split="train")
     assert len(ds) == 2  # two tasks: the first (six runs) and the other
     assert set(ds.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info", "agent_name"}
@@ -161,6 +165,7 @@ def test_token_loss_mask_covers_exactly_the_models_tokens(episodes, exported):
         assert tok.decode(whole["prompt_ids"]).startswith("<|im_start|>system\n")
         assert whole["loss_mask"][whole["reward_index"]] == 1 and not any(whole["loss_mask"][whole["reward_index"] + 1:])
         assert whole["reward"] == 1.0 and whole["logprobs"] is None and whole["token_source"] == "retokenized"
+        assert all(r["chat_template"] == f"{tok.name}:tokenizer.chat_template (tool calls as the embedded policy's JSON)" for r in mine)
         for r in mine:  # step rows and the trajectory row alike
             assert (r["reward_version"], r["reward_status"], r["correct"]) == ("notes/1", "scored", True)
         assert [tok.decode(s["response_ids"]) for s in steps] == said
@@ -179,22 +184,24 @@ def test_grpo_groups_have_group_normalised_advantages(episodes, exported):
     for r in rows:
         groups.setdefault(r["group_id"], []).append(r)
     sizes = sorted(len(g) for g in groups.values())
-    assert sizes == [1, 6]
-    first = next(g for g in groups.values() if len(g) == 6)
-    assert names(episodes, [r["run_id"] for r in first]) == FIRST_GROUP
-    by_name = {n: r for n in FIRST_GROUP for r in first if r["run_id"] == episodes.ids[n]}
+    assert sizes == [1, 7]  # the first task's six distinct runs and view_again, view's duplicate: a sample like any other
+    first = next(g for g in groups.values() if len(g) == 7)
+    assert names(episodes, [r["run_id"] for r in first]) == FIRST_GROUP | {"view_again"}
+    by_name = {n: r for n in FIRST_GROUP | {"view_again"} for r in first if r["run_id"] == episodes.ids[n]}
     assert {n: r["reward"] for n, r in by_name.items()} == {
-        "fix": 1.0, "edit": 1.0, "view_edit": 1.0, "view": 0.0, "shell": 0.0, "view_log": 0.0}
+        "fix": 1.0, "edit": 1.0, "view_edit": 1.0, "view": 0.0, "shell": 0.0, "view_log": 0.0, "view_again": 0.0}
     rewards = [r["reward"] for r in first]
-    mean, std = sum(rewards) / 6, statistics.stdev(rewards)  # 0.5 and sqrt(0.3)
+    mean, std = sum(rewards) / 7, statistics.stdev(rewards)
     for r in first:
         assert r["advantage"] == pytest.approx((r["reward"] - mean) / (std + 1e-6))
-    assert by_name["fix"]["advantage"] == pytest.approx(0.5 / 0.3 ** 0.5, rel=1e-5)
+    assert by_name["fix"]["advantage"] == pytest.approx((1 - 3 / 7) / std, rel=1e-5)
+    assert by_name["view_again"]["quality_flags"] == [f"near_duplicate: same task, tool calls and observations as run {episodes.ids['view']}"]
+    assert all(r["quality_flags"] == [] for n, r in by_name.items() if n != "view_again")
     (other,) = next(g for g in groups.values() if len(g) == 1)
     assert other["advantage"] == 0.0 and other["group_size"] == 1
-    assert exported["grpo"].warnings == [  # a group of one teaches nothing: said, not silent
+    assert exported["grpo"].warnings == [(  # a group of one teaches nothing: said, not silent
         "1 of 2 GRPO groups hold a single run, whose advantage is 0 (no contrast, nothing to learn from): "
-        "run each task several times (agent eval --attempts k) before exporting"]
+        "run each task several times (agent eval --attempts k) before exporting")]
     assert exported["sft-jsonl"].warnings == []
     for name, r in {**by_name, "other_fix": other}.items():
         assert (r["reward_version"], r["reward_status"]) == ("notes/1", "scored")
@@ -259,3 +266,58 @@ def test_task_parquet_keeps_correct_a_bool_list_when_no_run_was_judged(tmp_path)
     write_task_parquet([{"extra_info": {"run_ids": ["a"], "reward_status": ["not_judged"], "correct": [None]}}], tmp_path / "t.parquet")
     info = pq.read_schema(tmp_path / "t.parquet").field("extra_info").type
     assert info.field("correct").type.value_type == pa.bool_()
+
+
+def test_every_format_carries_the_quality_flags_of_its_runs(episodes, tmp_path):
+    """With --keep-flagged every format's rows say why their runs were flagged (OpenAI's format has
+    no field for it: its lines' flags are in the length report, line by line)."""
+    names_ = ("fix", "check_edit", "view", "view_again")
+    ids = [episodes.ids[n] for n in names_]
+    hacked = "reward_hacking: the final patch changes the checker's inputs: CHECK.txt"
+    duplicate = f"near_duplicate: same task, tool calls and observations as run {episodes.ids['view']}"
+    want = {episodes.ids["fix"]: [], episodes.ids["check_edit"]: [hacked], episodes.ids["view"]: [], episodes.ids["view_again"]: [duplicate]}
+    for fmt, name in [("sft-jsonl", "s.jsonl"), ("sft-parquet", "s.parquet"), ("openai", "o.jsonl"), ("verl", "v.parquet"),
+                      ("skyrl", "k.parquet"), ("tokens", "t.parquet"), ("grpo", "g.jsonl")]:
+        result = export_runs(ids, fmt, tmp_path / name, home=episodes.home, keep_flagged=True)
+        assert set(result.exported) == set(ids), fmt
+        data = result.files[0]
+        if fmt in ("verl", "skyrl"):
+            got = {}
+            for row in pq.read_table(data).to_pylist():
+                got.update(zip(row["extra_info"]["run_ids"], row["extra_info"]["quality_flags"]))
+        elif fmt == "openai":
+            got = {r["run_ids"][0]: r["quality_flags"] for r in result.lengths["rows"]}
+            assert len(result.lengths["rows"]) == len(read_jsonl(data))  # one report row per line, in order
+        elif data.suffix == ".parquet":
+            got = {r["run_id"]: r["quality_flags"] for r in pq.read_table(data).to_pylist()}
+        else:
+            got = {r["run_id"]: r["quality_flags"] for r in read_jsonl(data)}
+        assert got == want, fmt
+
+
+def test_openai_lines_end_with_the_assistants_last_turn(exported):
+    for line in read_jsonl(exported["openai"].files[0]):
+        assert line["messages"][-1]["role"] == "assistant"
+        assert line["messages"][-1]["tool_calls"][0]["function"]["name"] == "finish"  # its answer ("Finished: done") is not trained on
+        calls = [c for m in line["messages"] for c in m.get("tool_calls", [])]
+        assert calls and all(isinstance(c["function"]["arguments"], str) for c in calls)  # JSON text, as the format defines it
+
+
+def test_max_prompt_tokens_leaves_out_longer_prompts_and_says_why(episodes, tmp_path):
+    ids = [episodes.ids[n] for n in ("fix", "other_fix")]
+    full = export_runs(ids, "sft-jsonl", tmp_path / "all.jsonl", home=episodes.home)
+    assert full.lengths["tokenizer"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and full.lengths["chat_template"] == "qwen3_training"
+    prompts = {r["run_ids"][0]: r["prompt_tokens"] for r in full.lengths["rows"]}
+    limit = max(prompts.values())
+    fits = export_runs(ids, "sft-jsonl", tmp_path / "fits.jsonl", home=episodes.home, max_prompt_tokens=limit)
+    assert fits.exported == ids and fits.lengths["max_prompt_tokens"] == limit
+    cut = export_runs(ids, "sft-jsonl", tmp_path / "cut.jsonl", home=episodes.home, max_prompt_tokens=limit - 1)
+    longest = [r for r in ids if prompts[r] == limit]
+    assert set(cut.exported) == set(ids) - set(longest) and (tmp_path / "cut.jsonl").exists() == bool(cut.exported)
+    for run_id in longest:
+        assert cut.left_out[run_id] == (f"prompt_too_long: {limit} tokens (with its tools; SmolLM2-135M-Instruct.Q4_1.gguf, "
+                                        f"qwen3_training template) > --max-prompt-tokens {limit - 1}")
+    with pytest.raises(UserError, match="--max-prompt-tokens does not apply to --format tokens"):
+        export_runs(ids, "tokens", tmp_path / "t.parquet", home=episodes.home, max_prompt_tokens=10)
+    with pytest.raises(UserError, match="--chat-template nope: no such file and no bundled template of that name"):
+        export_runs(ids, "sft-jsonl", tmp_path / "x.jsonl", home=episodes.home, chat_template="nope")

@@ -76,7 +76,7 @@ def export(notes_run, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:  # the export reads the plugin's tool schemas
         mp.syspath_prepend(str(NOTES_PLUGIN))
         result = export_runs([notes_run.run_id], "verl", out, home=notes_run.home)
-    parquet, config = result.files
+    parquet, config, _lengths = result.files
     rows = pq.read_table(parquet).to_pylist()
     assert len(rows) == 1
     return {"row": rows[0], "config": yaml.safe_load(config.read_text())}
@@ -124,7 +124,8 @@ def test_tool_config_loads_and_names_importable_tools_with_verl_schemas(export, 
     names = {entry["tool_schema"]["function"]["name"] for entry in config["tools"]}
     assert {"view_file", "edit_file", "shell", "finish"} <= names
     for entry in config["tools"]:
-        assert entry["class_name"] == "core.trainers.verl.HorizonTool" and entry["config"] == {"type": "native", "plugin": "notes"}
+        assert entry["class_name"] == "core.trainers.verl.HorizonTool"
+        assert entry["config"] == {"type": "native", "plugin": "notes", "plugins": ["notes"]}
         _ToolSchema.model_validate(entry["tool_schema"])  # optional arguments carry a type, required is a list
     view = next(e for e in config["tools"] if e["tool_schema"]["function"]["name"] == "view_file")
     assert view["tool_schema"]["function"]["parameters"]["properties"]["end_line"]["type"] == "integer"

@@ -41,7 +41,7 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is
 def verl_export(run_id: str, home: Path, out: Path) -> tuple[dict, dict[str, HorizonTool]]:
     """The verl export of one run: its row, and one ``HorizonTool`` per tool config entry."""
     result = export_runs([run_id], "verl", out, home=home)
-    parquet, config = result.files
+    parquet, config, _lengths = result.files
     (row,) = pq.read_table(parquet).to_pylist()
     tools = {}
     for entry in yaml.safe_load(config.read_text())["tools"]:
