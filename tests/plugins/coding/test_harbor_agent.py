@@ -108,3 +108,50 @@ def test_the_plugin_offers_the_tools_that_work_across_the_mirror():
     shell = next(t for t in plugin.tools() if t.name == "shell")
     assert "container" in shell.description and "no network" not in shell.description
     assert HorizonAgent.name() == "horizon" and HorizonAgent(logs_dir="/nonexistent").version()
+
+
+@needs_bwrap
+def test_the_model_comes_from_harbors_model_name_and_kwargs_and_its_tokens_fill_the_context(tmp_path, monkeypatch):
+    from tests.core.policy.fault_server import FaultServer, completion
+
+    def responder(body: dict) -> dict:
+        turn = SOLVE[sum(1 for m in body["messages"] if m["role"] == "assistant")]
+        return completion([{"name": turn["tool"], "arguments": json.dumps(turn["arguments"])}],
+                          usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                                 "prompt_tokens_details": {"cached_tokens": 40}})  # fmt: skip
+
+    monkeypatch.setenv("HZ_HARBOR_TEST_KEY", "sk-test")
+    env = build_task_container(TASK, tmp_path / "container")
+    context = AgentContext()
+    with FaultServer(responder) as server:
+        agent = HorizonAgent(logs_dir=tmp_path / "logs", model_name="hosted_vllm/org/model-7b", base_url=server.url,
+                             api_key_env="HZ_HARBOR_TEST_KEY", max_steps="20")  # fmt: skip
+
+        async def main() -> float:
+            await agent.setup(env)
+            await agent.run((TASK / "instruction.md").read_text(), env, context)
+            return await verify(TASK, env)
+
+        reward = asyncio.run(main())
+        bodies = [b for _, b in server.requests if b is not None]
+    assert reward == 1.0
+    assert {b["model"] for b in bodies} == {"org/model-7b"}  # model_name without its provider
+    assert len(bodies) == len(SOLVE)
+    assert "tests you cannot see" in bodies[0]["messages"][0]["content"]  # the Terminal-Bench prompt
+    assert "run_tests" not in {t["function"]["name"] for t in bodies[0]["tools"]}
+    n = len(SOLVE)
+    assert (context.n_input_tokens, context.n_cache_tokens, context.n_output_tokens) == (100 * n, 40 * n, 20 * n)
+    assert context.metadata["horizon"]["exit_status"] == "submitted"
+
+
+def test_without_a_server_the_agent_says_what_to_give(tmp_path, monkeypatch):
+    from core.errors import ConfigError
+
+    for var in ("HORIZON_BASE_URL", "HORIZON_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HORIZON_HOME", str(tmp_path / "home"))
+    agent = HorizonAgent(logs_dir=tmp_path, model_name="openai/m")
+    with pytest.raises(ConfigError, match="base-url"):
+        agent._policy()
+    with pytest.raises(ConfigError, match="max_steps='many' is not a int"):
+        HorizonAgent(logs_dir=tmp_path, max_steps="many")
