@@ -211,6 +211,9 @@ class ContainerMirror:
             top = [rel for rel in gone if not any(rel.startswith(other + "/") for other in gone)]
             self._checked("rm -rf -- " + " ".join(shlex.quote(self.remote(r)) for r in top), "removing deleted files")
             report.removed_remote = top
+            for rel in list(self._remote):
+                if any(rel == t or rel.startswith(t + "/") for t in top):
+                    del self._remote[rel]
         folders = {r for r in changed if now[r][0] == "d"} | {str(PurePosixPath(r).parent) for r in changed if now[r][0] == "f"}
         folders.discard(".")
         if folders:
@@ -219,6 +222,14 @@ class ContainerMirror:
             if now[rel][0] == "f":
                 self.bridge.call(self.environment.upload_file, self.root / rel, self.remote(rel))
                 report.uploaded.append(rel)
+        # What was sent is now known to be in the container: a command that removes it is seen
+        # by the next pull (an entry no listing matches, so a file still there is compared again).
+        for rel in folders:
+            parts = PurePosixPath(rel).parts
+            for i in range(1, len(parts) + 1):
+                self._remote.setdefault("/".join(parts[:i]), ("d", 0, ""))
+        for rel in report.uploaded:
+            self._remote[rel] = ("f", -1, "pushed")
         self._local = now
         return report
 

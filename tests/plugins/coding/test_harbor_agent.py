@@ -95,7 +95,7 @@ def test_the_scripted_policy_solves_the_task_through_harbors_interface(tmp_path)
 
 @needs_bwrap
 def test_finish_only_leaves_reward_zero(tmp_path):
-    agent, context, reward, env = trial(tmp_path, FINISH_ONLY)
+    _, context, reward, env = trial(tmp_path, FINISH_ONLY)
     assert reward == 0.0
     assert (env.path("/app") / "old.log").exists() and not (env.path("/app") / "count.txt").exists()
     assert context.metadata["horizon"]["steps"] == 1 and context.metadata["horizon"]["exit_status"] == "submitted"
