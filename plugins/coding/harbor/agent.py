@@ -44,9 +44,19 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from core.api import RewardResult, Task, ToolContext
-from core.errors import ConfigError
-from core.sandbox import SandboxLimits
+from core.api import (
+    Limits,
+    Pricing,
+    RewardResult,
+    Run,
+    SandboxLimits,
+    Task,
+    ToolContext,
+    UserError,
+    load_settings,
+    make_policy,
+    policy_spec,
+)
 from plugins.coding.harbor.bridge import LoopBridge
 from plugins.coding.harbor.mirror import ContainerMirror
 from plugins.coding.harbor.sandbox import HarborSandbox
@@ -115,7 +125,7 @@ def _number(value: Any, kind: type, name: str) -> Any:
     try:
         return kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"--agent-kwarg {name}={value!r} is not a {kind.__name__}") from None
+        raise UserError(f"--agent-kwarg {name}={value!r} is not a {kind.__name__}") from None
 
 
 class HorizonAgent(_AgentBase):  # type: ignore[misc,valid-type]
@@ -225,13 +235,9 @@ class HorizonAgent(_AgentBase):  # type: ignore[misc,valid-type]
 
     def _policy(self) -> tuple[Any, dict[str, Any], Any]:
         """The policy, its recorded spec and the pricing (``core.runner.make_policy``)."""
-        from core.config import load_settings
-        from core.policy import ScriptedPolicy
-        from core.runner import make_policy, policy_spec
-        from core.state import Pricing
-
         if self.script is not None:
-            return ScriptedPolicy.from_file(self.script), {"kind": "scripted", "script": str(self.script.resolve())}, Pricing()
+            spec = {"kind": "scripted", "script": str(self.script.resolve())}
+            return make_policy(spec, load_settings()), spec, Pricing()
         model = self.server_model or (self.model_name.split("/", 1)[-1] if self.model_name else None)
         settings = load_settings(base_url=self.base_url, model=model)
         spec = policy_spec("openai", settings)  # ConfigError without a server and a model
@@ -242,9 +248,6 @@ class HorizonAgent(_AgentBase):  # type: ignore[misc,valid-type]
     def _episode(self, instruction: str, environment: Any, bridge: LoopBridge, workdir: str, on_event: Any,
                  state: dict[str, Any]) -> Any:  # fmt: skip
         """The worker thread: download the working folder, run the episode, push the mirror at the end."""
-        from core.runner import Run
-        from core.state import Limits
-
         policy, spec, pricing = self._policy()
         mirror = self.mirror = ContainerMirror(environment, bridge, workdir)
         limits = SandboxLimits(timeout_s=self.command_timeout)

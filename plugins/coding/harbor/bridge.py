@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from core.errors import SandboxUnavailable
+from core.api import SandboxUnavailable
 
 T = TypeVar("T")
 

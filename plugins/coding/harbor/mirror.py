@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from core.errors import SandboxUnavailable
-from core.workspace import ALWAYS_EXCLUDED
+from core.api import ALWAYS_EXCLUDED, SandboxUnavailable
 from plugins.coding.harbor.bridge import LoopBridge
 
 #: Files larger than this are left out of the mirror (commands still see them in the container).

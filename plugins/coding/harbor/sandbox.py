@@ -17,8 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from core.errors import SandboxUnavailable
-from core.sandbox import ProcessResult, SandboxLimits
+from core.api import ProcessResult, SandboxLimits, SandboxUnavailable
 from plugins.coding.harbor.mirror import ContainerMirror
 
 

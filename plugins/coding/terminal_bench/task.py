@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.api import UserError
-from core.errors import NoReference
+from core.api import NoReference, UserError
 from plugins.coding.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
 from plugins.coding.terminal_bench.start import start_tree
 

@@ -145,7 +145,7 @@ def test_the_model_comes_from_harbors_model_name_and_kwargs_and_its_tokens_fill_
 
 
 def test_without_a_server_the_agent_says_what_to_give(tmp_path, monkeypatch):
-    from core.errors import ConfigError
+    from core.errors import ConfigError, UserError
 
     for var in ("HORIZON_BASE_URL", "HORIZON_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -153,5 +153,5 @@ def test_without_a_server_the_agent_says_what_to_give(tmp_path, monkeypatch):
     agent = HorizonAgent(logs_dir=tmp_path, model_name="openai/m")
     with pytest.raises(ConfigError, match="base-url"):
         agent._policy()
-    with pytest.raises(ConfigError, match="max_steps='many' is not a int"):
+    with pytest.raises(UserError, match="max_steps=.many. is not a int"):
         HorizonAgent(logs_dir=tmp_path, max_steps="many")
