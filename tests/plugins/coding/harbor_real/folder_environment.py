@@ -18,7 +18,7 @@ from pathlib import Path
 from harbor.environments.base import BaseEnvironment, ExecResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # harbor_env.py, beside this folder
-from harbor_env import build_task_container  # noqa: E402
+from harbor_env import build_task_container
 
 
 class FolderHarborEnvironment(BaseEnvironment):
