@@ -11,14 +11,16 @@ What is here, by concern:
 - tools (``core/tools.py``): ``tool`` (the decorator), ``Tool``, ``ToolContext``, ``ToolResult``;
 - rewards (``core/reward.py``): ``RewardComponent``, ``RewardResult``, ``Trajectory``;
 - errors (``core/errors.py``): ``HorizonError``, ``UserError`` (the user's input is wrong: say
-  what and how to fix it), ``ToolError`` (a tool call failed: the model sees the message);
+  what and how to fix it), ``ToolError`` (a tool call failed: the model sees the message),
+  ``NoReference`` (a task format's task has no reference solution: ``--policy reference`` skips it),
+  ``SandboxUnavailable`` (a sandbox of the plugin's own cannot run commands);
 - the sandbox (``core/sandbox/``): ``Sandbox``, ``SandboxLimits``, ``ProcessResult``,
   ``open_sandbox``, ``sandbox_like`` (the same kind on another folder), ``can_bind`` /
   ``with_binds`` (show more host folders), ``hidden_dirs`` / ``python_prefixes`` (what it hides
   and shows again), ``SCRATCH_WRITABLE``, ``SYSTEM_PATH``;
 - files without following links (``core/safe_io.py``): ``read_regular``, ``write_new``,
   ``make_dirs``, ``remove_tree``;
-- the episode's files (``core/workspace.py``): ``snapshot``, ``save_tree``, ``diff_trees``,
+- the episode's files (``core/workspace.py``): ``ALWAYS_EXCLUDED`` (never copied nor in a patch), ``snapshot``, ``save_tree``, ``diff_trees``,
   ``changed_paths``, ``start_tree``, ``start_files``, ``materialize``, ``make_parents``,
   ``content_only``, ``file_listing`` / ``record_test_outputs`` (files a test run wrote stay out of the patch);
 - settings and data folders (``core/config.py``): ``horizon_home``, ``make_data_folder``,
@@ -37,7 +39,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from core.config import horizon_home, load_settings, make_data_folder
-from core.errors import HorizonError, ToolError, UserError
+from core.errors import HorizonError, NoReference, SandboxUnavailable, ToolError, UserError
 from core.plugin import COMMANDS_GROUP, Plugin, Task
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.safe_io import make_dirs, read_regular, remove_tree, write_new
@@ -57,6 +59,7 @@ from core.sandbox import (
 from core.state import Limits, Pricing
 from core.tools import Tool, ToolContext, ToolResult, tool
 from core.workspace import (
+    ALWAYS_EXCLUDED,
     changed_paths,
     content_only,
     diff_trees,
@@ -76,12 +79,14 @@ if TYPE_CHECKING:
     from core.runner import Run, make_policy, policy_spec
 
 __all__ = [
+    "ALWAYS_EXCLUDED",
     "COMMANDS_GROUP",
     "SCRATCH_WRITABLE",
     "SYSTEM_PATH",
     "EvalTask",
     "HorizonError",
     "Limits",
+    "NoReference",
     "Plugin",
     "Pricing",
     "ProcessResult",
@@ -90,6 +95,7 @@ __all__ = [
     "Run",
     "Sandbox",
     "SandboxLimits",
+    "SandboxUnavailable",
     "Task",
     "TaskFormat",
     "TaskSpec",

@@ -630,18 +630,25 @@ def eval_cmd(
         make_data_folder(horizon_home() / "evals")  # an unwritable HORIZON_HOME: one line, not a traceback
         out_dir = new_eval_dir(plugin=plugin, suite=str(suite), policy=policy, attempts=attempts, tasks=len(chosen),
                                model=config.get("model") if config else None)
+        skipped: dict[str, str] = {}
+
+        def skip(name: str, why: str) -> None:
+            skipped[name] = why
+            console.print(f"  [yellow]skipped[/] {_safe(name)}: {_safe(why)}")
+
         specs = episode_specs(
             chosen, plugin=plugin, attempts=attempts, policy=policy, policy_config=config,
             limits=Limits(max_steps=max_steps, max_wall_s=time_limit).model_dump(), pricing=pricing.model_dump(), isolated=not no_sandbox,
-            home=out_dir.parents[1], scripts_dir=out_dir / "scripts", baseline_runs=baseline_runs,
+            home=out_dir.parents[1], scripts_dir=out_dir / "scripts", baseline_runs=baseline_runs, on_skip=skip,
         )  # fmt: skip
     except HorizonError as exc:
         _fail(exc)
         return
     where = f"Ray at {ray_address}" if backend == "ray" and ray_address else f"{backend}, {workers} workers"
     twice = ", tests run twice at set-up" if baseline_runs > 1 else ""
-    console.print(f"[bold]eval[/] {_safe(plugin)} on {len(chosen)} tasks of {_safe(suite)} x {attempts} attempts, policy {_safe(policy)}, "
-                  f"{_safe(where)}{twice}")
+    left_out = f" ({len(skipped)} skipped)" if skipped else ""
+    console.print(f"[bold]eval[/] {_safe(plugin)} on {len(chosen) - len(skipped)} tasks of {_safe(suite)}{left_out} x {attempts} attempts, "
+                  f"policy {_safe(policy)}, {_safe(where)}{twice}")
     console.print(f"[dim]results stream to {_safe(out_dir / 'results.jsonl')}[/]")
 
     def line(r: Any) -> None:
@@ -657,7 +664,7 @@ def eval_cmd(
 
     try:
         summary = run_eval(specs, workers=workers, k=attempts, out_dir=out_dir, on_result=line, backend=backend,
-                           ray_address=ray_address, retries=retries)
+                           ray_address=ray_address, retries=retries, skipped=skipped)
     except HorizonError as exc:
         _fail(exc)
         return
@@ -669,7 +676,10 @@ def eval_cmd(
     for name, t in summary["tasks"].items():
         table.add_row(_safe(name), str(t["attempts"]), str(t["resolved"]), *(f"{t[key]:.2f}" for key in ks),
                       _maybe(t["mean_reward"], ".2f"), f"{t['cost']:.4f}")
-    table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks",
+    for name in skipped:  # no episode: counted apart, not as failures
+        table.add_row(_safe(name), "0", "skipped", *("-" for _ in ks), "-", "-")
+    also = f", {len(skipped)} skipped" if skipped else ""
+    table.add_row("[bold]all[/]", str(summary["episodes"]), f"{summary['resolved_tasks']}/{summary['tasks_total']} tasks{also}",
                   *(f"{summary[key]:.3f}" for key in ks), _maybe(summary["mean_reward"], ".3f"), f"{summary['cost']:.4f}")
     console.print(table)
     if json_out is not None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ from core.observation import cut_lines
 from core.plugin import Plugin, Task, load_plugin
 from core.reward import RewardResult, Trajectory, aevaluate, evaluate
 from core.safe_io import make_dirs, write_new
-from core.sandbox import open_sandbox
+from core.sandbox import Sandbox, open_sandbox
 from core.state import Message, ToolCall
 from core.stuck import StuckDetector, action_key
 from core.text import utf8_safe
@@ -56,7 +57,10 @@ from core.workspace import CallJournal
 if TYPE_CHECKING:
     from core.mcp.client import McpToolset
 
-__all__ = ["MAX_OBSERVATION_CHARS", "Environment", "Observation"]
+__all__ = ["MAX_OBSERVATION_CHARS", "Environment", "Observation", "SandboxFactory"]
+
+#: Makes an episode's sandbox from its workspace and scratch folders (``Environment.open``'s ``make_sandbox``).
+SandboxFactory = Callable[[Path, Path], Sandbox]
 
 #: Each tool call's own output budget, in characters (the calls of one reply do not share it).
 MAX_OBSERVATION_CHARS = 8000
@@ -149,7 +153,7 @@ class Environment:
 
     @classmethod
     def open(cls, task: Task, folder: Path, *, isolated: bool = True, plugin: Plugin | None = None, journal: bool = False,
-             max_observation_chars: int = MAX_OBSERVATION_CHARS) -> Environment:  # fmt: skip
+             max_observation_chars: int = MAX_OBSERVATION_CHARS, make_sandbox: SandboxFactory | None = None) -> Environment:  # fmt: skip
         """The environment of an episode whose files are in ``folder`` (``workspace/``,
         ``scratch/``, ``baseline.git``: ``prepare``).
 
@@ -162,6 +166,9 @@ class Environment:
             plugin: the plugin, when the caller has loaded it already (default ``load_plugin(task.plugin)``).
             journal: keep ``folder/inflight.json`` (``CallJournal``), so that a run resumed after
                 a crash undoes the call that was cut short.
+            make_sandbox: ``make_sandbox(workspace, scratch)`` gives the episode's sandbox instead of
+                ``open_sandbox`` (``isolated`` and the alias are then its own business): Horizon as
+                a Harbor agent runs commands in Harbor's container (``plugins.coding.harbor``).
 
         Raises:
             PluginNotFound: no plugin of that name.
@@ -171,7 +178,7 @@ class Environment:
         plugin = plugin or load_plugin(task.plugin)
         workspace, scratch = folder / "workspace", folder / "scratch"
         try:
-            sandbox = open_sandbox(workspace, scratch, isolated=isolated, alias=task.metadata.get("workspace_alias"),
+            sandbox = make_sandbox(workspace, scratch) if make_sandbox is not None else open_sandbox(workspace, scratch, isolated=isolated, alias=task.metadata.get("workspace_alias"),
                                    hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # fmt: skip
         except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
             raise UserError(f"the episode's sandbox cannot be made: {exc}") from None

@@ -6,6 +6,7 @@
     │   ├── ConfigError          config file, environment variable or flag is invalid
     │   ├── PluginNotFound       no installed plugin has that name
     │   ├── RunNotFound          no run with that id in the run store
+    │   ├── NoReference          a task has no reference solution to replay (``agent eval --policy reference`` skips it)
     │   └── DiskFull             the disk holding Horizon's data is full (``disk_full``): free space, then resume
     ├── SandboxUnavailable       bwrap is missing or cannot start here (the cause is in the text)
     ├── ModelUnavailable         the model server is down or the embedded model cannot load
@@ -40,6 +41,11 @@ class PluginNotFound(UserError):
 class PluginContractError(UserError, TypeError):
     """An installed plugin breaks the plugin contract (``core.plugin.check_plugin``); the message
     names the plugin, the hook and what is wrong. A ``TypeError`` too: the object has the wrong shape."""
+
+
+class NoReference(UserError):
+    """A task has no reference solution Horizon can replay; ``agent eval --policy reference``
+    skips that task with a line saying why, and runs the rest."""
 
 
 class RunNotFound(UserError):

@@ -36,7 +36,7 @@ from core.catalog import list_runs
 from core.catalog_db import catalog_path
 from core.checkpoint import CheckpointsDamaged, PruningSqliteSaver, open_checkpoints
 from core.config import Settings, horizon_home, make_data_folder, runs_dir
-from core.environment import Environment
+from core.environment import Environment, SandboxFactory
 from core.errors import ConfigError, DiskFull, ModelUnavailable, UserError, disk_full
 from core.loop import Episode, EventSink, StopRequested, build_graph, recursion_limit
 from core.plugin import Plugin, Task, load_plugin
@@ -176,8 +176,8 @@ class Run:
 
     @staticmethod
     def _open_parts(folder: Path, run_id: str, task: Task, policy: Policy, config: dict[str, Any], on_event: EventSink | None,
-                    store: RunStore, plugin: Plugin | None = None) -> Run:
-        env = Environment.open(task, folder, isolated=config["isolated"], journal=True, plugin=plugin)
+                    store: RunStore, plugin: Plugin | None = None, make_sandbox: SandboxFactory | None = None) -> Run:
+        env = Environment.open(task, folder, isolated=config["isolated"], journal=True, plugin=plugin, make_sandbox=make_sandbox)
         episode = Episode(run_id, task, env, policy, store, limits=Limits(**config["limits"]), pricing=Pricing(**config["pricing"]),
                           on_event=on_event, critic=bool(config["policy"].get("critic")))  # fmt: skip
         checkpointer = _open_checkpoints(folder, run_id, config.get("keep_checkpoints", 20))
@@ -197,12 +197,20 @@ class Run:
         home: Path | None = None,
         on_event: EventSink | None = None,
         run_id: str | None = None,
+        plugin: Plugin | None = None,
+        make_sandbox: SandboxFactory | None = None,
     ) -> Run:
         """Create a run: copy the repository, snapshot it, record the run (``execute`` starts it).
 
         Args:
             run_id: the run's id, when the caller chooses it (a scheduler that must find the
                 run again after killing its worker: ``mark_killed``); default ``new_run_id()``.
+            plugin: the plugin object to run, when it is not ``load_plugin(task.plugin)``'s (Horizon
+                as a Harbor agent: the coding plugin shaped for Harbor's container); its ``name``
+                is what the run records.
+            make_sandbox: the episode's sandbox maker instead of ``open_sandbox``
+                (``Environment.open``); a run made with one is not resumed with ``agent resume``
+                (that opens the default sandbox).
 
         Raises:
             PluginNotFound, UserError: unknown plugin, the repository is not a folder, the
@@ -211,7 +219,7 @@ class Run:
             SandboxUnavailable: isolation was asked for and cannot start here.
             DiskFull: the disk filled up while the run was made (nothing is left behind).
         """
-        plugin = load_plugin(task.plugin)  # fail before copying anything
+        plugin = plugin or load_plugin(task.plugin)  # fail before copying anything
         validate = getattr(plugin, "validate", None)
         if validate is not None:
             validate(task)  # the plugin's own check of its task files and inputs
@@ -246,7 +254,7 @@ class Run:
         os.replace(partial, folder)
         store = RunStore(folder / "trajectory.duckdb", catalog=catalog_path(home))
         try:
-            opened = cls._open_parts(folder, run_id, task, policy, config, on_event, store, plugin)
+            opened = cls._open_parts(folder, run_id, task, policy, config, on_event, store, plugin, make_sandbox)
         except BaseException:  # nothing ran: leave no run behind that looks killed
             store.catalog = None
             store.close()

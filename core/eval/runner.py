@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.config import horizon_home
-from core.errors import HorizonError, SandboxUnavailable, UserError
+from core.errors import HorizonError, NoReference, SandboxUnavailable, UserError
 from core.eval.metrics import summarize
 from core.eval.policies import SCRIPTED, write_script
 from core.eval.tasks import EvalTask
@@ -242,6 +242,7 @@ def episode_specs(
     scripts_dir: Path,
     hard_timeout_s: float | None = None,
     baseline_runs: int = 1,
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> list[EpisodeSpec]:
     """Make the episodes of an evaluation: ``attempts`` per task, tasks in order.
 
@@ -256,10 +257,15 @@ def episode_specs(
             task's own agent time limit (``[agent] timeout_sec``) lowers its ``max_wall_s``.
         baseline_runs: 2 asks the coding plugin to run each task's tests twice at set-up, so
             that the export's non-determinism gate can tell a flaky environment (``Task.metadata``).
+        on_skip: called with ``(task name, why)`` for a task the scripted policy has no turns for
+            (``NoReference``: a Terminal-Bench task without a solution script under
+            ``--policy reference``); that task gets no episode and the rest go on. None: the
+            ``NoReference`` is raised.
 
     Raises:
         UserError: a task's reference fix does not match its repository, a task's plugin is
             unknown under ``auto``, or a task names another plugin than the one asked for.
+        NoReference: a task has no reference solution and ``on_skip`` is None.
     """
     specs = []
     hard = hard_timeout_s or float(limits.get("max_wall_s", Limits().max_wall_s)) + 300.0
@@ -271,12 +277,19 @@ def episode_specs(
             raise UserError(f"task {task.name} is a {task_plugin} task, not {plugin}; run it with agent eval {task_plugin} (or auto)")
         # a task's own time limit for the agent (metadata "max_wall_s", seconds: Terminal-Bench's [agent] timeout_sec) caps --time-limit
         own_limit = task.metadata.get("max_wall_s")
+        if policy in SCRIPTED:
+            try:
+                turns = SCRIPTED[policy](task)
+            except NoReference as exc:
+                if on_skip is None:
+                    raise
+                on_skip(task.name, str(exc))
+                continue
         for attempt in range(attempts):
             task_limits = dict(limits)
             if own_limit:
                 task_limits["max_wall_s"] = min(float(task_limits.get("max_wall_s", own_limit)), float(own_limit))
             if policy in SCRIPTED:
-                turns = SCRIPTED[policy](task)
                 script = write_script(turns, scripts_dir / f"{task.name}-{attempt}.jsonl")
                 config = {"kind": "scripted", "script": str(script.resolve())}
                 task_limits["max_steps"] = max(task_limits.get("max_steps", Limits().max_steps), len(turns) + 1)
@@ -303,6 +316,7 @@ def run_eval(
     backend: str = "processes",
     ray_address: str | None = None,
     retries: int = 2,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the episodes, ``workers`` at a time, and score them.
 
@@ -318,10 +332,12 @@ def run_eval(
         ray_address: an existing Ray cluster (``ray://host:10001`` or ``host:6379``); None: a
             local Ray on this machine with ``workers`` CPUs.
         retries: restarts of an episode whose failure was the infrastructure's (Ray backend).
+        skipped: ``{task name: why}`` of the tasks ``episode_specs`` gave no episode (``on_skip``),
+            kept in the summary; they are not counted in the scores.
 
     Returns:
         The summary (``core.eval.metrics.summarize``) plus ``eval_id``, ``backend``,
-        ``results`` (every EpisodeResult as a dict) and ``seconds``.
+        ``results`` (every EpisodeResult as a dict), ``seconds`` and ``skipped`` (``{task: why}``).
 
     Raises:
         UserError: an unknown backend, or ``ray`` without Ray installed.
@@ -367,7 +383,8 @@ def run_eval(
     results.sort(key=lambda r: (r.task, r.attempt))
     summary = summarize([r.model_dump() for r in results], k)
     summary.update(eval_id=out_dir.name, backend=backend, seconds=round(time.monotonic() - started, 1),
-                   infra_failures=sum(1 for r in results if r.infra_failure), results=[r.model_dump() for r in results])
+                   infra_failures=sum(1 for r in results if r.infra_failure), results=[r.model_dump() for r in results],
+                   skipped=dict(sorted((skipped or {}).items())))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 

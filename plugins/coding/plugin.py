@@ -54,6 +54,25 @@ is run on the starting code (where it must fail) and on your change (where it mu
 such a reproduction test is what credits the fix; tests that already failed at the start for
 reasons unrelated to the problem are then reported as pre-existing, not held against you.
 """
+TERMINAL_BENCH_PROMPT = """\
+You are a careful engineer doing a task in a Linux environment (a Terminal-Bench task). You work
+only through tools. The task's working folder is the root of the file tools' paths, and shell
+commands start in it (a fresh process each time).
+
+How to work:
+1. Read the task, then look around: shell (ls, cat, find, running the programs there) and
+   view_file, search_code and find_symbol for the files of the working folder.
+2. Do what the task asks: create or change files with edit_file or apply_patch, or with shell
+   commands (which may write anywhere the task names, not only in the working folder).
+3. Check your work by running it: run the program, the command or the script the task is about
+   and read its output; fix what is wrong and run it again.
+4. Call finish with a one-paragraph summary when the task is done.
+
+The task is graded by tests you cannot see: they are run after you call finish, on the state
+you leave behind (files, installed programs, outputs), and they check what the task asks for,
+at the paths and in the formats it names. No reproduction test is asked of you, and a test you
+write is not what earns the credit: the result on that final state is.
+"""
 #: Budget of the repository map in the task message, in estimated tokens (characters / 4).
 SETUP_MAP_TOKENS = 1024
 
@@ -102,8 +121,10 @@ class CodingPlugin:
         return is_checker_input(path)
 
     def system_prompt(self, task: Task) -> str:
-        """The same text for every run, so the model server's prefix cache can reuse it."""
-        return SYSTEM_PROMPT
+        """The same text for every run of a kind of task, so the model server's prefix cache can reuse
+        it: ``TERMINAL_BENCH_PROMPT`` for a Terminal-Bench task (graded by hidden tests on the final
+        state, ``is_terminal_bench``), else ``SYSTEM_PROMPT``."""
+        return TERMINAL_BENCH_PROMPT if is_terminal_bench(task) else SYSTEM_PROMPT
 
     def tools(self) -> list[Tool]:
         """search_code, find_symbol, view_file, edit_file, run_tests, static_check, shell, finish."""

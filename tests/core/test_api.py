@@ -23,7 +23,7 @@ PUBLIC = {
     # rewards
     "RewardComponent", "RewardResult", "Trajectory",
     # errors
-    "HorizonError", "ToolError", "UserError",
+    "HorizonError", "NoReference", "SandboxUnavailable", "ToolError", "UserError",
     # the sandbox
     "SCRATCH_WRITABLE", "SYSTEM_PATH", "ProcessResult", "Sandbox", "SandboxLimits", "can_bind", "hidden_dirs",
     "open_sandbox", "python_prefixes", "sandbox_like", "with_binds",
@@ -31,7 +31,7 @@ PUBLIC = {
     "make_dirs", "read_regular", "remove_tree", "write_new",
     # the episode's files
     "changed_paths", "content_only", "diff_trees", "make_parents", "materialize", "save_tree", "snapshot",
-    "start_files", "start_tree", "file_listing", "record_test_outputs",
+    "start_files", "start_tree", "file_listing", "record_test_outputs", "ALWAYS_EXCLUDED",
     # settings and data folders
     "horizon_home", "load_settings", "make_data_folder",
     # a plugin's own front end starting a run

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.api import UserError
+from core.api import NoReference, UserError
 from plugins.coding.terminal_bench.dockerfile import Environment, parse_dockerfile, read_task_file
 from plugins.coding.terminal_bench.start import start_tree
 
@@ -252,7 +252,7 @@ def reference_turns(folder: Path, metadata: dict[str, Any]) -> list[dict[str, An
 
     task = read_task(folder)
     if task.solution is None:
-        raise UserError(f"task {task.name} has no solution script (solution/solve.sh or solution.sh) for --policy reference")
+        raise NoReference(f"task {task.name} has no solution script (solution/solve.sh or solution.sh) for --policy reference")
     others = [p.name for p in task.solution.parent.iterdir() if p != task.solution] if task.layout == LAYOUT_TB2 else []
     if others:
         raise UserError(f"task {task.name}: --policy reference runs solution/solve.sh alone; its solution/ also holds {', '.join(sorted(others))}")
