@@ -26,6 +26,7 @@ __all__ = [
     "SandboxLimits",
     "UnconfinedSandbox",
     "can_bind",
+    "open_container",
     "hidden_dirs",
     "open_sandbox",
     "python_prefixes",
@@ -164,6 +165,24 @@ def open_sandbox(
     self_check()
     return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds,
                         hide=hide)
+
+
+def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: SandboxLimits | None = None) -> Sandbox:
+    """A started ``ContainerSandbox`` (``core.sandbox.container``) for a task whose metadata's
+    ``container`` is ``spec``: ``image``, ``workdir``, and optionally ``cpus``, ``memory_bytes``,
+    ``allow_internet`` (default False).
+
+    Raises:
+        UserError: no container engine answers (what to install or start).
+        SandboxUnavailable: the container cannot start.
+    """
+    from core.sandbox.container import ContainerSandbox
+    from core.sandbox.engine import find_engine
+
+    sandbox = ContainerSandbox(find_engine(), spec["image"], workspace, scratch, workdir=spec["workdir"], limits=limits,
+                               allow_network=bool(spec.get("allow_internet", False)), cpus=spec.get("cpus"),
+                               memory_bytes=spec.get("memory_bytes"))  # fmt: skip
+    return sandbox.start()
 
 
 def sandbox_like(
