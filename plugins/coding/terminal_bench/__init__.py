@@ -75,6 +75,7 @@ episode's wall-clock limit (``limits.max_wall_s``; ``agent eval --time-limit`` w
 from pathlib import Path
 from typing import Any
 
+from plugins.coding.terminal_bench.container import CONTAINER_KEY, SANDBOX_VARIABLE, choose_sandbox, prepare_container
 from plugins.coding.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile
 from plugins.coding.terminal_bench.reward import REWARD_VERSION, is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.terminal_bench.start import build_start_tree, start_tree
@@ -117,7 +118,7 @@ class TerminalBenchFormat:
 TASK_FORMAT = TerminalBenchFormat()
 
 __all__ = [
-    "ALIAS_KEY", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "REWARD_VERSION", "TASK_FORMAT",
+    "ALIAS_KEY", "CONTAINER_KEY", "SANDBOX_VARIABLE", "choose_sandbox", "prepare_container", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "REWARD_VERSION", "TASK_FORMAT",
     "Copy", "Environment", "TerminalBenchFormat", "TerminalBenchTask", "build_start_tree", "detect_layout", "is_terminal_bench",
     "load_eval_task", "parse_dockerfile", "read_task", "reference_turns", "setup_text", "start_tree", "task_metadata",
     "terminal_bench_reward",

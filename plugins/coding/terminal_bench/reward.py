@@ -124,7 +124,7 @@ def terminal_bench_reward(task: Task, trajectory: Trajectory) -> RewardResult:
             ``workspace`` and ``scratch`` folders (then the bwrap sandbox with default limits).
 
     Returns:
-        Version ``terminal-bench/1``; one component per test (``test:<id>``, 1.0 passed or
+        Version ``terminal-bench/2``; one component per test (``test:<id>``, 1.0 passed or
         skipped, 0.0 otherwise, weight 1) and ``report`` (weight 0: exit code, time-out, outcome
         counts, the output's tail); ``correct`` when the reward is 1.0. Not applicable for a task
         that is not a Terminal-Bench task or has no pytest files.
