@@ -15,7 +15,9 @@ the working folder, with the task's verifier environment and time limit:
   pytest parser; a script that writes ``reward.txt`` is read as Harbor's.
 
 Every file of the container is what the verifier sees: a file the agent wrote to ``/tmp/x`` is
-there. The verifier's stdout and stderr are kept (their tail in the ``report`` component).
+there (and in the run's ``container.diff``, ``artefact.py``, written just before). What the agent
+left at ``/tests`` or ``/logs/verifier`` is removed first, so a planted ``reward.txt`` counts for
+nothing. The verifier's stdout and stderr are kept (their tail in the ``report`` component).
 """
 
 from __future__ import annotations
@@ -69,9 +71,13 @@ def verify_in_container(tb: dict[str, Any], sandbox: Any, scratch: Path) -> Rewa
     Raises:
         UserError: the engine cannot copy the tests in.
     """
+    from plugins.coding.terminal_bench.artefact import save_container_diff
+
     folder = Path(tb["folder"])
     tb1 = tb["layout"] == "terminal-bench-1"
-    sandbox.run(["sh", "-c", f"rm -rf {TESTS_INSIDE} && mkdir -p {LOGS_INSIDE} /logs/agent"], limits=SandboxLimits(timeout_s=60))
+    artefact = save_container_diff(sandbox, Path(scratch).parent)  # the state the verifier is given (run artefact)
+    # Whatever the agent left at /tests or /logs/verifier (a planted reward.txt) is removed first.
+    sandbox.run(["sh", "-c", f"rm -rf {TESTS_INSIDE} {LOGS_INSIDE} && mkdir -p {LOGS_INSIDE} /logs/agent"], limits=SandboxLimits(timeout_s=60))
     if (folder / "tests").is_dir():
         sandbox.copy_in(folder / "tests", TESTS_INSIDE)
     else:
@@ -101,7 +107,7 @@ def verify_in_container(tb: dict[str, Any], sandbox: Any, scratch: Path) -> Rewa
     value = 0.0 if reward is None else max(0.0, min(1.0, reward))  # Horizon's rewards lie in [0, 1]
     components["report"] = RewardComponent(value=value, weight=0.0, detail={
         "exit_code": result.exit_code, "timed_out": result.timed_out, "source": source, "entries": entries,
-        "output_tail": output[-2000:], "tests_outside_workspace": True, "duration_s": result.duration_s,
+        "output_tail": output[-2000:], "tests_outside_workspace": True, "duration_s": result.duration_s, **artefact,
     })  # fmt: skip
     if result.timed_out and reward is None:
         summary = f"the verifier was stopped by its time limit ({tb['test_timeout_s']:g} s) before it wrote a reward"

@@ -93,6 +93,10 @@ def test_reference_solutions_pass_and_finish_only_fails(horizon_home, base_image
     trajectory = Trajectory.from_run(outside["run_id"], horizon_home)
     assert (trajectory.workspace / "notes.md").is_file()  # written in /root, the mounted workspace
     assert not (trajectory.workspace / "tests").exists()  # the tests went to /tests, never into the workspace
+    container_diff = (horizon_home / "runs" / outside["run_id"] / "container.diff").read_text()
+    assert "+++ b/tmp/solution/answer.txt" in container_diff and "+forty-two" in container_diff  # the run artefact
+    assert "notes.md" not in container_diff  # the working folder's changes are patch.diff's
+    assert "notes.md" in (horizon_home / "runs" / outside["run_id"] / "patch.diff").read_text()
     opening = trajectory.messages[1].content
     assert "ubuntu:24.04 is not available here" in opening and "run in this same container" in opening
     failed, records, output = eval_records("finish-only")
