@@ -1,5 +1,8 @@
 """The reward of a Terminal-Bench task (``plugins.coding.terminal_bench.task``): its own tests, in the sandbox.
 
+A container task is graded by its own test script in the agent's container (``verify.py``); what
+follows is the bubblewrap path's grading.
+
 Terminal-Bench grades an episode by copying the task's ``tests/`` into the container once the agent
 is done and running ``tests/test.sh``, which installs pytest and writes 1 to
 ``/logs/verifier/reward.txt`` when every test passes, else 0. Here ``test.sh`` is not run (it
