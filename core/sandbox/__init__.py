@@ -170,7 +170,7 @@ def open_sandbox(
 def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: SandboxLimits | None = None) -> Sandbox:
     """A started ``ContainerSandbox`` (``core.sandbox.container``) for a task whose metadata's
     ``container`` is ``spec``: ``image``, ``workdir``, and optionally ``cpus``, ``memory_bytes``,
-    ``allow_internet`` (default False).
+    ``allow_internet`` (default False), ``task_env`` (variables of every command).
 
     Raises:
         UserError: no container engine answers (what to install or start).
@@ -181,7 +181,7 @@ def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: Sandbo
 
     sandbox = ContainerSandbox(find_engine(), spec["image"], workspace, scratch, workdir=spec["workdir"], limits=limits,
                                allow_network=bool(spec.get("allow_internet", False)), cpus=spec.get("cpus"),
-                               memory_bytes=spec.get("memory_bytes"))  # fmt: skip
+                               memory_bytes=spec.get("memory_bytes"), env=spec.get("task_env") or None)  # fmt: skip
     return sandbox.start()
 
 

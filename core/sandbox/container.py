@@ -1,8 +1,9 @@
 """``ContainerSandbox``: an episode's commands run in a container of the task's own image
 (Docker Engine or Podman, ``core.sandbox.engine``), as Harbor runs a Terminal-Bench task.
 
-One container per episode, started from the image (``sleep infinity`` as its process, the image's
-ENTRYPOINT and CMD not run) and removed at ``close``:
+One container per episode, started from the image (its ENTRYPOINT, if any, runs with
+``sh -c 'sleep infinity'`` in place of CMD, as Harbor starts a task's container, so an entrypoint
+that sets the environment up and then ``exec "$@"`` works) and removed at ``close``:
 
 * the episode's workspace is bind-mounted at the image's working folder (``workdir``, e.g.
   ``/app``, ``/root`` or ``/tmp``), so the file tools (on the host) and the commands (inside) see
@@ -83,7 +84,7 @@ class ContainerSandbox:
         if self.container is not None:
             return self
         runs = self.scratch / SCRATCH_WRITABLE
-        args = ["run", "-d", "--name", self.name, "--label", "horizon.sandbox=1", "--entrypoint", "sleep",
+        args = ["run", "-d", "--name", self.name, "--label", "horizon.sandbox=1",
                 "-v", f"{self.workspace}:{self.workdir}", "-v", f"{self.scratch}:{self.scratch}:ro", "-v", f"{runs}:{runs}",
                 "-w", self.workdir, *self.engine.run_options()]  # fmt: skip
         if not self.allow_network:
@@ -93,7 +94,8 @@ class ContainerSandbox:
         if self.memory_bytes:
             args += ["--memory", str(int(self.memory_bytes)), "--memory-swap", str(int(self.memory_bytes))]
         try:
-            self.container = self.engine.text([*args, self.image, "infinity"], timeout_s=300)
+            # The image's ENTRYPOINT runs (a task's set-up, as Harbor keeps it) with this command in place of CMD.
+            self.container = self.engine.text([*args, self.image, "sh", "-c", "sleep infinity"], timeout_s=300)
         except UserError as exc:
             raise SandboxUnavailable(f"the task's container could not start: {exc}") from None
         return self
@@ -138,7 +140,7 @@ class ContainerSandbox:
 
     def _exec_argv(self, argv: list[str], *, cwd: str, env: dict[str, str], interactive: bool) -> list[str]:
         out = [self.engine.path, "exec", *(["-i"] if interactive else []), "-w", cwd]
-        for key, value in {**self.env, **env}.items():
+        for key, value in {**self.env, **env}.items():  # the image's ENV applies besides
             if not key or "=" in key or "\0" in key or "\0" in value:
                 raise ValueError(f"invalid environment variable {key!r}")
             out += ["-e", f"{key}={value}"]

@@ -36,10 +36,11 @@ DEFAULT_BUILD_TIMEOUT_S = 1800.0
 def resources(config: dict[str, Any], path: Path) -> dict[str, Any]:
     """A Harbor task's ``[environment]`` as the container's resources: ``cpus``, ``memory_bytes``
     (``memory_mb``, or ``memory`` like ``"2G"``), ``storage_mb`` (recorded: not enforced, see
-    ``docs/limitations.md``), ``allow_internet`` (default True, as Harbor's) and ``build_timeout_s``.
+    ``docs/limitations.md``), ``allow_internet`` (default True, as Harbor's), ``task_env`` (``[environment.env]``: every
+    command's variables) and ``build_timeout_s``.
 
     Raises:
-        UserError: a value of the wrong kind.
+        UserError: a value of the wrong kind, or ``mcp_servers`` (not started here).
     """
     table = config.get("environment") or {}
     out: dict[str, Any] = {"cpus": None, "memory_bytes": None, "storage_mb": None, "allow_internet": True,
@@ -63,6 +64,12 @@ def resources(config: dict[str, Any], path: Path) -> dict[str, Any]:
     out["memory_bytes"] = int(memory_mb * 2**20) if memory_mb else None
     out["storage_mb"] = number("storage_mb")
     out["build_timeout_s"] = number("build_timeout_sec") or DEFAULT_BUILD_TIMEOUT_S
+    env = table.get("env") or {}
+    if not isinstance(env, dict):
+        raise UserError(f"{path} is not a valid task file: [environment] env must be a table of names and values")
+    out["task_env"] = {str(k): str(v) for k, v in env.items()}
+    if table.get("mcp_servers"):
+        raise UserError(f"{path}: [environment] mcp_servers: the task's MCP servers are not started by Horizon; it cannot run here")
     if "allow_internet" in table:
         if not isinstance(table["allow_internet"], bool):
             raise UserError(f"{path} is not a valid task file: [environment] allow_internet must be true or false")
