@@ -182,6 +182,7 @@ def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: Sandbo
     sandbox = ContainerSandbox(find_engine(), spec["image"], workspace, scratch, workdir=spec["workdir"], limits=limits,
                                allow_network=bool(spec.get("allow_internet", False)), cpus=spec.get("cpus"),
                                memory_bytes=spec.get("memory_bytes"), env=spec.get("task_env") or None)  # fmt: skip
+    sandbox.spec = dict(spec)  # what else the task's plugin reads (a separate verifier's image)
     return sandbox.start()
 
 

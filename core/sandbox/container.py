@@ -72,6 +72,7 @@ class ContainerSandbox:
         self.env = dict(env or {})
         self.name = f"horizon-{uuid.uuid4().hex[:12]}"
         self.container: str | None = None
+        self.spec: dict = {}  # the task's container metadata, when opened from it (``open_container``)
 
     # -- the container -----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ store under the tag ``horizon-base/NAME:VERSION``:
   a machine reaching only PyPI and Debian's mirror cannot; with it on PATH their ``uvx pytest`` runs);
   stands in for ubuntu, debian and every other image (Terminal-Bench's own ``t-bench/...`` images
   also get their ``WORKDIR /app``);
+* ``uv``: ``debian`` with ``/uv`` and ``/uvx`` at its root, for ``COPY --from=ghcr.io/astral-sh/uv``;
 * ``python``: ``debian`` plus ``python`` on PATH and no
   ``EXTERNALLY-MANAGED`` marker, so that a Dockerfile's ``pip install`` works as on ``python:3.x``;
   stands in for any image whose name says python.
@@ -52,11 +53,14 @@ STAND_INS: dict[str, tuple[str | None, str]] = {
     "python": ("debian", "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
                          "python-is-python3 && rm -rf /var/lib/apt/lists/* "
                          "&& rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && ln -sf /usr/bin/pip3 /usr/local/bin/pip\n"),
+    # ghcr.io/astral-sh/uv holds the two programs at its root (``COPY --from=ghcr.io/astral-sh/uv /uv /uvx /usr/local/bin/``).
+    "uv": ("debian", "RUN cp /usr/local/bin/uv /uv && cp /usr/local/bin/uvx /uvx\n"),
 }
 _ENV_CA = ("ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt "
            "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt "
            "UV_NATIVE_TLS=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore\n")  # fmt: skip
 _FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
+_COPY_FROM = re.compile(r"^(\s*COPY\s+(?:--\S+\s+)*--from=)(\S+)(.*)$", re.IGNORECASE)
 
 
 def base_tag(name: str) -> str:
@@ -66,7 +70,10 @@ def base_tag(name: str) -> str:
 
 def stand_in_for(image: str) -> str:
     """The stand-in (a ``STAND_INS`` name) that replaces the image ``image``."""
-    return "python" if "python" in image.lower() else "debian"
+    name = image.lower()
+    if "astral-sh/uv" in name and "python" not in name.split(":")[-1]:
+        return "uv"
+    return "python" if "python" in name else "debian"
 
 
 def _host_settings(folder: Path) -> None:
@@ -142,8 +149,8 @@ class BuiltImage:
 
 
 def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = None) -> tuple[str, dict[str, str]]:
-    """``text`` with each ``FROM`` image the engine lacks replaced by a local stand-in (built when
-    missing); a ``FROM`` of an earlier build stage, or of an image the engine has, is kept.
+    """``text`` with each ``FROM`` (and ``COPY --from``) image the engine lacks replaced by a local
+    stand-in (built when missing); a build stage's name, or an image the engine has, is kept.
 
     Returns:
         The derived Dockerfile and ``{image: stand-in tag}``.
@@ -163,6 +170,12 @@ def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = Non
                     line += "\nWORKDIR /app"
             if alias:
                 stages.add(alias.group(1).lower())
+        copy = _COPY_FROM.match(line)
+        if copy and not copy.group(2).isdigit() and copy.group(2).lower() not in stages and "$" not in copy.group(2):
+            image = copy.group(2)
+            if image in swapped or not engine.has_image(image):
+                swapped[image] = swapped.get(image) or ensure_base(engine, stand_in_for(image), log=log)
+                line = f"{copy.group(1)}{swapped[image]}{copy.group(3)}"
         lines.append(line)
     return "\n".join(lines) + "\n", swapped
 

@@ -5,8 +5,8 @@ folder, as a unified diff (``container.diff`` in the run's folder, next to ``pat
 run. The rest of the container is what the engine's ``diff`` lists against the image (added,
 changed, deleted paths); for each added or changed regular file that is text (no NUL byte) and at
 most ``MAX_FILE_BYTES``, the diff shows its contents against the image's (read from a created,
-never started, container of the image); larger, binary or further files (past ``MAX_FILES`` or
-``MAX_TOTAL_BYTES``) are named in the header only. Paths are the container's, ``a/tmp/x`` for ``/tmp/x``.
+never started, container of the image); larger, binary or further files (past ``MAX_FILES``,
+``MAX_TOTAL_BYTES`` or ``TIME_BUDGET_S`` of reading) are named in the header only. Paths are the container's, ``a/tmp/x`` for ``/tmp/x``.
 Captured just before the verifier starts: the state the verifier was given.
 """
 
@@ -23,6 +23,8 @@ CONTAINER_DIFF = "container.diff"
 MAX_FILE_BYTES = 256 << 10
 MAX_TOTAL_BYTES = 2 << 20
 MAX_FILES = 200
+#: Seconds spent reading contents (two engine calls a file); the files left are named only.
+TIME_BUDGET_S = 20.0
 #: Paths whose changes are the engine's or the run's own, not the agent's.
 _SKIPPED = ("/proc", "/sys", "/dev", "/run", "/tests", "/logs", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/mtab",
             "/root/.cache", "/tmp/.horizon")  # fmt: skip
@@ -60,9 +62,12 @@ def container_diff(sandbox: Any) -> tuple[str, list[str]]:
     parts: list[str] = []
     named: list[str] = []
     total = 0
+    import time
+
+    deadline = time.monotonic() + TIME_BUDGET_S
     try:
         for kind, path in changes:
-            if len(parts) >= MAX_FILES or total >= MAX_TOTAL_BYTES:
+            if len(parts) >= MAX_FILES or total >= MAX_TOTAL_BYTES or time.monotonic() > deadline:
                 named.append(f"{kind} {path}")
                 continue
             new = None if kind == "D" else _read(engine, sandbox.container, path)

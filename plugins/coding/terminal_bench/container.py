@@ -135,7 +135,8 @@ def prepare_container(task: TerminalBenchTask, reason: str, home: Path | None = 
 
     engine = find_engine()
     res = resources(task.config, task.folder / "task.toml") if task.layout == "terminal-bench-2" else resources({}, task.folder)
-    built = build_task_image(engine, task.name, task.dockerfile, task.context, timeout_s=res.pop("build_timeout_s"))
+    build_timeout = res.pop("build_timeout_s")
+    built = build_task_image(engine, task.name, task.dockerfile, task.context, timeout_s=build_timeout)
     config = image_config(engine, built.tag)
     workdir = str(PurePosixPath(config.get("WorkingDir") or "/"))
     if workdir == "/":
@@ -156,4 +157,29 @@ def prepare_container(task: TerminalBenchTask, reason: str, home: Path | None = 
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     meta = {"engine": engine.name, "image": built.tag, "workdir": workdir, "env": env, **res, "notes": built.notes, "reason": reason}
+    verifier = task.config.get("verifier") or {} if task.layout == "terminal-bench-2" else {}
+    if verifier.get("environment_mode") == "separate":
+        meta.update(separate_verifier(task, engine, build_timeout))
     return meta, start
+
+
+def separate_verifier(task: TerminalBenchTask, engine: Any, timeout_s: float) -> dict[str, Any]:
+    """A Harbor task whose ``[verifier] environment_mode = "separate"``: its verifier image, built
+    from ``tests/Dockerfile`` (``tests/`` its build context), and the ``artifacts`` (absolute
+    paths) carried from the agent's container into it.
+
+    Raises:
+        UserError: no ``tests/Dockerfile`` (a prebuilt verifier image is not pulled here), no
+            ``artifacts``, or a failing build.
+    """
+    from core.sandbox.images import build_task_image
+
+    dockerfile = task.tests_dir / "Dockerfile"
+    if not dockerfile.is_file():
+        raise UserError(f"{task.folder / 'task.toml'}: [verifier] environment_mode = \"separate\" without tests/Dockerfile: "
+                        "a prebuilt verifier image is not run here")  # fmt: skip
+    artifacts = task.config.get("artifacts") or []
+    if not isinstance(artifacts, list) or not artifacts or not all(isinstance(a, str) and a.startswith("/") for a in artifacts):
+        raise UserError(f"{task.folder / 'task.toml'}: a separate verifier needs artifacts = [absolute paths] to carry over to it")
+    built = build_task_image(engine, f"{task.name}-verifier", dockerfile, task.tests_dir, timeout_s=timeout_s)
+    return {"verifier_image": built.tag, "artifacts": list(artifacts), "notes_verifier": built.notes}

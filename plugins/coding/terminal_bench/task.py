@@ -144,6 +144,23 @@ def read_task(folder: Path) -> TerminalBenchTask:
     )  # fmt: skip
 
 
+#: The largest packed ``solution/`` a container task's reference solution carries in its command.
+MAX_SOLUTION_BYTES = 96 << 10  # one argument of the exec: Linux takes at most 128 KiB (MAX_ARG_STRLEN)
+
+
+def _packed(folder: Path) -> str:
+    """``folder``'s files as a base64 gzip tar (names relative to it)."""
+    import base64
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            tar.add(path, arcname=path.relative_to(folder).as_posix(), recursive=False)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(read_task_file(path))
@@ -270,22 +287,38 @@ def reference_turns(folder: Path, metadata: dict[str, Any]) -> list[dict[str, An
     """The task's solution script run by the coding plugin's ``shell`` tool in the working folder
     (with the Dockerfile's ENV exported), then ``finish``.
 
+    A container task's (Harbor's) ``solution/`` travels whole, as Harbor's oracle runs it: the
+    command unpacks it at ``/solution`` (a base64 tar of at most ``MAX_SOLUTION_BYTES``) and runs
+    ``bash /solution/solve.sh`` from the working folder.
+
     Raises:
         UserError: the task has no ``solve.sh``/``solution.sh`` (a ``solution.yaml`` of keystrokes
-            is not replayed), or its ``solution/`` holds other files the script could need.
+            is not replayed), or (the bubblewrap path) its ``solution/`` holds other files the
+            script could need, or a container task's ``solution/`` is too large to carry.
     """
     import shlex
 
     task = read_task(folder)
     if task.solution is None:
         raise UserError(f"task {task.name} has no solution script (solution/solve.sh or solution.sh) for --policy reference")
+    timeout = min(600.0, metadata[METADATA_KEY]["agent_timeout_s"] or 600.0)
+    if metadata.get("container") and task.layout == LAYOUT_TB2:
+        packed = _packed(task.solution.parent)
+        if len(packed) > MAX_SOLUTION_BYTES:
+            raise UserError(f"task {task.name}: its solution/ is {len(packed):,} bytes packed, more than --policy reference carries ({MAX_SOLUTION_BYTES:,})")
+        workdir = shlex.quote(metadata["container"]["workdir"])
+        script = (f"rm -rf /solution && mkdir -p /solution && echo {packed} | base64 -d | tar -xzf - -C /solution "
+                  f"&& cd {workdir} && bash /solution/solve.sh")  # fmt: skip
+        return [
+            {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},
+            {"tool": "finish", "arguments": {"summary": f"ran the reference solution of {task.name}"}},
+        ]
     others = [p.name for p in task.solution.parent.iterdir() if p != task.solution] if task.layout == LAYOUT_TB2 else []
     if others:
         raise UserError(f"task {task.name}: --policy reference runs solution/solve.sh alone; its solution/ also holds {', '.join(sorted(others))}")
     tb = metadata[METADATA_KEY]
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in tb["env"].items())
     script = f"cd {shlex.quote(tb['workdir'])}\n{exports}{read_task_file(task.solution)}"
-    timeout = min(600.0, tb["agent_timeout_s"] or 600.0)
     return [
         {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},
         {"tool": "finish", "arguments": {"summary": f"ran the reference solution of {task.name}"}},

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+import shutil
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.api import RewardComponent, RewardResult, SandboxLimits
@@ -76,6 +77,39 @@ def verify_in_container(tb: dict[str, Any], sandbox: Any, scratch: Path) -> Rewa
     folder = Path(tb["folder"])
     tb1 = tb["layout"] == "terminal-bench-1"
     artefact = save_container_diff(sandbox, Path(scratch).parent)  # the state the verifier is given (run artefact)
+    spec = getattr(sandbox, "spec", None) or {}
+    if spec.get("verifier_image"):  # Harbor's separate verifier: a fresh container of tests/Dockerfile's image
+        with separate_container(sandbox, spec, Path(scratch)) as verifier:
+            return _verify(tb, verifier, Path(scratch), artefact, folder, tb1)
+    return _verify(tb, sandbox, Path(scratch), artefact, folder, tb1)
+
+
+def separate_container(agent: Any, spec: dict[str, Any], scratch: Path) -> Any:
+    """A started container of the task's verifier image holding the declared ``artifacts``, copied
+    out of the agent's container to the same absolute paths (a missing one is simply absent)."""
+    from core.sandbox.container import ContainerSandbox
+
+    carried = scratch / "runs" / "artifacts"
+    shutil.rmtree(carried, ignore_errors=True)
+    carried.mkdir(parents=True)
+    found = []
+    for i, path in enumerate(spec["artifacts"]):
+        local = carried / f"{i}-{PurePosixPath(path).name}"
+        if agent.copy_out(path, local):
+            found.append((local, path))
+    workspace = scratch / "runs" / "verifier-workspace"
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    verifier = ContainerSandbox(agent.engine, spec["verifier_image"], workspace, scratch, workdir="/horizon-verifier",
+                                limits=agent.limits, allow_network=agent.allow_network)  # fmt: skip
+    verifier.start()
+    for local, path in found:
+        verifier.copy_in(local, path)
+    return verifier
+
+
+def _verify(tb: dict[str, Any], sandbox: Any, scratch: Path, artefact: dict[str, Any], folder: Path, tb1: bool) -> RewardResult:
+    """Copy the tests in, run the test script in ``sandbox``, read the reward (``verify_in_container``)."""
     # Whatever the agent left at /tests or /logs/verifier (a planted reward.txt) is removed first.
     sandbox.run(["sh", "-c", f"rm -rf {TESTS_INSIDE} {LOGS_INSIDE} && mkdir -p {LOGS_INSIDE} /logs/agent"], limits=SandboxLimits(timeout_s=60))
     if (folder / "tests").is_dir():

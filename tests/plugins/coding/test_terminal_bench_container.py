@@ -95,7 +95,7 @@ def test_reference_solutions_pass_and_finish_only_fails(horizon_home, base_image
     assert not (trajectory.workspace / "tests").exists()  # the tests went to /tests, never into the workspace
     container_diff = (horizon_home / "runs" / outside["run_id"] / "container.diff").read_text()
     assert "+++ b/tmp/solution/answer.txt" in container_diff and "+forty-two" in container_diff  # the run artefact
-    assert "notes.md" not in container_diff  # the working folder's changes are patch.diff's
+    assert "b/root/notes.md" not in container_diff and "+++ b/solution/answer.txt" in container_diff  # the working folder's changes are patch.diff's
     assert "notes.md" in (horizon_home / "runs" / outside["run_id"] / "patch.diff").read_text()
     opening = trajectory.messages[1].content
     assert "ubuntu:24.04 is not available here" in opening and "run in this same container" in opening
@@ -129,8 +129,8 @@ def test_network_memory_and_time_limits_are_enforced(horizon_home, base_images, 
     workspace = tmp_path / "ws"
     shutil.copytree(task.repo, workspace)
     with open_container(spec, workspace, tmp_path / "scratch") as sandbox:
-        seen = sandbox.run(["sh", "-c", "pwd; cat seed.txt; echo hi > made.txt"])
-        assert seen.stdout.split() == ["/tmp", "seed"] and (workspace / "made.txt").read_text() == "hi\n"
+        seen = sandbox.run(["sh", "-c", "pwd; cat seed.txt; echo hi > made.txt; cat /etc/entrypoint-ran"])
+        assert seen.stdout.split() == ["/tmp", "seed", "ready"] and (workspace / "made.txt").read_text() == "hi\n"
         net = sandbox.run(["python3", "-c", "import socket; socket.create_connection(('pypi.org', 443), timeout=5)"])
         assert net.exit_code != 0 and ("gaierror" in net.stderr or "unreachable" in net.stderr.lower()), net
         hog = sandbox.run(["python3", "-c", "b = bytearray(600 << 20); print('allocated')"])
@@ -140,6 +140,22 @@ def test_network_memory_and_time_limits_are_enforced(horizon_home, base_images, 
         after = sandbox.run(["cat", "/tmp/seed.txt"])  # the container outlives a killed command
         assert after.ok and after.stdout == "seed\n"
     assert sandbox.container is None
+
+
+def test_unpullable_images_are_swapped_for_stand_ins_and_stages_kept(engine, base_images):
+    from core.sandbox.images import base_tag, derived_dockerfile
+
+    text, swapped = derived_dockerfile(engine, textwrap.dedent("""\
+        FROM ubuntu:24.04 AS build
+        COPY --from=ghcr.io/astral-sh/uv:0.8.15 /uv /uvx /usr/local/bin/
+        FROM python:3.12-slim
+        COPY --from=build /usr/local/bin/uv /usr/local/bin/uv
+    """))
+    assert text.splitlines() == [
+        f"FROM {base_images['debian']} AS build", f"COPY --from={base_tag('uv')} /uv /uvx /usr/local/bin/",
+        f"FROM {base_images['python']}", "COPY --from=build /usr/local/bin/uv /usr/local/bin/uv",
+    ]
+    assert set(swapped) == {"ubuntu:24.04", "ghcr.io/astral-sh/uv:0.8.15", "python:3.12-slim"}
 
 
 def test_a_failing_build_is_refused_when_the_task_is_loaded(horizon_home, base_images, tmp_path):

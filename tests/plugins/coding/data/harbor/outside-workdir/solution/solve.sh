@@ -1,4 +1,5 @@
 #!/bin/bash
+# Harbor's oracle gets the whole solution/ folder at /solution.
 mkdir -p /tmp/solution
-echo forty-two > /tmp/solution/answer.txt
+cp /solution/answer.txt /tmp/solution/answer.txt
 echo "# notes" > notes.md
