@@ -1,7 +1,8 @@
 """The process sandbox: every command a tool starts runs through one of these.
 
 ``open_sandbox`` gives the default, ``BwrapSandbox`` (bubblewrap isolation), after ``self_check``
-proved that bwrap works here; ``UnconfinedSandbox`` only on the user's explicit ``--no-sandbox``.
+proved that bwrap works here; ``UnconfinedSandbox`` only on the user's explicit ``--no-sandbox``;
+``open_container`` a ``ContainerSandbox`` of a task's own image (Docker or Podman, ``core.sandbox.container``).
 """
 
 from __future__ import annotations
