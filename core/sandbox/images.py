@@ -125,7 +125,7 @@ def ensure_base(engine: Engine, name: str, *, log: list[str] | None = None) -> s
     with tempfile.TemporaryDirectory(prefix="horizon-base-") as tmp:
         _host_settings(Path(tmp))
         (Path(tmp) / "Dockerfile").write_text(head + steps)
-        engine.call(["build", "-t", tag, tmp], timeout_s=1800)
+        engine.call(["build", "--force-rm", "-t", tag, tmp], timeout_s=1800)
     if log is not None:
         log.append(f"built the base image {tag}")
     return tag
@@ -212,7 +212,7 @@ def build_task_image(engine: Engine, name: str, dockerfile: Path, context: Path,
     with tempfile.TemporaryDirectory(prefix="horizon-build-") as tmp:
         derived = Path(tmp) / "Dockerfile"
         derived.write_text(text)
-        done = engine.call(["build", "-t", tag, "-f", str(derived), str(context)], timeout_s=timeout_s, check=False)
+        done = engine.call(["build", "--force-rm", "-t", tag, "-f", str(derived), str(context)], timeout_s=timeout_s, check=False)
     if done.returncode != 0:
         said = (done.stderr + done.stdout).decode(errors="replace").strip()[-3000:]
         raise UserError(f"{dockerfile}: the image could not be built ({engine.name} build, exit code {done.returncode}): {said}")
