@@ -2,7 +2,9 @@
 # Installs everything Horizon needs on a fresh Debian or Ubuntu machine, idempotently:
 # system packages (bubblewrap for the sandbox, git, a JDK and JUnit 5 for Java repositories, Go and
 # Node.js and npm for Go and JavaScript repositories, ripgrep for code search, Chromium for the
-# web UI's browser tests, cmake and g++, curl for the service's documented examples),
+# web UI's browser tests, cmake and g++, curl for the service's documented examples, a container
+# engine (Debian's docker.io, when neither docker nor podman is present) and mmdebstrap for the
+# Terminal-Bench / Harbor tasks that run in a container built from their Dockerfile),
 # a virtual environment in .venv, and Horizon itself with its Python dependencies
 # (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores),
 # the trainers' extras (train: TRL, transformers, datasets, a CPU build of torch; verl), so that the
@@ -24,6 +26,10 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 command -v curl >/dev/null || need+=(curl)  # docs/service.md's examples (tests/integration/test_readme.py runs them)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+# Terminal-Bench / Harbor tasks run in a container (core/sandbox/container.py); the local base images
+# are built with mmdebstrap (core/sandbox/images.py). Podman, where it is installed instead, is used as it is.
+command -v docker >/dev/null || command -v podman >/dev/null || need+=(docker.io)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "setup: installing Debian packages: ${need[*]}"

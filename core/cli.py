@@ -407,6 +407,12 @@ def show(run_id: str = typer.Argument(..., help="the run to print"),
         console.print(f"[magenta]running[/]: {len(messages)} messages so far (another process is writing this run)")
         return
     console.print(f"outcome: {_safe(row['exit_status'])} ({_safe(row['exit_detail'])}), patch {_safe(row['patch_path'])}")
+    from core.config import runs_dir
+
+    container = runs_dir() / row["run_id"] / "container.diff"  # a container task's changes outside its working folder
+    if container.is_file():
+        console.print(f"container changes outside the working folder: {_safe(container)}")
+        _print_diff(container.read_bytes(), container)
     if row.get("reward_version"):  # judged by the plugin's reward (core.reward)
         console.print(f"reward {_reward_text(row['reward'], row['reward_status'])} ({_safe(row['reward_version'])}, "
                       f"{_safe(row['reward_status'])}): {_safe(row.get('reward_summary'))}")

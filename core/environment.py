@@ -47,7 +47,7 @@ from core.observation import cut_lines
 from core.plugin import Plugin, Task, load_plugin
 from core.reward import RewardResult, Trajectory, aevaluate, evaluate
 from core.safe_io import make_dirs, write_new
-from core.sandbox import Sandbox, open_sandbox
+from core.sandbox import Sandbox, open_container, open_sandbox
 from core.state import Message, ToolCall
 from core.stuck import StuckDetector, action_key
 from core.text import utf8_safe
@@ -157,7 +157,9 @@ class Environment:
         """The environment of an episode whose files are in ``folder`` (``workspace/``,
         ``scratch/``, ``baseline.git``: ``prepare``).
 
-        The sandbox shows the workspace a second time at ``task.metadata["workspace_alias"]``
+        A task whose metadata has ``container`` runs in a container of that image (``open_container``:
+        a Terminal-Bench task), with the workspace at its working folder. Otherwise the sandbox
+        shows the workspace a second time at ``task.metadata["workspace_alias"]``
         (a Terminal-Bench task's working folder, ``/app``) and hides the folders of
         ``task.metadata["sandbox_hidden"]`` (an evaluation's suite and hidden tests).
 
@@ -178,8 +180,13 @@ class Environment:
         plugin = plugin or load_plugin(task.plugin)
         workspace, scratch = folder / "workspace", folder / "scratch"
         try:
-            sandbox = make_sandbox(workspace, scratch) if make_sandbox is not None else open_sandbox(workspace, scratch, isolated=isolated, alias=task.metadata.get("workspace_alias"),
-                                   hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # fmt: skip
+            if make_sandbox is not None:
+                sandbox = make_sandbox(workspace, scratch)
+            elif task.metadata.get("container"):  # a Terminal-Bench task's own image (core.sandbox.container)
+                sandbox = open_container(task.metadata["container"], workspace, scratch)
+            else:
+                sandbox = open_sandbox(workspace, scratch, isolated=isolated, alias=task.metadata.get("workspace_alias"),
+                                       hide=[Path(p) for p in task.metadata.get("sandbox_hidden", [])])  # fmt: skip
         except ValueError as exc:  # e.g. a working folder the sandbox cannot show at its path here
             raise UserError(f"the episode's sandbox cannot be made: {exc}") from None
         ctx = ToolContext(workspace=workspace, sandbox=sandbox, scratch=scratch, baseline=folder / "baseline.git")
@@ -271,6 +278,9 @@ class Environment:
         teardown = getattr(self.plugin, "teardown", None)
         if teardown is not None:
             teardown(self.ctx)
+        stop = getattr(self.ctx.sandbox, "close", None)  # a container sandbox's container
+        if stop is not None:
+            stop()
 
     # -- one call ------------------------------------------------------------------------------
 

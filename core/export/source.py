@@ -45,7 +45,8 @@ class RunRecord:
         rewards: ``{component: {"value", "weight", "detail"}}`` (empty when never verified).
         tools: the plugin's tools as OpenAI function schemas, in the order the model saw them.
         start_tree: git tree hash of the starting files (the workspace snapshot), or "" if unknown.
-        patched_files: paths the final patch changes, adds or deletes.
+        patched_files: paths the final patch changes, adds or deletes; for a container task also
+            those its ``container.diff`` changes outside the working folder, as absolute paths (``/tmp/x``).
         read_only_tools: names of the plugin's tools that never change the workspace.
         engine_tokens: per model call, the engine's ``prompt_token_ids``, ``completion_token_ids``
             and ``completion_logprobs`` (``RunStore.model_call_tokens``; None where not returned).
@@ -197,7 +198,8 @@ def load_run(run_id: str, home: Path | None = None) -> RunRecord:
     return RunRecord(
         run_id=run_id, folder=folder, row=row, messages=messages, tool_calls=calls, rewards=rewards,
         tools=[*(json.loads(s) for s in schemas), *external], start_tree=start_tree(folder),
-        patched_files=patched_files(folder / "patch.diff"), read_only_tools=read_only, engine_tokens=engine_tokens,
+        patched_files=sorted({*patched_files(folder / "patch.diff"), *("/" + p for p in patched_files(folder / "container.diff"))}),
+        read_only_tools=read_only, engine_tokens=engine_tokens,
     )
 
 

@@ -1,7 +1,8 @@
 """The process sandbox: every command a tool starts runs through one of these.
 
 ``open_sandbox`` gives the default, ``BwrapSandbox`` (bubblewrap isolation), after ``self_check``
-proved that bwrap works here; ``UnconfinedSandbox`` only on the user's explicit ``--no-sandbox``.
+proved that bwrap works here; ``UnconfinedSandbox`` only on the user's explicit ``--no-sandbox``;
+``open_container`` a ``ContainerSandbox`` of a task's own image (Docker or Podman, ``core.sandbox.container``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "SandboxLimits",
     "UnconfinedSandbox",
     "can_bind",
+    "open_container",
     "hidden_dirs",
     "open_sandbox",
     "python_prefixes",
@@ -164,6 +166,25 @@ def open_sandbox(
     self_check()
     return BwrapSandbox(workspace, scratch, limits=limits, allow_network=allow_network, readonly=readonly, alias=alias, binds=binds,
                         hide=hide)
+
+
+def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: SandboxLimits | None = None) -> Sandbox:
+    """A started ``ContainerSandbox`` (``core.sandbox.container``) for a task whose metadata's
+    ``container`` is ``spec``: ``image``, ``workdir``, and optionally ``cpus``, ``memory_bytes``,
+    ``allow_internet`` (default False), ``task_env`` (variables of every command).
+
+    Raises:
+        UserError: no container engine answers (what to install or start).
+        SandboxUnavailable: the container cannot start.
+    """
+    from core.sandbox.container import ContainerSandbox
+    from core.sandbox.engine import find_engine
+
+    sandbox = ContainerSandbox(find_engine(), spec["image"], workspace, scratch, workdir=spec["workdir"], limits=limits,
+                               allow_network=bool(spec.get("allow_internet", False)), cpus=spec.get("cpus"),
+                               memory_bytes=spec.get("memory_bytes"), env=spec.get("task_env") or None)  # fmt: skip
+    sandbox.spec = dict(spec)  # what else the task's plugin reads (a separate verifier's image)
+    return sandbox.start()
 
 
 def sandbox_like(

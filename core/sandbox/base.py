@@ -64,8 +64,8 @@ class Sandbox(Protocol):
     """Runs commands for one episode: only ``workspace`` and ``scratch/runs`` writable
     (``SCRATCH_WRITABLE``; the rest of ``scratch`` is read-only to commands).
 
-    Implementations: ``BwrapSandbox`` (the default) and ``UnconfinedSandbox`` (only on the user's
-    explicit request).
+    Implementations: ``BwrapSandbox`` (the default), ``ContainerSandbox`` (a task's own container
+    image: ``core.sandbox.container``) and ``UnconfinedSandbox`` (only on the user's explicit request).
     """
 
     workspace: Path

@@ -84,6 +84,7 @@ def run_page(run_id: str, home: Path | None = None) -> dict[str, Any]:
     for entry in steps:
         entry["seconds"] = entry["latency_s"] + sum(c["duration_s"] or 0.0 for c in entry["calls"])
     return {"run": run, "opening": opening, "steps": steps, "rewards": rewards, "patch": _patch_text(run, run_id, home),
+            "container_patch": _container_text(run_id, home),
             "artifacts": artifacts(run_id, home)}
 
 
@@ -125,6 +126,15 @@ def _patch_text(run: dict[str, Any], run_id: str, home: Path | None) -> str | No
         named = Path(run["patch_path"])
         if named.is_relative_to(folder) and named.is_file():
             path = named
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _container_text(run_id: str, home: Path | None) -> str | None:
+    """A container task's changes outside its working folder (``container.diff``), or None."""
+    path = run_folder(run_id, home) / "container.diff"
     try:
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
     except OSError:

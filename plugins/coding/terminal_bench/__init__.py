@@ -1,4 +1,5 @@
-"""Terminal-Bench task folders for ``agent eval``, run in Horizon's sandbox instead of Docker.
+"""Terminal-Bench task folders for ``agent eval``: in a container built from their Dockerfile
+(Harbor's semantics), or in the bubblewrap sandbox where the Dockerfile only copies files.
 
 The coding plugin registers this format (``TASK_FORMAT``) under ``horizon.task_formats``
 (``core.eval.formats``): ``agent eval`` reads such a folder as a coding task; the episode's set-up
@@ -33,7 +34,15 @@ for Terminal-Bench 1, the ``terminal-bench`` 0.2.18 wheel on PyPI (its ``Task`` 
 and ``/tests``, where the harness copies the tests, in ``terminal_bench/terminal/docker_compose_manager.py``).
 The wheel ships no benchmark tasks, only that template; the tasks in ``suites/terminal-bench/`` are ours.
 
-Without Docker. The Dockerfile is read, not built:
+Which sandbox (``container.py``, decided when the task is loaded): a container built from the
+task's own Dockerfile (``core.sandbox.container``; image and starting tree made at load, the
+verifier ``tests/test.sh`` run in the same container after the agent: ``verify.py``; the
+container's changes outside the working folder kept as the run's ``container.diff``:
+``artefact.py``) for every task the bubblewrap path below refuses; the bubblewrap path for the
+rest. ``suites/README.md`` ("Terminal-Bench tasks") says where Horizon's container semantics
+differ from Harbor's.
+
+The bubblewrap path. The Dockerfile is read, not built:
 
 * ``WORKDIR`` (the last one) is where the tests expect the files (usually ``/app``): the episode's
   workspace is shown there by the sandbox (``BwrapSandbox``'s ``alias``; a folder under one this
@@ -53,14 +62,16 @@ Without Docker. The Dockerfile is read, not built:
   outside quotes only, so ``pip install 'requests>=2,<3'`` is read. CMD, ENTRYPOINT, LABEL, EXPOSE, USER, VOLUME and the like do not
   shape the files and are ignored.
 
-Refused, with a ``UserError`` that names the file, the line and why ("needs Docker: ..."): any
+Not honoured there (recorded as ``TerminalBenchTask.refusal``, "needs Docker: ...", with the file
+and line; such a task goes to a container, or is refused at load without an engine): any
 other ``RUN`` (``apt-get``, ``curl``, ``wget``, ``uv``, a ``pip install`` of something missing),
 a second ``FROM`` (multi-stage build) or ``COPY --from``, ``ADD`` of a URL or an archive, a copy
 to a path outside the working folder or from outside the build context, a ``.dockerignore`` with
 ``!`` exceptions, a Dockerfile without ``WORKDIR``, a ``docker-compose.yaml`` with more than the
 one service built from the task's Dockerfile (Terminal-Bench 1) or any in ``environment/``
-(Harbor), a Harbor task with a prebuilt ``docker_image`` and no Dockerfile, and a task whose
-``tests/`` has no pytest files (``test_*.py``, ``*_test.py``; its ``test.sh`` is not run).
+(Harbor; refused in both paths: one container per task), a Harbor task with a prebuilt
+``docker_image`` and no Dockerfile (refused in both), WORKDIR ``/``, ``/root`` or ``/tmp``, and a task
+whose ``tests/`` has no pytest files (``test_*.py``, ``*_test.py``; its ``test.sh`` is not run there).
 
 The tests' ``test.sh``/``run-tests.sh`` are not run (they install uv or pytest from the network):
 the grader (``plugins.coding.terminal_bench``) runs the task's ``test_*.py``/``*_test.py`` files with
@@ -75,6 +86,7 @@ episode's wall-clock limit (``limits.max_wall_s``; ``agent eval --time-limit`` w
 from pathlib import Path
 from typing import Any
 
+from plugins.coding.terminal_bench.container import CONTAINER_KEY, SANDBOX_VARIABLE, choose_sandbox, prepare_container
 from plugins.coding.terminal_bench.dockerfile import Copy, Environment, parse_dockerfile
 from plugins.coding.terminal_bench.reward import REWARD_VERSION, is_terminal_bench, setup_text, terminal_bench_reward
 from plugins.coding.terminal_bench.start import build_start_tree, start_tree
@@ -117,7 +129,7 @@ class TerminalBenchFormat:
 TASK_FORMAT = TerminalBenchFormat()
 
 __all__ = [
-    "ALIAS_KEY", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "REWARD_VERSION", "TASK_FORMAT",
+    "ALIAS_KEY", "CONTAINER_KEY", "SANDBOX_VARIABLE", "choose_sandbox", "prepare_container", "DEFAULT_TEST_TIMEOUT_S", "KEPT_ENV", "LAYOUT_TB1", "LAYOUT_TB2", "METADATA_KEY", "REWARD_VERSION", "TASK_FORMAT",
     "Copy", "Environment", "TerminalBenchFormat", "TerminalBenchTask", "build_start_tree", "detect_layout", "is_terminal_bench",
     "load_eval_task", "parse_dockerfile", "read_task", "reference_turns", "setup_text", "start_tree", "task_metadata",
     "terminal_bench_reward",

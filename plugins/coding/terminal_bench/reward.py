@@ -1,5 +1,8 @@
 """The reward of a Terminal-Bench task (``plugins.coding.terminal_bench.task``): its own tests, in the sandbox.
 
+A container task is graded by its own test script in the agent's container (``verify.py``); what
+follows is the bubblewrap path's grading.
+
 Terminal-Bench grades an episode by copying the task's ``tests/`` into the container once the agent
 is done and running ``tests/test.sh``, which installs pytest and writes 1 to
 ``/logs/verifier/reward.txt`` when every test passes, else 0. Here ``test.sh`` is not run (it
@@ -28,7 +31,9 @@ from core.api import RewardComponent, RewardResult, SandboxLimits, Task, Traject
 from plugins.coding.terminal_bench.task import METADATA_KEY
 from plugins.coding.testing import TestRun, new_run_dir, pytest_argv, read_pytest_run, sandbox_env
 
-REWARD_VERSION = "terminal-bench/1"
+#: The reward's version: ``terminal-bench/2`` since container tasks are graded by their own
+#: test script in the agent's container (``verify.py``); the bubblewrap path's grading is unchanged.
+REWARD_VERSION = "terminal-bench/2"
 #: Where the grading sandbox shows the tests' copy (read-only), as Terminal-Bench's container does.
 TESTS_INSIDE = Path("/tests")
 
@@ -49,10 +54,22 @@ def setup_text(task: Task, workspace: Path) -> str:
         task: a Terminal-Bench task (``is_terminal_bench``).
         workspace: the episode's workspace (its top-level entries are listed, at most ``LISTED_FILES``).
     """
-    workdir = task.metadata[METADATA_KEY]["workdir"]
+    tb = task.metadata[METADATA_KEY]
+    workdir = tb["workdir"]
+    container = task.metadata.get("container")
+    where = (f"Sandbox: {tb['reason']}." if tb.get("reason") else "") + "".join(f" The {n[0].lower()}{n[1:]}." for n in (container or {}).get("notes", []))
     entries = sorted(p.name + ("/" if p.is_dir() else "") for p in workspace.iterdir() if p.name != ".git")
     listed = ", ".join(entries[:LISTED_FILES]) + (f" and {len(entries) - LISTED_FILES} more" if len(entries) > LISTED_FILES else "")
+    if container:
+        return (
+            f"{where.strip()} Your shell commands run in that container (Linux, as root unless the image says otherwise); "
+            f"its working folder {workdir} is this repository's root: the file tools take paths relative to it ({workdir}/x is x), "
+            f"and files elsewhere in the container (e.g. /tmp) are reached with shell commands. {workdir} holds: {listed or 'nothing yet'}. "
+            f"{'The network is reachable' if container.get('allow_internet') else 'There is no network'}. "
+            f"The task is graded by tests you cannot see, run in this same container once you call finish."
+        )
     return (
+        (f"{where.strip()} " if where.strip() else "") +
         f"The task's files are in {workdir}, which is this repository's root: shell commands see them at "
         f"{workdir} (and in the current folder); the file tools take the same paths relative to the root "
         f"({workdir}/x is x). {workdir} holds: {listed or 'nothing yet'}. "
@@ -110,7 +127,7 @@ def terminal_bench_reward(task: Task, trajectory: Trajectory) -> RewardResult:
             ``workspace`` and ``scratch`` folders (then the bwrap sandbox with default limits).
 
     Returns:
-        Version ``terminal-bench/1``; one component per test (``test:<id>``, 1.0 passed or
+        Version ``terminal-bench/2``; one component per test (``test:<id>``, 1.0 passed or
         skipped, 0.0 otherwise, weight 1) and ``report`` (weight 0: exit code, time-out, outcome
         counts, the output's tail); ``correct`` when the reward is 1.0. Not applicable for a task
         that is not a Terminal-Bench task or has no pytest files.
@@ -122,6 +139,13 @@ def terminal_bench_reward(task: Task, trajectory: Trajectory) -> RewardResult:
     tb = task.metadata.get(METADATA_KEY)
     if not tb:
         return RewardResult.not_applicable(REWARD_VERSION, "not a Terminal-Bench task")
+    if task.metadata.get("container"):
+        from plugins.coding.terminal_bench.verify import verify_in_container
+
+        ctx = trajectory.require_context("coding")
+        if not hasattr(ctx.sandbox, "copy_in"):
+            raise ValueError("a container task is graded in its episode's container, and this episode's sandbox is not one")
+        return verify_in_container(tb, ctx.sandbox, Path(ctx.scratch))
     if not tb.get("tests"):
         return RewardResult.not_applicable(REWARD_VERSION, "the task has no pytest files in tests/: nothing to grade by")
     ctx = getattr(trajectory, "context", None)

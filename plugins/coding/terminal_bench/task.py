@@ -32,7 +32,7 @@ class TerminalBenchTask:
         folder: the task folder (absolute).
         layout: ``terminal-bench-2`` (Harbor) or ``terminal-bench-1``.
         instruction: what the agent is asked.
-        environment: the Dockerfile, read.
+        environment: the Dockerfile, read as the bubblewrap sandbox honours it (None: it cannot, see ``refusal``).
         tests_dir: the task's ``tests/`` folder (may be missing: then no tests).
         tests: its pytest files, relative to ``tests_dir`` (POSIX), sorted.
         solution: ``solve.sh``/``solution.sh``, or None.
@@ -41,6 +41,9 @@ class TerminalBenchTask:
         test_env: extra environment of the tests (Harbor's ``[verifier] env``; Terminal-Bench 1's
             compose service's ``environment``).
         config: the task file as read (``task.toml`` or ``task.yaml``).
+        dockerfile: the Dockerfile; context: its build context.
+        refusal: why the bubblewrap sandbox cannot honour the Dockerfile (None: it can).
+        script: the test script (``tests/test.sh``; Terminal-Bench 1: ``run-tests.sh``), or None.
     """
 
     folder: Path
@@ -54,6 +57,10 @@ class TerminalBenchTask:
     agent_timeout_s: float | None
     test_env: dict[str, str] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    dockerfile: Path | None = None
+    context: Path | None = None
+    refusal: str | None = None
+    script: Path | None = None
 
     @property
     def name(self) -> str:
@@ -74,12 +81,13 @@ def detect_layout(folder: Path) -> str | None:
 
 
 def read_task(folder: Path) -> TerminalBenchTask:
-    """Read a Terminal-Bench task folder (either layout) and check it can run without Docker.
+    """Read a Terminal-Bench task folder (either layout). Whether the bubblewrap sandbox can run
+    it is recorded (``refusal``), not raised: ``plugins.coding.terminal_bench.container.choose_sandbox`` decides.
 
     Raises:
-        UserError: not a Terminal-Bench task folder, an unreadable task file, an environment
-            that needs Docker, or no pytest files in ``tests/`` (nothing to grade by); the message
-            names the file (and line) and why.
+        UserError: not a Terminal-Bench task folder, an unreadable task file, a multi-container
+            environment, or neither pytest files nor a test script in ``tests/`` (nothing to grade
+            by); the message names the file (and line) and why.
     """
     folder = folder.resolve()
     layout = detect_layout(folder)
@@ -91,27 +99,34 @@ def read_task(folder: Path) -> TerminalBenchTask:
         instruction = read_task_file(folder / "instruction.md")
         verifier, agent, env_table = (_table(config, key, folder / "task.toml") for key in ("verifier", "agent", "environment"))
         if (folder / "environment" / "docker-compose.yaml").is_file() or (folder / "environment" / "docker-compose.yml").is_file():
-            raise UserError(f"{folder / 'environment'}: needs Docker: a docker-compose file defines the environment's services")
+            raise UserError(f"{folder / 'environment'}: a docker-compose file defines the environment's services; "
+                            "multi-container environments are not run by Horizon (one container per task)")
         dockerfile = folder / "environment" / "Dockerfile"
         if not dockerfile.is_file():
             image = env_table.get("docker_image")
             why = f"it runs the prebuilt image {image}" if image else "it has no environment/Dockerfile"
             raise UserError(f"{folder / 'task.toml'}: needs Docker: {why}")
-        environment = parse_dockerfile(dockerfile, folder / "environment")
+        context = folder / "environment"
         test_timeout = _seconds(verifier.get("timeout_sec"), DEFAULT_TEST_TIMEOUT_S, folder / "task.toml")
         agent_timeout = _seconds(agent.get("timeout_sec"), None, folder / "task.toml")
         test_env = {str(k): str(v) for k, v in dict(verifier.get("env") or {}).items()}
         solution = folder / "solution" / "solve.sh"
+        script = folder / "tests" / "test.sh"
     else:
         config = _read_yaml(folder / "task.yaml")
         instruction = config.get("instruction")
         if not isinstance(instruction, str) or not instruction.strip():
             raise UserError(f"{folder / 'task.yaml'} is not a valid task file: instruction: a non-empty text is required")
         dockerfile, test_env = _tb1_dockerfile(folder)
-        environment = parse_dockerfile(dockerfile, folder)
+        context = folder
         test_timeout = _seconds(config.get("max_test_timeout_sec"), DEFAULT_TEST_TIMEOUT_S, folder / "task.yaml")
         agent_timeout = _seconds(config.get("max_agent_timeout_sec"), None, folder / "task.yaml")
         solution = folder / "solution.sh"
+        script = folder / "run-tests.sh"
+    try:
+        environment, refusal = parse_dockerfile(dockerfile, context), None
+    except UserError as exc:
+        environment, refusal = None, str(exc)
     if not instruction.strip():
         raise UserError(f"{folder / 'instruction.md'} is empty; it holds what the agent is asked")
     tests_dir = folder / "tests"
@@ -119,15 +134,31 @@ def read_task(folder: Path) -> TerminalBenchTask:
         p.relative_to(tests_dir).as_posix() for p in tests_dir.rglob("*.py")
         if p.is_file() and (p.name.startswith("test_") or p.name.endswith("_test.py"))
     ) if tests_dir.is_dir() else []  # fmt: skip
-    if not tests:
-        script = "tests/test.sh" if layout == LAYOUT_TB2 else "run-tests.sh"
-        raise UserError(f"{tests_dir} has no pytest files (test_*.py or *_test.py): Horizon grades Terminal-Bench tasks "
-                        f"with their pytest files, and {script} is not run")
+    if not tests and not script.is_file():
+        raise UserError(f"{folder.name}: neither pytest files in {tests_dir} nor a test script ({script.relative_to(folder)}): nothing grades it")
     return TerminalBenchTask(
         folder=folder, layout=layout, instruction=instruction.strip(), environment=environment, tests_dir=tests_dir,
         tests=tests, solution=solution if solution.is_file() else None, test_timeout_s=test_timeout,
-        agent_timeout_s=agent_timeout, test_env=test_env, config=config,
+        agent_timeout_s=agent_timeout, test_env=test_env, config=config, dockerfile=dockerfile.resolve(), context=context.resolve(),
+        refusal=refusal, script=script if script.is_file() else None,
     )  # fmt: skip
+
+
+#: The largest packed ``solution/`` a container task's reference solution carries in its command.
+MAX_SOLUTION_BYTES = 96 << 10  # one argument of the exec: Linux takes at most 128 KiB (MAX_ARG_STRLEN)
+
+
+def _packed(folder: Path) -> str:
+    """``folder``'s files as a base64 gzip tar (names relative to it)."""
+    import base64
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            tar.add(path, arcname=path.relative_to(folder).as_posix(), recursive=False)
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -201,7 +232,7 @@ def _tb1_dockerfile(folder: Path) -> tuple[Path, dict[str, str]]:
         raise UserError(f"task {folder.name}: the Dockerfile {folder / name} is missing")
     return dockerfile, env
 
-def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
+def task_metadata(task: TerminalBenchTask, container: dict[str, Any] | None = None, reason: str = "") -> dict[str, Any]:
     """What a run of the task carries in ``Task.metadata`` (JSON values).
 
     Returns:
@@ -209,19 +240,24 @@ def task_metadata(task: TerminalBenchTask) -> dict[str, Any]:
         gives one: it caps the episode's, ``core.eval.runner.episode_specs``), "terminal_bench":
         {"folder", "layout", "workdir", "env", "base_image", "tests", "test_timeout_s",
         "test_env", "agent_timeout_s"}}``; ``env`` is the Dockerfile's ``ENV`` but ``KEPT_ENV``
-        (the image's own paths would break this machine's).
+        (the image's own paths would break this machine's). With ``container`` (a container task,
+        ``plugins.coding.terminal_bench.container.prepare_container``) ``"container"`` holds it
+        instead of ``workspace_alias`` (the container's own ENV applies there, whole), and
+        ``terminal_bench`` also ``sandbox`` and ``script`` (the test script's name).
     """
+    tb = {"folder": str(task.folder), "layout": task.layout, "tests": list(task.tests), "test_timeout_s": task.test_timeout_s,
+          "test_env": dict(task.test_env), "agent_timeout_s": task.agent_timeout_s, "reason": reason,
+          "script": task.script.name if task.script else None}  # fmt: skip
+    wall = {"max_wall_s": task.agent_timeout_s} if task.agent_timeout_s else {}
+    if container is not None:
+        from plugins.coding.terminal_bench.container import CONTAINER_KEY
+
+        tb.update(sandbox="container", workdir=container["workdir"], env={}, base_image="")
+        return {CONTAINER_KEY: container, **wall, METADATA_KEY: tb}
     env = task.environment
-    return {
-        ALIAS_KEY: env.workdir,
-        **({"max_wall_s": task.agent_timeout_s} if task.agent_timeout_s else {}),
-        METADATA_KEY: {
-            "folder": str(task.folder), "layout": task.layout, "workdir": env.workdir,
-            "env": {k: v for k, v in env.env.items() if k not in KEPT_ENV},
-            "base_image": env.base_image, "tests": list(task.tests), "test_timeout_s": task.test_timeout_s,
-            "test_env": dict(task.test_env), "agent_timeout_s": task.agent_timeout_s,
-        },
-    }  # fmt: skip
+    assert env is not None
+    tb.update(sandbox="bwrap", workdir=env.workdir, env={k: v for k, v in env.env.items() if k not in KEPT_ENV}, base_image=env.base_image)
+    return {ALIAS_KEY: env.workdir, **wall, METADATA_KEY: tb}
 
 
 def load_eval_task(folder: Path, home: Path | None = None) -> Any:
@@ -229,37 +265,60 @@ def load_eval_task(folder: Path, home: Path | None = None) -> Any:
     tree built, see ``start_tree``; its facts in ``metadata``, see ``task_metadata``).
 
     Raises:
-        UserError: see ``read_task``.
+        UserError: see ``read_task`` and ``choose_sandbox``; a container task's image that cannot be built.
     """
     from core.api import EvalTask, TaskSpec
 
+    from plugins.coding.terminal_bench.container import choose_sandbox, prepare_container
+
     task = read_task(folder)
+    kind, reason = choose_sandbox(task)
+    if kind == "container":
+        container, start = prepare_container(task, reason, home)
+        spec = TaskSpec.model_construct(instruction=task.instruction, plugin="coding")
+        return EvalTask(name=task.name, folder=task.folder, spec=spec, start=start, metadata=task_metadata(task, container, reason))
     # model_construct: TaskSpec's checks are of task.json's coding fields (fail_to_pass, source),
     # which a Terminal-Bench task has not; it is graded by its own tests.
     spec = TaskSpec.model_construct(instruction=task.instruction, plugin="coding")
-    return EvalTask(name=task.name, folder=task.folder, spec=spec, start=start_tree(task, home), metadata=task_metadata(task))
+    return EvalTask(name=task.name, folder=task.folder, spec=spec, start=start_tree(task, home), metadata=task_metadata(task, reason=reason))
 
 
 def reference_turns(folder: Path, metadata: dict[str, Any]) -> list[dict[str, Any]]:
     """The task's solution script run by the coding plugin's ``shell`` tool in the working folder
     (with the Dockerfile's ENV exported), then ``finish``.
 
+    A container task's (Harbor's) ``solution/`` travels whole, as Harbor's oracle runs it: the
+    command unpacks it at ``/solution`` (a base64 tar of at most ``MAX_SOLUTION_BYTES``) and runs
+    ``bash /solution/solve.sh`` from the working folder.
+
     Raises:
         UserError: the task has no ``solve.sh``/``solution.sh`` (a ``solution.yaml`` of keystrokes
-            is not replayed), or its ``solution/`` holds other files the script could need.
+            is not replayed), or (the bubblewrap path) its ``solution/`` holds other files the
+            script could need, or a container task's ``solution/`` is too large to carry.
     """
     import shlex
 
     task = read_task(folder)
     if task.solution is None:
         raise NoReference(f"task {task.name} has no solution script (solution/solve.sh or solution.sh) for --policy reference")
+    timeout = min(600.0, metadata[METADATA_KEY]["agent_timeout_s"] or 600.0)
+    if metadata.get("container") and task.layout == LAYOUT_TB2:
+        packed = _packed(task.solution.parent)
+        if len(packed) > MAX_SOLUTION_BYTES:
+            raise UserError(f"task {task.name}: its solution/ is {len(packed):,} bytes packed, more than --policy reference carries ({MAX_SOLUTION_BYTES:,})")
+        workdir = shlex.quote(metadata["container"]["workdir"])
+        script = (f"rm -rf /solution && mkdir -p /solution && echo {packed} | base64 -d | tar -xzf - -C /solution "
+                  f"&& cd {workdir} && bash /solution/solve.sh")  # fmt: skip
+        return [
+            {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},
+            {"tool": "finish", "arguments": {"summary": f"ran the reference solution of {task.name}"}},
+        ]
     others = [p.name for p in task.solution.parent.iterdir() if p != task.solution] if task.layout == LAYOUT_TB2 else []
     if others:
         raise UserError(f"task {task.name}: --policy reference runs solution/solve.sh alone; its solution/ also holds {', '.join(sorted(others))}")
     tb = metadata[METADATA_KEY]
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in tb["env"].items())
     script = f"cd {shlex.quote(tb['workdir'])}\n{exports}{read_task_file(task.solution)}"
-    timeout = min(600.0, tb["agent_timeout_s"] or 600.0)
     return [
         {"tool": "shell", "arguments": {"command": script, "timeout_s": timeout}},
         {"tool": "finish", "arguments": {"summary": f"ran the reference solution of {task.name}"}},

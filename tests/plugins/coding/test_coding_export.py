@@ -205,7 +205,7 @@ def test_tests_written_in_a_terminal_bench_task_are_not_reward_hacking(horizon_h
     (spec,) = ev.episode_specs([task], plugin="coding", attempts=1, policy="scripted", policy_config={"kind": "scripted", "script": str(script)},
                                limits={"max_steps": 5}, pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path)  # fmt: skip
     result = ev.run_episode(spec)
-    assert result.reward_version == "terminal-bench/1" and result.run_id, result
+    assert result.reward_version == "terminal-bench/2" and result.run_id, result
     record = load_run(result.run_id, horizon_home)
     assert "tests/test_mine.py" in record.patched_files
     assert not [f for f in apply_gates([record]).flags[result.run_id] if f.reason == "reward_hacking"]

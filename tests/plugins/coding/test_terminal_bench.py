@@ -24,6 +24,13 @@ NAMES = ["csv-summary", "fix-calc", "log-pipeline"]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 
 
+@pytest.fixture(autouse=True)
+def bubblewrap_only(monkeypatch):
+    """These tests are of the bubblewrap path: what it honours and refuses, whether or not a
+    container engine runs here (the container path: test_terminal_bench_container.py)."""
+    monkeypatch.setenv(tb.SANDBOX_VARIABLE, "bwrap")
+
+
 def harbor_task(folder: Path, dockerfile: str, files: dict[str, str] | None = None) -> Path:
     """A Terminal-Bench 2 task folder with this Dockerfile and build-context files."""
     (folder / "environment").mkdir(parents=True)
@@ -131,7 +138,7 @@ def test_what_needs_docker_is_refused(tmp_path, dockerfile, files, why):
 def test_prebuilt_image_and_compose_are_refused(tmp_path):
     folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /app\n")
     (folder / "environment" / "docker-compose.yaml").write_text("services:\n  main: {}\n  redis: {image: redis}\n")
-    with pytest.raises(UserError, match="environment: needs Docker: a docker-compose file"):
+    with pytest.raises(UserError, match="environment: a docker-compose file .* multi-container environments are not run"):
         tb.read_task(folder)
     (folder / "environment" / "docker-compose.yaml").unlink()
     (folder / "environment" / "Dockerfile").unlink()
@@ -204,7 +211,7 @@ def test_episode_is_graded_by_the_tasks_own_tests(horizon_home, tmp_path, policy
                                pricing={}, isolated=True, home=horizon_home, scripts_dir=tmp_path / "scripts")  # fmt: skip
     result = ev.run_episode(spec)
     assert result.exit_status == "submitted" and result.run_id, result
-    assert (result.reward, result.resolved, result.reward_version) == (1.0 if solved else 0.0, solved, "terminal-bench/1"), result
+    assert (result.reward, result.resolved, result.reward_version) == (1.0 if solved else 0.0, solved, "terminal-bench/2"), result
     trajectory = Trajectory.from_run(result.run_id, horizon_home)
     workspace = trajectory.workspace
     assert (workspace / "top_ips.txt").exists() == solved  # the solution wrote through /app into the workspace
@@ -297,8 +304,9 @@ def test_quoted_requirements_and_a_byte_order_mark_are_read(tmp_path):
     assert task.environment.folders == ["my dir"] and task.instruction == "Write /app/out.txt."
     for bad in ("RUN pip install pytest; rm -rf /", "RUN pip install \"$(cat reqs)\"", "RUN mkdir x > log"):
         harbor = harbor_task(tmp_path / str(len(list(tmp_path.iterdir()))), f"FROM python:3.11-slim\nWORKDIR /app\n{bad}\n")
-        with pytest.raises(UserError, match="is a shell command Horizon does not replay"):
-            tb.read_task(harbor)
+        assert "is a shell command Horizon does not replay" in tb.read_task(harbor).refusal
+        with pytest.raises(UserError, match="is a shell command Horizon does not replay.*it needs a container"):
+            ev.load_task(harbor)
 
 
 @pytest.mark.parametrize("name", ["instruction.md", "task.toml", "environment/Dockerfile"])
@@ -313,7 +321,7 @@ def test_a_task_without_pytest_files_is_refused(tmp_path):
     folder = harbor_task(tmp_path / "t", "FROM python:3.11-slim\nWORKDIR /app\n")
     (folder / "tests" / "test_outputs.py").unlink()
     (folder / "tests" / "test.sh").write_text("#!/bin/bash\ntest -f /app/out.txt\n")
-    with pytest.raises(UserError, match=r"tests has no pytest files .*grades Terminal-Bench tasks with their pytest files, and tests/test.sh is not run"):
+    with pytest.raises(UserError, match=r"tests has no pytest files .*only a container runs its test script: it needs a container"):
         ev.load_task(folder)
 
 

@@ -1,0 +1,242 @@
+"""Container images for tasks: local stand-ins for base images that cannot be pulled, and a task's
+image built from its own Dockerfile, cached by the content of its build context.
+
+Base images. A machine without a reachable registry cannot pull ``FROM ubuntu:24.04`` or
+``python:3.13-slim-bookworm``. A ``FROM`` image the engine already holds is used as it is; any other
+is replaced by one of Horizon's stand-ins (``STAND_INS``), built once from the Debian mirror
+(``mmdebstrap --variant=minbase bookworm``, imported into the engine) and kept in the engine's own
+store under the tag ``horizon-base/NAME:VERSION``:
+
+* ``debian``: Debian bookworm minbase with ca-certificates, curl, tmux, procps, Python 3.11 with
+  pip and venv, and ``uv`` (from PyPI: the tasks' ``test.sh`` installs uv from astral.sh, which
+  a machine reaching only PyPI and Debian's mirror cannot; with it on PATH their ``uvx pytest`` runs);
+  stands in for ubuntu, debian and every other image (Terminal-Bench's own ``t-bench/...`` images
+  also get their ``WORKDIR /app``);
+* ``uv``: ``debian`` with ``/uv`` and ``/uvx`` at its root, for ``COPY --from=ghcr.io/astral-sh/uv``;
+* ``python``: ``debian`` plus ``python`` on PATH and no
+  ``EXTERNALLY-MANAGED`` marker, so that a Dockerfile's ``pip install`` works as on ``python:3.x``;
+  stands in for any image whose name says python.
+
+Every stand-in carries this machine's CA bundle (``/etc/ssl/certs/ca-certificates.crt``, and
+``SSL_CERT_FILE``/``PIP_CERT``/``REQUESTS_CA_BUNDLE`` pointing at it), its apt sources and a
+``pip.conf`` with its index settings, so package downloads inside a build work as on the host.
+
+A task's image: the Dockerfile with only its ``FROM`` lines changed (written to a temporary file;
+the task's files stay unchanged) built from the task's build context, tagged
+``horizon-task/NAME:DIGEST`` where DIGEST covers the derived Dockerfile, every file of the context
+and the base images' ids, so a second run finds it and starts in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import UserError
+from core.sandbox.engine import Engine
+
+#: Bumped when a stand-in's recipe changes (it is part of the tag).
+BASE_VERSION = "2"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+#: The stand-ins: name → (the stand-in it builds on, or None for the imported root file system; its build steps).
+STAND_INS: dict[str, tuple[str | None, str]] = {
+    "debian": (None, "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+                     "ca-certificates curl tmux procps python3 python3-pip python3-venv && rm -rf /var/lib/apt/lists/* "
+                     "&& pip3 install --no-cache-dir --break-system-packages uv && mkdir -p /root/.local/bin "
+                     "&& printf 'export PATH=\"$HOME/.local/bin:$PATH\"\\n' > /root/.local/bin/env\n"),
+    "python": ("debian", "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+                         "python-is-python3 && rm -rf /var/lib/apt/lists/* "
+                         "&& rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && ln -sf /usr/bin/pip3 /usr/local/bin/pip\n"),
+    # ghcr.io/astral-sh/uv holds the two programs at its root (``COPY --from=ghcr.io/astral-sh/uv /uv /uvx /usr/local/bin/``).
+    "uv": ("debian", "RUN cp /usr/local/bin/uv /uv && cp /usr/local/bin/uvx /uvx\n"),
+}
+_ENV_CA = ("ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt "
+           "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt "
+           "UV_NATIVE_TLS=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore\n")  # fmt: skip
+_FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
+_COPY_FROM = re.compile(r"^(\s*COPY\s+(?:--\S+\s+)*--from=)(\S+)(.*)$", re.IGNORECASE)
+
+
+def base_tag(name: str) -> str:
+    """The engine's tag of the stand-in ``name``."""
+    return f"horizon-base/{name}:bookworm-{BASE_VERSION}"
+
+
+def stand_in_for(image: str) -> str:
+    """The stand-in (a ``STAND_INS`` name) that replaces the image ``image``."""
+    name = image.lower()
+    if "astral-sh/uv" in name and "python" not in name.split(":")[-1]:
+        return "uv"
+    return "python" if "python" in name else "debian"
+
+
+def _host_settings(folder: Path) -> None:
+    """Copy this machine's CA bundle, apt sources and pip settings into the build context ``folder``."""
+    (folder / "ca.crt").write_bytes(HOST_CA.read_bytes() if HOST_CA.is_file() else b"")
+    sources = folder / "sources.list.d"
+    sources.mkdir()
+    for path in Path("/etc/apt/sources.list.d").glob("*.sources"):
+        shutil.copy(path, sources / path.name)
+    index = os.environ.get("PIP_INDEX_URL", "")
+    (folder / "pip.conf").write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n" + (f"index-url = {index}\n" if index else ""))
+
+
+def _rootfs(engine: Engine, tag: str) -> None:
+    """Build Debian bookworm minbase with mmdebstrap and import it as ``tag``.
+
+    Raises:
+        UserError: mmdebstrap is missing or fails, or the import fails.
+    """
+    if shutil.which("mmdebstrap") is None:
+        raise UserError(f"the base image {tag} is built with mmdebstrap, which is not installed: sudo apt-get install mmdebstrap "
+                        "(./setup.sh does), or load an image of that name into the engine yourself")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="horizon-rootfs-", dir=os.environ.get("HORIZON_IMAGE_TMP")) as tmp:
+        tar = Path(tmp) / "rootfs.tar"
+        done = subprocess.run(["mmdebstrap", "--variant=minbase", "--include=ca-certificates", "bookworm", str(tar)],
+                              capture_output=True, timeout=1800, check=False)  # fmt: skip
+        if done.returncode != 0:
+            raise UserError(f"mmdebstrap could not build the base image {tag}: {done.stderr.decode(errors='replace')[-2000:]}")
+        engine.call(["import", "--change", "CMD [\"bash\"]", str(tar), tag], timeout_s=900)
+
+
+def ensure_base(engine: Engine, name: str, *, log: list[str] | None = None) -> str:
+    """The stand-in ``name``'s tag, built first when the engine lacks it (its parent too).
+
+    Raises:
+        UserError: it cannot be built (mmdebstrap missing, no Debian mirror, a failing step).
+    """
+    tag = base_tag(name)
+    if engine.has_image(tag):
+        return tag
+    parent, steps = STAND_INS[name]
+    if parent is None:
+        root = f"horizon-base/rootfs:bookworm-{BASE_VERSION}"
+        if not engine.has_image(root):
+            _rootfs(engine, root)
+        head = f"FROM {root}\nCOPY ca.crt /etc/ssl/certs/ca-certificates.crt\nCOPY sources.list.d/ /etc/apt/sources.list.d/\nCOPY pip.conf /etc/pip.conf\n{_ENV_CA}"
+    else:
+        head = f"FROM {ensure_base(engine, parent, log=log)}\n"
+    with tempfile.TemporaryDirectory(prefix="horizon-base-") as tmp:
+        _host_settings(Path(tmp))
+        (Path(tmp) / "Dockerfile").write_text(head + steps)
+        engine.call(["build", "--force-rm", "-t", tag, tmp], timeout_s=1800)
+    if log is not None:
+        log.append(f"built the base image {tag}")
+    return tag
+
+
+@dataclass
+class BuiltImage:
+    """A task's image.
+
+    Attributes:
+        tag: the engine's tag (``horizon-task/NAME:DIGEST``).
+        stand_ins: ``{FROM image: the local image used instead}``.
+        built: True when this call built it (False: found in the engine's store).
+        notes: what was done, for the episode's set-up text.
+    """
+
+    tag: str
+    stand_ins: dict[str, str] = field(default_factory=dict)
+    built: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = None) -> tuple[str, dict[str, str]]:
+    """``text`` with each ``FROM`` (and ``COPY --from``) image the engine lacks replaced by a local
+    stand-in (built when missing); a build stage's name, or an image the engine has, is kept.
+
+    Returns:
+        The derived Dockerfile and ``{image: stand-in tag}``.
+    """
+    stages: set[str] = set()
+    swapped: dict[str, str] = {}
+    lines = []
+    for line in text.splitlines():
+        match = _FROM.match(line)
+        if match:
+            image = match.group(3)
+            alias = re.search(r"\bAS\s+(\S+)", match.group(4), re.IGNORECASE)
+            if image.lower() not in stages and "$" not in image and not engine.has_image(image):
+                swapped[image] = ensure_base(engine, stand_in_for(image), log=log)
+                line = f"{match.group(1)}{match.group(2)}{swapped[image]}{match.group(4)}"
+                if "t-bench" in image:  # Terminal-Bench's own base images work in /app
+                    line += "\nWORKDIR /app"
+            if alias:
+                stages.add(alias.group(1).lower())
+        copy = _COPY_FROM.match(line)
+        if copy and not copy.group(2).isdigit() and copy.group(2).lower() not in stages and "$" not in copy.group(2):
+            image = copy.group(2)
+            if image in swapped or not engine.has_image(image):
+                swapped[image] = swapped.get(image) or ensure_base(engine, stand_in_for(image), log=log)
+                line = f"{copy.group(1)}{swapped[image]}{copy.group(3)}"
+        lines.append(line)
+    return "\n".join(lines) + "\n", swapped
+
+
+def context_digest(context: Path, dockerfile_text: str, salt: str = "") -> str:
+    """A digest of a build: the (derived) Dockerfile, every file of the context (path, mode, bytes) and ``salt``."""
+    digest = hashlib.sha256(dockerfile_text.encode() + b"\0" + salt.encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(context).as_posix()
+        digest.update(f"\0{rel}\0{path.lstat().st_mode:o}\0".encode())
+        digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_task_image(engine: Engine, name: str, dockerfile: Path, context: Path, *, timeout_s: float = 1800.0) -> BuiltImage:
+    """The image of a task's Dockerfile, built (with the network: builds download packages) unless
+    the engine holds it already; the task's files are not changed.
+
+    Args:
+        name: the task's name (part of the tag).
+        dockerfile: its Dockerfile; context: its build context.
+
+    Raises:
+        UserError: a stand-in cannot be built, or the build fails (the engine's output's tail).
+    """
+    log: list[str] = []
+    text, swapped = derived_dockerfile(engine, dockerfile.read_text(encoding="utf-8-sig"), log=log)
+    salt = " ".join(f"{image}={engine.text(['image', 'inspect', '--format', '{{.Id}}', tag])}" for image, tag in sorted(swapped.items()))
+    safe = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
+    tag = f"horizon-task/{safe[:100]}:{context_digest(context, text, salt)}"
+    notes = [f"base image {image} is not available here; the local {local} stood in for it" for image, local in swapped.items()]
+    if engine.has_image(tag):
+        return BuiltImage(tag, swapped, False, notes)
+    with tempfile.TemporaryDirectory(prefix="horizon-build-") as tmp:
+        derived = Path(tmp) / "Dockerfile"
+        derived.write_text(text)
+        done = engine.call(["build", "--force-rm", "-t", tag, "-f", str(derived), str(context)], timeout_s=timeout_s, check=False)
+    if done.returncode != 0:
+        said = (done.stderr + done.stdout).decode(errors="replace").strip()[-3000:]
+        raise UserError(f"{dockerfile}: the image could not be built ({engine.name} build, exit code {done.returncode}): {said}")
+    return BuiltImage(tag, swapped, True, [*log, *notes])
+
+
+def image_config(engine: Engine, tag: str) -> dict:
+    """The image's ``Config`` (``WorkingDir``, ``Env``, ``User``, ...)."""
+    import json
+
+    return json.loads(engine.text(["image", "inspect", "--format", "{{json .Config}}", tag])) or {}
+
+
+def export_workdir(engine: Engine, tag: str, workdir: str, dest: Path) -> None:
+    """Copy the image's folder ``workdir`` (its contents) into ``dest`` (made; must not exist).
+
+    Raises:
+        UserError: the engine cannot create the container or copy.
+    """
+    cid = engine.text(["create", tag, "true"])
+    try:
+        dest.mkdir(parents=True)
+        done = engine.call(["cp", f"{cid}:{workdir.rstrip('/')}/.", str(dest)], check=False, timeout_s=900)
+        if done.returncode != 0 and b"Could not find" not in done.stderr and b"no such file" not in done.stderr.lower():
+            raise UserError(f"{engine.name} cp of {workdir} out of {tag} failed: {done.stderr.decode(errors='replace')[-1000:]}")
+    finally:
+        engine.call(["rm", "-f", cid], check=False)

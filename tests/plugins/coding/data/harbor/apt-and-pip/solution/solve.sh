@@ -1,0 +1,2 @@
+#!/bin/bash
+jq length /app/data.json > /app/count.txt
