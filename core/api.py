@@ -18,6 +18,10 @@ What is here, by concern:
   ``open_sandbox``, ``sandbox_like`` (the same kind on another folder), ``can_bind`` /
   ``with_binds`` (show more host folders), ``hidden_dirs`` / ``python_prefixes`` (what it hides
   and shows again), ``SCRATCH_WRITABLE``, ``SYSTEM_PATH``;
+- containers (``core/sandbox/engine.py``, ``images.py``, ``container.py``): ``find_engine`` /
+  ``engine_or_none`` (Docker Engine or Podman, whichever answers), ``build_task_image`` (a task's
+  Dockerfile built on a local base, cached by its context), ``image_config``, ``export_workdir``,
+  ``ContainerSandbox`` (commands in a running container of that image);
 - files without following links (``core/safe_io.py``): ``read_regular``, ``write_new``,
   ``make_dirs``, ``remove_tree``;
 - the episode's files (``core/workspace.py``): ``ALWAYS_EXCLUDED`` (never copied nor in a patch), ``snapshot``, ``save_tree``, ``diff_trees``,
@@ -56,6 +60,9 @@ from core.sandbox import (
     sandbox_like,
     with_binds,
 )
+from core.sandbox.container import ContainerSandbox
+from core.sandbox.engine import engine_or_none, find_engine
+from core.sandbox.images import build_task_image, export_workdir, image_config
 from core.state import Limits, Pricing
 from core.tools import Tool, ToolContext, ToolResult, tool
 from core.workspace import (
@@ -83,6 +90,7 @@ __all__ = [
     "COMMANDS_GROUP",
     "SCRATCH_WRITABLE",
     "SYSTEM_PATH",
+    "ContainerSandbox",
     "EvalTask",
     "HorizonError",
     "Limits",
@@ -105,13 +113,18 @@ __all__ = [
     "ToolResult",
     "Trajectory",
     "UserError",
+    "build_task_image",
     "can_bind",
     "changed_paths",
     "content_only",
     "diff_trees",
+    "engine_or_none",
+    "export_workdir",
     "file_listing",
+    "find_engine",
     "hidden_dirs",
     "horizon_home",
+    "image_config",
     "load_settings",
     "make_data_folder",
     "make_dirs",

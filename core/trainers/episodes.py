@@ -10,8 +10,7 @@ copy, ``scratch/`` and ``baseline.git`` (``Environment.prepare``), the sandbox a
 (``Environment.open``) and the plugin's set-up (``Environment.reset``). Episodes sit beside
 ``runs/``, not under /tmp: the bwrap sandbox mounts its own /tmp and hides the home folder.
 
-(``core.trainers.verl._open_episode`` builds the same thing from verl's kwargs; it predates this
-module.)
+verl's tool adapter (``core.trainers.verl``) opens its episodes here too, from its create kwargs.
 """
 
 from __future__ import annotations

@@ -83,14 +83,13 @@ from pydantic import BaseModel
 # 'HorizonTool'". So a failed import of Horizon is kept and raised, with what failed, when verl
 # builds the tool (``HorizonTool.__init__``).
 try:
-    from core import workspace as ws
-    from core.config import horizon_home
     from core.environment import MAX_OBSERVATION_CHARS, Environment, Observation
     from core.errors import UserError
-    from core.plugin import Task, load_plugin
+    from core.plugin import Task
     from core.reward import RewardResult, Trajectory
     from core.state import ToolCall
     from core.tools import ToolResult
+    from core.trainers.episodes import episodes_dir, open_episode
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess by the tests
     _IMPORT_ERROR: ImportError | None = _exc
 
@@ -137,11 +136,6 @@ except ImportError:
             return self.tool_schema
 
 
-def episodes_dir(home: Path | None = None) -> Path:
-    """The folder holding one subfolder per open verl episode (``$HORIZON_HOME/episodes``)."""
-    return (home or horizon_home()) / "episodes"
-
-
 @dataclass
 class _Episode:
     """One trajectory's Horizon episode: its folder and its ``Environment`` (``core.environment``).
@@ -176,55 +170,26 @@ _OPENING: dict[str, asyncio.Future[_Episode]] = {}  # episodes being opened, so 
 _CALLS: dict[str, tuple[dict[str, Any], str | None]] = {}  # per-call ids: (create kwargs, episode key once known)
 
 
-def _metadata(value: Any) -> dict[str, Any]:
-    """``Task.metadata`` from create kwargs: the export writes JSON text (Parquet has no empty struct)."""
-    if isinstance(value, str):
-        return json.loads(value) if value.strip() else {}
-    return dict(value or {})
-
-
 def _open_episode(key: str, kwargs: dict[str, Any], config: dict[str, Any]) -> _Episode:
-    """Build an episode as ``core.runner.Run.start`` builds a run (blocking; runs in a thread).
+    """Build an episode from verl's create kwargs (blocking; runs in a thread).
 
-    The sandbox shows the workspace a second time at the task metadata's ``workspace_alias``
-    (``/app`` for a Terminal-Bench task), as ``core.runner`` does, so that the paths the exported
-    prompt names work.
+    ``core.trainers.episodes.open_episode`` does the work, as it does for TRL's environments: the
+    kwargs are the export's task spec (``plugin``, ``instruction``, ``repo``, ``start_tree``,
+    ``metadata``), the plugin defaulting to the tool config's ``plugin``, Horizon's home to its
+    ``horizon_home``. The sandbox shows the workspace a second time at the task metadata's
+    ``workspace_alias`` (``/app`` for a Terminal-Bench task), as ``core.runner`` does.
 
     Raises:
         PluginNotFound, UserError: unknown plugin, the exported repository is missing on this
             machine, the plugin's ``validate`` refused the task, the copied files are not the
-            exported ``start_tree``, or the sandbox cannot show the workspace at its alias
-            (an alias with ``isolated`` off included).
+            exported ``start_tree``, or the sandbox cannot show the workspace at its alias.
         SandboxUnavailable: isolation is on and bwrap cannot start here.
     """
-    name = kwargs.get("plugin") or config.get("plugin")
-    if not name:
-        raise UserError("create_kwargs name no plugin; export the tasks with agent export --format verl")
-    plugin = load_plugin(name)
-    repo = kwargs.get("repo") or None
-    task = Task(plugin=name, instruction=kwargs.get("instruction") or "", repo=Path(repo) if repo else None,
-                metadata=_metadata(kwargs.get("metadata")))
-    validate = getattr(plugin, "validate", None)
-    if validate is not None:
-        validate(task)
+    spec = {**kwargs, "plugin": kwargs.get("plugin") or config.get("plugin")}
     home = Path(config["horizon_home"]) if config.get("horizon_home") else None
-    folder = episodes_dir(home) / uuid.uuid4().hex
-    try:
-        if task.repo is not None and not task.repo.is_dir():  # the copier's own message gives CLI advice (--repo) that means nothing here
-            raise UserError(f"the task's starting repository {task.repo} (from the export) is missing on this machine; "
-                            "the rollout workers need the same path, or export the tasks again where they run")
-        Environment.prepare(task, folder)
-        tree, expected = ws.save_tree(folder / "workspace", folder / "baseline.git"), kwargs.get("start_tree") or ""
-        if expected and tree != expected:
-            raise UserError(f"the files of {task.repo} (tree {tree[:12]}) are not the task's starting files (tree {expected[:12]}): "
-                            "the repository changed since the run was exported; restore it or export again")
-        env = Environment.open(task, folder, isolated=config.get("isolated", True), plugin=plugin,
-                               max_observation_chars=int(config.get("max_observation_chars") or MAX_OBSERVATION_CHARS))  # fmt: skip
-        env.reset()  # the plugin's set-up; the opening messages are the exported prompt's
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return _Episode(key=key, folder=folder, env=env)
+    opened = open_episode(spec, home=home, isolated=config.get("isolated", True),
+                          max_observation_chars=int(config.get("max_observation_chars") or MAX_OBSERVATION_CHARS))  # fmt: skip
+    return _Episode(key=key, folder=opened.folder, env=opened.env)
 
 
 def _close_episode(key: str) -> None:

@@ -27,6 +27,8 @@ PUBLIC = {
     # the sandbox
     "SCRATCH_WRITABLE", "SYSTEM_PATH", "ProcessResult", "Sandbox", "SandboxLimits", "can_bind", "hidden_dirs",
     "open_sandbox", "python_prefixes", "sandbox_like", "with_binds",
+    # containers
+    "ContainerSandbox", "build_task_image", "engine_or_none", "export_workdir", "find_engine", "image_config",
     # files
     "make_dirs", "read_regular", "remove_tree", "write_new",
     # the episode's files

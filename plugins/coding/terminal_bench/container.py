@@ -95,7 +95,7 @@ def choose_sandbox(task: TerminalBenchTask) -> tuple[str, str]:
     Raises:
         UserError: neither can run it: the bubblewrap sandbox's reason and what to install or start.
     """
-    from core.sandbox.engine import engine_or_none, find_engine
+    from core.api import engine_or_none, find_engine
 
     forced = os.environ.get(SANDBOX_VARIABLE, "").strip()
     if forced not in ("", "bwrap", "container"):
@@ -129,9 +129,7 @@ def prepare_container(task: TerminalBenchTask, reason: str, home: Path | None = 
         UserError: no engine, a failing build, or the working folder ``/`` (the workspace cannot
             be mounted there).
     """
-    from core.api import horizon_home
-    from core.sandbox.engine import find_engine
-    from core.sandbox.images import build_task_image, export_workdir, image_config
+    from core.api import build_task_image, export_workdir, find_engine, horizon_home, image_config
 
     engine = find_engine()
     res = resources(task.config, task.folder / "task.toml") if task.layout == "terminal-bench-2" else resources({}, task.folder)
@@ -172,7 +170,7 @@ def separate_verifier(task: TerminalBenchTask, engine: Any, timeout_s: float) ->
         UserError: no ``tests/Dockerfile`` (a prebuilt verifier image is not pulled here), no
             ``artifacts``, or a failing build.
     """
-    from core.sandbox.images import build_task_image
+    from core.api import build_task_image
 
     dockerfile = task.tests_dir / "Dockerfile"
     if not dockerfile.is_file():

@@ -268,7 +268,6 @@ def load_eval_task(folder: Path, home: Path | None = None) -> Any:
         UserError: see ``read_task`` and ``choose_sandbox``; a container task's image that cannot be built.
     """
     from core.api import EvalTask, TaskSpec
-
     from plugins.coding.terminal_bench.container import choose_sandbox, prepare_container
 
     task = read_task(folder)

@@ -29,8 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.api import RewardComponent, RewardResult, SandboxLimits
-
 from plugins.coding.terminal_bench.reward import REWARD_VERSION
+
 TESTS_INSIDE = "/tests"
 LOGS_INSIDE = "/logs/verifier"
 _PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+)", re.MULTILINE)
@@ -87,7 +87,7 @@ def verify_in_container(tb: dict[str, Any], sandbox: Any, scratch: Path) -> Rewa
 def separate_container(agent: Any, spec: dict[str, Any], scratch: Path) -> Any:
     """A started container of the task's verifier image holding the declared ``artifacts``, copied
     out of the agent's container to the same absolute paths (a missing one is simply absent)."""
-    from core.sandbox.container import ContainerSandbox
+    from core.api import ContainerSandbox
 
     carried = scratch / "runs" / "artifacts"
     shutil.rmtree(carried, ignore_errors=True)
