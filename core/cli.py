@@ -31,8 +31,8 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
+from core import defaults
 from core.errors import HorizonError, UserError
-from core.state import Limits, Usage
 from core.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -81,8 +81,8 @@ app = typer.Typer(cls=_AgentCommands, add_completion=False, no_args_is_help=True
 # emoji=False: ":smile:" in a tool's output is printed as written, not as an emoji
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 EXIT_INTERRUPTED = 130  # the shell's convention for a run stopped by Ctrl-C
-#: The limits a run gets when no flag says otherwise: the CLI's defaults are ``Limits``'s own (one owner).
-DEFAULT_LIMITS = Limits()
+#: The limits a run gets when no flag says otherwise: the CLI's defaults are ``Limits``'s own
+#: (``core/defaults.py``, one owner), read without importing pydantic.
 #: The embedded model's step limit when --max-steps is not given: it is a demonstration (a step
 #: takes tens of seconds on 2 cores), not a model that fixes bugs.
 EMBEDDED_MAX_STEPS = 6
@@ -126,6 +126,8 @@ class StepPrinter:
     """
 
     def __init__(self, out: Console | None = None) -> None:
+        from core.state import Usage
+
         self.usage = Usage()
         self.latency = 0.0
         self.console = out or console
@@ -286,17 +288,18 @@ def run(
     vision: bool | None = typer.Option(None, "--vision/--no-vision", help="the server's model sees images: renders go to it as image parts (default: config's vision, false)"),
     critic: bool | None = typer.Option(None, "--critic/--no-critic", help="after each render, a model call judges it against the task; its verdict is added to the observation"),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1,
-                                         help=f"model calls before the run stops (default {DEFAULT_LIMITS.max_steps}; the embedded model: {EMBEDDED_MAX_STEPS})"),
-    max_tokens: int = typer.Option(DEFAULT_LIMITS.max_tokens, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
-    max_wall_s: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--max-time", min=0.001, help="seconds of running before the run stops"),
-    max_cost: float = typer.Option(DEFAULT_LIMITS.max_cost, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
-    compact_at: int = typer.Option(DEFAULT_LIMITS.compact_at_tokens, "--compact-at", min=0, help="prompt tokens (estimated) at which old turns are summarised (0: never)"),
+                                         help=f"model calls before the run stops (default {defaults.MAX_STEPS}; the embedded model: {EMBEDDED_MAX_STEPS})"),
+    max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", min=1, help="prompt+completion tokens before the run stops"),
+    max_wall_s: float = typer.Option(defaults.MAX_WALL_S, "--max-time", min=0.001, help="seconds of running before the run stops"),
+    max_cost: float = typer.Option(defaults.MAX_COST, "--max-cost", min=0.0, help="spend before the run stops (config prices; 0: no limit)"),
+    compact_at: int = typer.Option(defaults.COMPACT_AT_TOKENS, "--compact-at", min=0, help="prompt tokens (estimated) at which old turns are summarised (0: never)"),
     apply: bool = typer.Option(False, "--apply", help="apply the final patch to --repo when the run ends"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
     """Start a run of PLUGIN on TASK; prints a line per step and a summary."""
     from core.plugin import Task
     from core.runner import Run, make_policy, policy_spec
+    from core.state import Limits
 
     try:
         if not task.strip():
@@ -306,7 +309,7 @@ def run(
         _served_model(policy, settings)  # --base-url alone: the server's one model
         spec = policy_spec(policy, settings, script, exchange)  # auto: settings.auto_policy (a --base-url is in settings)
         if max_steps is None:  # the embedded model demonstrates the loop: a short episode, not a long wait
-            max_steps = EMBEDDED_MAX_STEPS if spec["kind"] == "embedded" else DEFAULT_LIMITS.max_steps
+            max_steps = EMBEDDED_MAX_STEPS if spec["kind"] == "embedded" else defaults.MAX_STEPS
         limits = Limits(max_steps=max_steps, max_tokens=max_tokens, max_wall_s=max_wall_s, max_cost=max_cost, compact_at_tokens=compact_at)
         _probe_server(spec, settings)  # a dead server is found now, before the repository is copied and its tests run
         the_policy = make_policy(spec, settings)
@@ -597,12 +600,12 @@ def eval_cmd(
     tasks: list[str] | None = typer.Option(None, "--task", help="run only this task or pattern, e.g. 'threed/*' (repeatable)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="model name on the server"),
-    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="model calls per episode"),
+    max_steps: int = typer.Option(defaults.MAX_STEPS, "--max-steps", min=1, help="model calls per episode"),
     json_out: Path | None = typer.Option(None, "--json", help="also write the JSON summary to this file"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
     backend: str | None = typer.Option(None, "--backend", help="ray or processes (default: ray when installed)"),
     ray_address: str | None = typer.Option(None, "--ray-address", help="an existing Ray cluster, e.g. ray://head:10001 (default: a local Ray)"),
-    time_limit: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
+    time_limit: float = typer.Option(defaults.MAX_WALL_S, "--time-limit", min=1.0, help="seconds per episode (the scheduler kills it 300 s later)"),
     retries: int = typer.Option(2, "--retries", min=0, help="restarts of an episode after an infrastructure failure (Ray)"),
     baseline_runs: int = typer.Option(1, "--baseline-runs", min=1, max=2,
                                       help="2: run each coding task's tests twice at set-up, to flag flaky environments"),
@@ -613,6 +616,7 @@ def eval_cmd(
     from core.eval import episode_specs, load_suite, new_eval_dir, run_eval
     from core.eval.ray_backend import ray_available
     from core.runner import policy_spec
+    from core.state import Limits
 
     try:
         backend = backend or ("ray" if ray_available() else "processes")
@@ -966,8 +970,8 @@ def mcp_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="http: address to bind"),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="http: TCP port (the endpoint is http://HOST:PORT/mcp)"),
     resume: str | None = typer.Option(None, "--resume", help="continue this MCP run (its client left before finish) instead of starting one"),
-    max_steps: int = typer.Option(DEFAULT_LIMITS.max_steps, "--max-steps", min=1, help="tool calls before a run stops"),
-    max_wall_s: float = typer.Option(DEFAULT_LIMITS.max_wall_s, "--max-time", min=0.001, help="seconds of running before a run stops (the client's thinking counts)"),
+    max_steps: int = typer.Option(defaults.MAX_STEPS, "--max-steps", min=1, help="tool calls before a run stops"),
+    max_wall_s: float = typer.Option(defaults.MAX_WALL_S, "--max-time", min=0.001, help="seconds of running before a run stops (the client's thinking counts)"),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="run commands WITHOUT isolation (only if bwrap cannot work here)"),
 ) -> None:
     """Serve PLUGIN's tools over MCP (stdio or streamable HTTP); each session is a run, ended by finish.
@@ -981,7 +985,7 @@ def mcp_cmd(
     from core.plugin import Task, load_plugin
     from core.runner import Run
     from core.sandbox import self_check
-    from core.state import Pricing
+    from core.state import Limits, Pricing
 
     log = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # stdout is the stdio transport
     try:
@@ -1103,7 +1107,7 @@ def _add_plugin_commands() -> None:
     (``_PluginCommands``): the metadata names it, its module loads when it is used."""
     from importlib.metadata import entry_points
 
-    from core.plugin import COMMANDS_GROUP
+    from core.entry_points import COMMANDS_GROUP
 
     # Horizon's own command names as the CLI resolves them (a bare @app.command() has no name until then)
     taken = set(typer.main.get_command(app).commands)

@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from core.entry_points import COMMANDS_GROUP, ENTRY_POINT_GROUP
 from core.errors import PluginContractError, PluginNotFound
 from core.reward import RewardComponent, RewardResult, Trajectory
 from core.tools import Tool, ToolContext
@@ -43,9 +44,6 @@ from core.tools import Tool, ToolContext
 __all__ = ["COMMANDS_GROUP", "ENTRY_POINT_GROUP", "Plugin", "PluginInfo", "RewardComponent", "Task", "check_plugin", "describe_plugin", "discover",
            "heavy_episodes", "install_hint", "load_plugin"]
 
-ENTRY_POINT_GROUP = "horizon.plugins"
-#: Entry-point group of typer apps that add ``agent <name> ...`` commands (see ``Plugin``).
-COMMANDS_GROUP = "horizon.commands"
 
 
 class Task(BaseModel):

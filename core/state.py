@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core import defaults
+
 
 class ToolCall(BaseModel):
     """One tool call the model asked for.
@@ -105,13 +107,13 @@ class Pricing(BaseModel):
 class Limits(BaseModel):
     """Budgets of one episode; reaching any ends it with the matching ``ExitStatus``."""
 
-    max_steps: int = Field(30, ge=1, description="model calls (steps) per episode")
-    max_tokens: int = Field(2_000_000, ge=1, description="prompt plus completion tokens over all calls")
-    max_wall_s: float = Field(3600.0, gt=0, description="active wall-clock seconds (time while resumed counts, downtime not)")
-    max_cost: float = Field(10.0, ge=0, description="spend in the pricing's currency")
-    max_format_errors: int = Field(5, ge=1, description="consecutive malformed model outputs before giving up")
+    max_steps: int = Field(defaults.MAX_STEPS, ge=1, description="model calls (steps) per episode")
+    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1, description="prompt plus completion tokens over all calls")
+    max_wall_s: float = Field(defaults.MAX_WALL_S, gt=0, description="active wall-clock seconds (time while resumed counts, downtime not)")
+    max_cost: float = Field(defaults.MAX_COST, ge=0, description="spend in the pricing's currency")
+    max_format_errors: int = Field(defaults.MAX_FORMAT_ERRORS, ge=1, description="consecutive malformed model outputs before giving up")
     compact_at_tokens: int = Field(
-        64_000, ge=0, description="estimated prompt tokens at which old turns are compacted into one summary (0: never)"
+        defaults.COMPACT_AT_TOKENS, ge=0, description="estimated prompt tokens at which old turns are compacted into one summary (0: never)"
     )
 
 

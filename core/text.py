@@ -19,9 +19,8 @@ model server goes through it (``core.cli``). Stored text is never changed: the r
 from __future__ import annotations
 
 import re
+import sys
 from typing import TypeVar
-
-from pydantic import BaseModel
 
 T = TypeVar("T")
 
@@ -49,7 +48,8 @@ def utf8_safe(value: T) -> T:
         if all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items())):
             return value
         return dict(pairs)  # type: ignore[return-value]
-    if isinstance(value, BaseModel):
+    pydantic = sys.modules.get("pydantic")  # a model exists only once pydantic is loaded: the CLI starts without it
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         fields = {name: getattr(value, name) for name in type(value).model_fields}
         clean = utf8_safe(fields)
         return value if clean is fields else type(value).model_validate(clean)  # type: ignore[return-value]

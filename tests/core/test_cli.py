@@ -135,6 +135,8 @@ def test_starting_the_cli_imports_no_plugin_or_heavy_library(argv, tmp_path, mon
         assert "duckdb" in heavy  # the control: showing a run opens its DuckDB store
     else:
         assert heavy == [], f"starting agent {' '.join(argv)} imported {heavy}"
+    if argv in ([], ["--help"]):  # typer itself loads pydantic once a command converts its arguments, not before
+        assert "pydantic" not in loaded, f"agent {' '.join(argv)} imported pydantic (core.state, core.plugin or core.text at import time)"
 
 
 def test_agent_trust_records_lists_and_revokes_a_file(horizon_home, tmp_path, monkeypatch):
