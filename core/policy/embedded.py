@@ -42,8 +42,43 @@ def bundled_model_path() -> Path:
     return path
 
 
-def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+#: Characters all of one call's string arguments may hold together, so that a reply closes within
+#: ``EmbeddedPolicy``'s 384 completion tokens even at one token per character (a small model
+#: otherwise runs a string on until it is cut off: a summary of 300 digits, no call at all).
+CALL_STRING_CHARS = 300
+
+
+def _bounded(schema: dict[str, Any], chars: int) -> dict[str, Any]:
+    """``schema`` with ``maxLength`` at most ``chars`` on every string in it (arrays of strings too)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if out.get("type") == "string":
+        out["maxLength"] = min(int(out.get("maxLength", chars)), chars)
+    if isinstance(out.get("items"), dict):
+        out["items"] = _bounded(out["items"], chars)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: _bounded(v, chars) for k, v in out["properties"].items()}
+    for key in ("anyOf", "oneOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [_bounded(v, chars) for v in out[key]]
+    return out
+
+
+def _string_count(schema: Any) -> int:
+    """How many string values ``schema`` has (an array of strings counts once: its items share the bound)."""
+    if not isinstance(schema, dict):
+        return 0
+    own = 1 if schema.get("type") == "string" else 0
+    nested = sum(_string_count(v) for v in (schema.get("properties") or {}).values())
+    return own + nested + _string_count(schema.get("items"))
+
+
+def tool_call_schema(tools: list[dict[str, Any]], *, string_chars: int = CALL_STRING_CHARS) -> dict[str, Any]:
     """JSON schema admitting one call of any of ``tools`` (OpenAI function schemas).
+
+    Every string argument gets a ``maxLength`` (``string_chars`` shared by the call's strings, at
+    least 40 each), so the grammar closes the call before the completion-token limit cuts it off.
 
     Returns:
         ``{"anyOf": [{"type": "object", "properties": {"name": {"const": NAME},
@@ -52,10 +87,12 @@ def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     options = []
     for spec in tools:
         fn = spec["function"]
+        parameters = fn.get("parameters", {"type": "object"})
+        per_string = max(40, string_chars // max(1, _string_count(parameters)))
         options.append(
             {
                 "type": "object",
-                "properties": {"name": {"const": fn["name"]}, "arguments": fn.get("parameters", {"type": "object"})},
+                "properties": {"name": {"const": fn["name"]}, "arguments": _bounded(parameters, per_string)},
                 "required": ["name", "arguments"],
             }
         )

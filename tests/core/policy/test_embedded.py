@@ -59,3 +59,29 @@ def test_a_corrupt_model_file_is_a_clear_error(tmp_path):
     broken.write_bytes(b"GGUF garbage")
     with pytest.raises(ModelUnavailable, match="cannot load .*broken.gguf"):
         EmbeddedPolicy(broken).complete([{"role": "user", "content": "x"}], TOOLS)
+
+
+def test_every_string_argument_is_bounded_so_a_call_closes_before_the_token_limit():
+    edit = {"type": "function", "function": {"name": "edit_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "old_text": {"type": "string", "maxLength": 20}, "new_text": {"type": "string"},
+        "paths": {"type": "array", "items": {"type": "string"}}, "line": {"type": "integer"}}}}}
+    options = {o["properties"]["name"]["const"]: o["properties"]["arguments"] for o in tool_call_schema([*TOOLS, edit])["anyOf"]}
+    assert options["finish"]["properties"]["summary"]["maxLength"] == 300  # one string: the whole budget
+    props = options["edit_file"]["properties"]
+    assert props["path"]["maxLength"] == 75 and props["new_text"]["maxLength"] == 75  # four strings share it
+    assert props["old_text"]["maxLength"] == 20  # a tighter bound of the tool's own is kept
+    assert props["paths"]["items"]["maxLength"] == 75 and "maxLength" not in props["line"]
+    assert "maxLength" not in edit["function"]["parameters"]["properties"]["path"]  # the tool's schema is not changed
+
+
+def test_a_run_on_string_is_closed_by_the_grammar_not_cut_off():
+    """Asked for a long summary, the 135M model used to run a string on until the token limit cut
+    the call off (the README's main job: two steps of "1234567890..." and no call); the bound in
+    the grammar ends the string and the call within 384 tokens."""
+    long_policy = EmbeddedPolicy()  # the CLI's default: 384 completion tokens
+    messages = [{"role": "system", "content": "You fix bugs."},
+                {"role": "user", "content": "Call finish. Its summary must list every number from 1 to 2000, all of them, in order."}]
+    resp = long_policy.complete(messages, TOOLS[1:])
+    assert resp.finish_reason != "length", resp.message.content
+    (call,) = resp.message.tool_calls
+    assert call.name == "finish" and len(json.loads(call.arguments)["summary"]) <= 300
