@@ -20,7 +20,8 @@ How the scene becomes rigid bodies (``drop_test``):
   level; and further copies in the same world, far enough apart not to meet, released tilted by
   ``nudge_deg`` about its centre of mass toward each of ``directions`` azimuths (the hand of a
   reviewer giving it a small push).
-- **stepping**: ``seconds`` at ``fps`` frames per second, ``substeps`` Bullet steps per frame,
+- **stepping**: ``seconds`` (3 s, longer for an object over 1 m: its motions are slower by the
+  square root of its size) at ``fps`` frames per second, ``substeps`` Bullet steps per frame,
   each body's location (its centre of mass) and rotation (a quaternion) recorded every frame.
 
 Everything lives in a scene of its own, removed afterwards with every object, mesh and
@@ -46,6 +47,8 @@ DENSITY_KG_M3 = 1000.0
 SHELL_M = 0.001
 #: Collision margin of every shape (m); Blender's default 4 cm would round off a glass.
 MARGIN_M = 0.001
+#: Simulated seconds for an object up to 1 m across; longer by sqrt(size / 1 m) above, at most ``MAX_SECONDS``.
+SECONDS, MAX_SECONDS = 3.0, 10.0
 #: Most points kept of a body's hull (a finely subdivided part is strided beyond this).
 MAX_HULL_POINTS = 2000
 
@@ -129,7 +132,7 @@ def _rigid_body(scene: bpy.types.Scene, obj: bpy.types.Object, kind: str, shape:
     rb.use_margin = True
     rb.collision_margin = MARGIN_M
     rb.linear_damping = 0.04
-    rb.angular_damping = 0.1
+    rb.angular_damping = 0.5
 
 
 def drop_test(args: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +140,8 @@ def drop_test(args: dict[str, Any]) -> dict[str, Any]:
 
     Args (all optional): ``parts`` (mesh object names; default every visible mesh not made by a
     lighting preset), ``floor_z`` (m, 0), ``contact_tolerance_m`` (0.002: parts this close are
-    glued into one body), ``drop_height_m`` (0.005), ``seconds`` (3.0), ``fps`` (30),
+    glued into one body), ``drop_height_m`` (0.005), ``seconds`` (``SECONDS``, times sqrt(size / 1 m) for an object larger
+    than 1 m, at most ``MAX_SECONDS``), ``fps`` (30),
     ``substeps`` (10 per frame), ``nudge_deg`` (5: tilt of the nudged copies; 0: none),
     ``directions`` (8 azimuths), ``friction`` (0.7).
 
@@ -159,7 +163,6 @@ def drop_test(args: dict[str, Any]) -> dict[str, Any]:
     floor_z = float(args.get("floor_z", 0.0))
     tolerance = float(args.get("contact_tolerance_m", 0.002))
     drop_height = float(args.get("drop_height_m", 0.005))
-    seconds = float(args.get("seconds", 3.0))
     fps = int(args.get("fps", 30))
     substeps = int(args.get("substeps", 10))
     nudge = float(args.get("nudge_deg", 5.0))
@@ -190,6 +193,8 @@ def drop_test(args: dict[str, Any]) -> dict[str, Any]:
     every = np.vstack([b["points"] for b in bodies])
     lo, hi = every.min(axis=0), every.max(axis=0)
     size = float((hi - lo).max())
+    # a body's motions take sqrt(size) times as long (pendulum time): an object larger than 1 m gets longer to settle
+    seconds = float(args.get("seconds") or min(MAX_SECONDS, SECONDS * max(1.0, math.sqrt(size))))
     centre = sum(b["mass_kg"] * b["centre"] for b in bodies) / sum(b["mass_kg"] for b in bodies)
     # the copies: level, then nudged toward each azimuth, in a row far enough apart never to meet
     poses: list[tuple[str, float, float | None, Matrix]] = [("level", 0.0, None, Matrix.Identity(4))]

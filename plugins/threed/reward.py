@@ -15,7 +15,14 @@ bodies joined through non-manifold edges too; 3: the whole-object checks below; 
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
 a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below;
-6: the look gates the reward, below).
+6: the look gates the reward, below; 7: the drop test gates it, below).
+
+Does it stand (``plugins.threed.physics``, when the words name a thing that must stand: a chair,
+table, lamp, bookcase, glass...): the worker drops the object on a floor in Blender's rigid body
+world (``physics_probe.drop_test``: parts that touch glued into one body, released level and
+nudged 5° in 8 directions), and ``physics/stands`` (weight 1) says stands, tipped, fell apart or
+did not settle, with the tilt and settle time. A build that does not stand scores
+``physics.PHYSICS_CAP`` (0.25) times the mean; otherwise listed as not applicable (weight 0).
 
 The look (``plugins.threed.look``, when the task's words ask a material, a colour or light):
 ``<object>/material_look`` judges each object's measured base colour, roughness, metallic and
