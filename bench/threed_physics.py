@@ -41,7 +41,7 @@ OBJECTS = [
     ("standing chair", chair, "stands"),
     ("chair missing two legs", lambda: without(without(chair(), "Leg.BL"), "Leg.BR"), "tipped"),
     ("lamp", lamp, "stands"),
-    ("top-heavy lamp (3 cm base)", lambda: lamp(base_radius=0.03), "tipped"),
+    ("top-heavy lamp (6 cm base)", lambda: lamp(base_radius=0.03), "tipped"),
     ("bookcase", shelf, "stands"),
     ("wine glass", wine_glass, "stands"),
 ]

@@ -258,7 +258,10 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         summary = f"all {len(named)} checks pass"
     if standing is not None and not standing.passed:  # it must stand: a build that does not is capped far below
         reward = physics.gate(reward, standing)
-        summary = f"it does not stand, so the reward is capped at {physics.PHYSICS_CAP:g} of the rest ({standing.message}); {summary}"
+        if off_look:  # already 0: the look's summary stays first
+            summary += f"; it does not stand either ({standing.message})"
+        else:
+            summary = f"it does not stand, so the reward is capped at {physics.PHYSICS_CAP:g} of the rest ({standing.message}); {summary}"
     if unjudged or unseen:
         summary += f"; not judged: {', '.join([*unjudged, *(n.split('/')[-1] for n in unseen)])}"
     components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
