@@ -6,7 +6,8 @@ The verdict, from each drop's recorded poses (every body's centre of mass and ro
 - **fell apart**: a body other than the heaviest (a part, or parts, touching nothing of the rest)
   ends more than ``max(APART_MIN_M, APART_SHARE * size)`` away from where it sat on the heaviest
   body, measured in the heaviest body's own frame (so the whole object sliding is not apart);
-- **did not settle**: (unless fallen past ``FALLEN_DEG``) some body still moves (faster than ``max(SETTLE_SPEED_M_S, SETTLE_SHARE *
+- **did not settle**: (unless fallen past ``FALLEN_DEG``, or never more than ``WOBBLE_DEG`` off
+  upright in the last ``WOBBLE_WINDOW_S``: that wobbles upright, and stands) some body still moves (faster than ``max(SETTLE_SPEED_M_S, SETTLE_SHARE *
   size)`` per second, or ``SETTLE_TURN_DEG_S``) within the last ``SETTLE_HOLD_S`` of the simulation;
 - **tipped**: at rest, the heaviest body's up axis (its z as built) is more than ``TIPPED_DEG`` off
   vertical, or more than ``FALLEN_DEG`` while it still moves (it rolls on its side); for a nudged
@@ -48,6 +49,9 @@ APART_MIN_M, APART_SHARE = 0.01, 0.02
 SETTLE_SPEED_M_S, SETTLE_SHARE, SETTLE_TURN_DEG_S = 0.005, 0.01, 3.0
 #: ... for at least the last this many seconds of the simulation.
 SETTLE_HOLD_S = 0.3
+#: Still moving but never more than this (degrees) off upright in the last ``WOBBLE_WINDOW_S``: it stands,
+#: wobbling (a round base rolling on its rim, a rounded bottom rocking, as a coin spins down).
+WOBBLE_DEG, WOBBLE_WINDOW_S = 5.0, 1.0
 #: A build that does not stand scores at most this share of what it would score standing.
 PHYSICS_CAP = 0.25
 
@@ -106,16 +110,17 @@ def judge_drop(drop: dict[str, Any], bodies: list[dict[str, Any]], fps: float, s
         if moved > limit:
             apart.append({"parts": bodies[b]["parts"], "moved_m": round(moved, 4)})
     end_tilt = float(tilt[-1, 0])
+    wobble = float(tilt[-max(2, round(WOBBLE_WINDOW_S * fps)):, 0].max())  # the most it leaned over the last second
     if apart:
         verdict = "fell apart"
-    elif settle_s is None and end_tilt <= FALLEN_DEG:  # still moving: where it would rest is not known yet
+    elif settle_s is None and wobble > WOBBLE_DEG and end_tilt <= FALLEN_DEG:  # still rocking: where it would rest is not known
         verdict = "did not settle"
     elif end_tilt > TIPPED_DEG:
         verdict = "tipped"
     else:
         verdict = "stands"
     return {"verdict": verdict, "kind": drop["kind"], "azimuth_deg": drop["azimuth_deg"], "start_tilt_deg": round(float(tilt[0, 0]), 2),
-            "tilt_deg": round(end_tilt, 2), "settle_s": settle_s, "apart": apart}
+            "tilt_deg": round(end_tilt, 2), "settle_s": settle_s, "apart": apart, "wobble_deg": round(wobble, 2)}
 
 
 def _where(d: dict[str, Any]) -> str:
@@ -139,11 +144,17 @@ def judge(data: dict[str, Any]) -> Check:
     settle = [d["settle_s"] for d in drops if d["settle_s"] is not None]
     names = ", ".join(bodies[0]["parts"][:6]) + (", ..." if len(bodies[0]["parts"]) > 6 else "")
     if verdict == "stands":
-        message = f"stands: released level it settles in {level['settle_s']:.2f} s, {level['tilt_deg']:.1f}° off upright"
+        if level["settle_s"] is None:
+            message = f"stands: released level it still wobbles at the end, within {level['wobble_deg']:.1f}° of upright"
+        else:
+            message = f"stands: released level it settles in {level['settle_s']:.2f} s, {level['tilt_deg']:.1f}° off upright"
         if nudged:
-            worst = max(nudged, key=lambda d: d["tilt_deg"])
+            worst = max(nudged, key=lambda d: d["wobble_deg"])
+            still = [d for d in nudged if d["settle_s"] is None]
             message += (f"; released {worst['start_tilt_deg']:.0f}° tilted in {len(nudged)} directions it rights itself each time "
-                        f"(end tilt ≤ {worst['tilt_deg']:.1f}°, settled within {max(settle):.2f} s)")
+                        f"(end tilt ≤ {max(d['tilt_deg'] for d in nudged):.1f}°"
+                        + (f", settled within {max(settle):.2f} s" if settle else "")
+                        + (f"; {len(still)} still wobbling within {worst['wobble_deg']:.1f}° at the end" if still else "") + ")")
     elif verdict == "tipped":
         if decisive["settle_s"] is not None:
             message = (f"tipped: {_where(decisive)} it comes to rest {decisive['tilt_deg']:.1f}° off upright "
