@@ -168,7 +168,7 @@ def judge(data: dict[str, Any]) -> Check:
         message = f"did not settle: {_where(decisive)} it still moves in the last {SETTLE_HOLD_S:g} s of {data['seconds']:g} s simulated"
     detail = {"verdict": verdict, "settle_s": decisive["settle_s"], "tilt_deg": decisive["tilt_deg"], "apart": decisive["apart"],
               "decided_by": _where(decisive), "bodies": [b["parts"] for b in bodies],
-              "drops": [{k: d[k] for k in ("kind", "azimuth_deg", "verdict", "tilt_deg", "settle_s")} for d in drops],
+              "drops": [{k: d[k] for k in ("kind", "azimuth_deg", "verdict", "tilt_deg", "settle_s", "wobble_deg")} for d in drops],
               "simulated_s": data["seconds"], "timing_s": data.get("timing_s", {})}
     return Check("stands", verdict == "stands", 1.0 if verdict == "stands" else 0.0, message, detail)
 

@@ -101,6 +101,19 @@ def test_a_shade_touching_nothing_falls_off_and_a_short_simulation_has_not_settl
     assert [d["kind"] for d in falling.detail["drops"]] == ["level"]
 
 
+def test_a_big_lamp_still_wobbling_on_its_round_base_stands(scene_ctx):
+    """The benchmark's lamp ten times too large (6 m): its motions take sqrt(10) times as long, so it
+    gets 7.3 s, and some nudged drops still wobble on the base's rim at the end, within 5° of upright."""
+    call(tools.add_primitive, scene_ctx, name="Base", kind="cylinder", radius=1.0, depth=0.3, location=[0, 0, 0.15])
+    call(tools.add_primitive, scene_ctx, name="Pole", kind="cylinder", radius=0.1, depth=4.5, location=[0, 0, 2.55], segments=16)
+    call(tools.add_primitive, scene_ctx, name="Shade", kind="cone", radius=1.5, radius_top=0.7, depth=1.8, location=[0, 0, 5.1])
+    big = physics.judge(drop(scene_ctx))
+    assert big.detail["verdict"] == "stands" and big.detail["simulated_s"] == pytest.approx(7.33, abs=0.02), big.detail
+    wobbling = [d for d in big.detail["drops"] if d["settle_s"] is None]
+    assert wobbling and all(0 < d["wobble_deg"] <= physics.WOBBLE_DEG for d in wobbling), big.detail["drops"]
+    assert "still wobbling" in big.message
+
+
 def test_the_reward_caps_a_chair_that_tips_over(scene_ctx):
     spec = TaskSpec.model_validate({"request": "a wooden chair"})  # free-form: every mesh a solid with a material
     assert physics.applies(spec, "") == "chair"
