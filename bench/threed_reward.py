@@ -7,7 +7,7 @@
 
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
-calls), then the plugin's ``reward`` (``threed-geometry/6``; the cost of its look renders is printed). Each right build is built once and
+calls), then the plugin's ``reward`` (``threed-geometry/7``; the cost of its look renders and drop test is printed). Each right build is built once and
 compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
 the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
 separates the pair most (the largest weighted drop from right to twin).
@@ -45,7 +45,7 @@ from plugins.threed.tools import close_worker, threed_tools
 TOOLS = {t.name: t for t in threed_tools()}
 
 
-#: Seconds per build: the reward's whole call, and the look's renders in it (``look_data``).
+#: Seconds per build: the reward's whole call, the look's renders in it (``look_data``) and its drop test (``drop_test``).
 COSTS: list[dict[str, float]] = []
 
 
@@ -90,7 +90,9 @@ def build(task_json: dict[str, Any], calls: list[Call], root: Path, preview: Pat
             shutil.copy(workspace / "preview.png", preview)
         judged = time.perf_counter()
         verdict = plugin.reward(task, Trajectory(context=ctx, tool_data=done))
-        COSTS.append({"reward": time.perf_counter() - judged, "look": sum(look_seconds(verdict).values())})
+        dropped = verdict.components.get("physics/stands")
+        COSTS.append({"reward": time.perf_counter() - judged, "look": sum(look_seconds(verdict).values()),
+                      "drop": (dropped.detail.get("timing_s") or {}).get("total", 0.0) if dropped else 0.0})
     finally:
         close_worker(ctx)
     return verdict, time.perf_counter() - start
@@ -143,7 +145,7 @@ def main() -> int:
                 png = args.previews / f"{obj}-right.png" if args.previews else None
                 rights[obj], seconds = build(task_json, make_right(), Path(tmp) / obj, png)
                 console.print(f"{obj} right build: {rights[obj].reward:.3f} in {seconds:.1f} s, reward {COSTS[-1]['reward']:.1f} s, "
-                              f"look {COSTS[-1]['look']:.1f} s ({rights[obj].summary})")
+                              f"look {COSTS[-1]['look']:.1f} s, drop test {COSTS[-1]['drop']:.2f} s ({rights[obj].summary})")
                 if not rights[obj].correct:
                     failures.append(f"{obj}: the right build fails a check ({rights[obj].summary})")
             why, make = twins[(obj, twin_name)]
@@ -153,7 +155,7 @@ def main() -> int:
             margin = right.reward - twin.reward
             rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
             console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s, reward "
-                          f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s")
+                          f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s, drop test {COSTS[-1]['drop']:.2f} s")
             if margin <= 0:
                 failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
     if args.markdown:
@@ -172,8 +174,12 @@ def main() -> int:
     if looked:
         reward_s, look_s = (sorted(c[k] for c in looked) for k in ("reward", "look"))
         print(f"reward of the {len(looked)} builds whose task asks a look (of {len(COSTS)}): median {reward_s[len(looked) // 2]:.1f} s "
-              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/6) median {look_s[len(looked) // 2]:.1f} s "
+              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/7) median {look_s[len(looked) // 2]:.1f} s "
               f"(max {look_s[-1]:.1f})")
+    dropped = sorted(c["drop"] for c in COSTS if c["drop"] > 0)
+    if dropped:
+        print(f"drop test (Blender rigid body world) in {len(dropped)} of {len(COSTS)} rewards: median {dropped[len(dropped) // 2]:.2f} s "
+              f"(max {dropped[-1]:.2f})")
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
     for f in failures:

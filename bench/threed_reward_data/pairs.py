@@ -182,6 +182,17 @@ def lamp(base_radius: float = 0.1, shade_at: list[float] = (0, 0, 0.51), pole_at
     return calls + LIGHTS + [camera([1.0, -1.3, 0.9], [0, 0, 0.3])]
 
 
+# -- a wine glass (bench/threed_physics.py) -------------------------------------------------------
+
+#: A wine glass's wall cross-section, [r, z] in metres from the axis: a 7 cm foot, a thin stem, a hollow bowl 19 cm up.
+GLASS_PROFILE = [[0, 0], [0.035, 0], [0.035, 0.004], [0.006, 0.012], [0.004, 0.07], [0.03, 0.09], [0.04, 0.13], [0.035, 0.19],
+                 [0.033, 0.19], [0.038, 0.13], [0.028, 0.094], [0, 0.086]]
+
+
+def wine_glass() -> list[Call]:
+    return [("lathe", {"name": "Glass", "profile": GLASS_PROFILE, "segments": 48}), material("Glass", "Glass", "glass")]
+
+
 # -- the pairs ----------------------------------------------------------------------------------
 
 #: object -> (task.json, right build)
@@ -200,6 +211,8 @@ TWINS: list[tuple[str, str, str, Callable[[], list[Call]]]] = [
     ("chair", "wrong-scale", "built ten times too large", lambda: scaled(chair(), 10.0)),
     ("chair", "three-legs", "a leg missing", lambda: without(chair(), "Leg.BR")),
     ("chair", "back-to-side", "the backrest on one side", lambda: replace(chair(), "Back", size=[0.04, 0.45, 0.45], location=[0.205, 0, 0.675])),
+    ("chair", "tips-backward", "the back legs under the seat's middle: it tips over backwards",
+     lambda: chair({**LEGS, "Leg.BL": (-0.2, 0.0), "Leg.BR": (0.2, 0.0)})),
     ("table", "legs-stacked", "all four legs at the top's centre", lambda: table({n: (0.0, 0.0) for n in TABLE_LEGS})),
     ("table", "top-floating", "the top 5 cm above the legs", lambda: replace(table(), "Top", location=[0, 0, 0.78])),
     ("table", "sunk", "the whole table 10 cm below the floor", lambda: [(t, {**a, "location": [a["location"][0], a["location"][1], a["location"][2] - 0.1]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.api import RewardComponent, RewardResult, Task, Tool, ToolContext, ToolError, Trajectory
-from plugins.threed import look
+from plugins.threed import look, physics
 from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.manifest import DESCRIPTION
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
@@ -34,7 +34,9 @@ How to work:
 The scene is saved after every change; the final scene is scored by geometry checks (closed
 solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and, where the
 task states them, checks of the whole object: parts that must touch do, it rests on the floor and
-stands, it holds water, it is symmetric, and the camera sees it unhidden.
+stands, it holds water, it is symmetric, and the camera sees it unhidden. A thing that must stand
+(a chair, table, lamp, bookcase, glass...) is dropped on a floor in a rigid-body simulation:
+parts that touch are glued together, loose ones fall; one that tips over or falls apart scores little.
 """
 
 
@@ -102,12 +104,22 @@ class ThreeDPlugin:
                                               timeout_s=300)
                 except ToolError as exc:  # the geometry is still judged; every look check fails, saying why
                     looked = {"camera": False, "error": str(exc)}
+            dropped = None
+            if physics.applies(spec, request):  # the drop test runs only when the words name a thing that must stand
+                args = physics.drop_args(spec, {m["name"] for m in exported["meshes"]})
+                if args.get("parts") == []:
+                    dropped = {"error": "none of the assembly's parts is in the scene"}
+                else:
+                    try:
+                        dropped = worker(ctx).call("drop_test", args, save=False, timeout_s=120)
+                    except ToolError as exc:  # judged as not standing, saying why
+                        dropped = {"error": str(exc)}
         except ToolError as exc:
             return RewardResult(reward=0.0, correct=False, version=REWARD_VERSION, summary=f"the final scene could not be read: {exc}",
                                 components={"scene/readable": RewardComponent(value=0.0, detail={"error": str(exc)})})
         finally:
             close_worker(ctx)
-        return grade(spec, exported, task_folder(ctx), looked, request)  # the reference as set-up saved it, not the workspace's
+        return grade(spec, exported, task_folder(ctx), looked, request, dropped)  # the reference as set-up saved it, not the workspace's
 
     def validate(self, task: Task) -> None:
         """Refuse a task folder whose ``task.json`` does not parse, before a run is made.

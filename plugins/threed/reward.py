@@ -15,7 +15,14 @@ bodies joined through non-manifold edges too; 3: the whole-object checks below; 
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
 a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below;
-6: the look gates the reward, below).
+6: the look gates the reward, below; 7: the drop test gates it, below).
+
+Does it stand (``plugins.threed.physics``, when the words name a thing that must stand: a chair,
+table, lamp, bookcase, glass...): the worker drops the object on a floor in Blender's rigid body
+world (``physics_probe.drop_test``: parts that touch glued into one body, released level and
+nudged 5° in 8 directions), and ``physics/stands`` (weight 1) says stands, tipped, fell apart or
+did not settle, with the tilt and settle time. A build that does not stand scores
+``physics.PHYSICS_CAP`` (0.25) times the mean; otherwise listed as not applicable (weight 0).
 
 The look (``plugins.threed.look``, when the task's words ask a material, a colour or light):
 ``<object>/material_look`` judges each object's measured base colour, roughness, metallic and
@@ -48,12 +55,12 @@ import numpy as np
 import trimesh
 
 from core.api import RewardComponent, RewardResult
-from plugins.threed import assembly, checks, look
+from plugins.threed import assembly, checks, look, physics
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/6"
+REWARD_VERSION = "threed-geometry/7"
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -188,9 +195,11 @@ def look_gate_summary(named: dict[str, Check], off_look: list[str], passing: int
 
 
 def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: dict[str, Any] | None = None,
-          request: str = "") -> RewardResult:
+          request: str = "", dropped: dict[str, Any] | None = None) -> RewardResult:
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
-    (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``).
+    (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``);
+    with ``dropped`` (``physics_probe.drop_test``'s answer, or ``{"error": ...}``) whether it stands
+    (``physics/stands``, a gate: ``physics.gate``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
@@ -233,6 +242,9 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
     for name, check in whole.items():
         named[f"assembly/{name}"] = check
         weights[f"assembly/{name}"] = whole_weight
+    standing = physics.check(dropped) if dropped is not None else None
+    if standing is not None:
+        named["physics/stands"], weights["physics/stands"] = standing, 1.0
     reward = sum(c.value * weights[n] for n, c in named.items()) / sum(weights.values())
     failing = [n for n, c in named.items() if not c.passed]
     off_look = [n for n in seen if not named[n].passed]
@@ -244,6 +256,12 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:
         summary = f"all {len(named)} checks pass"
+    if standing is not None and not standing.passed:  # it must stand: a build that does not is capped far below
+        reward = physics.gate(reward, standing)
+        if off_look:  # already 0: the look's summary stays first
+            summary += f"; it does not stand either ({standing.message})"
+        else:
+            summary = f"it does not stand, so the reward is capped at {physics.PHYSICS_CAP:g} of the rest ({standing.message}); {summary}"
     if unjudged or unseen:
         summary += f"; not judged: {', '.join([*unjudged, *(n.split('/')[-1] for n in unseen)])}"
     components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
@@ -252,4 +270,7 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         components[f"assembly/{name}"] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
     for name, why in unseen.items():
         components[name] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
+    if standing is None:
+        components["physics/stands"] = RewardComponent(value=0.0, weight=0.0, detail={
+            "status": "not_applicable", "message": "the request names nothing that must stand (a chair, table, lamp, bookcase, glass...)"})
     return RewardResult(reward=round(reward, 6), correct=not failing, summary=summary, version=REWARD_VERSION, components=components)

@@ -49,9 +49,9 @@ def main() -> int:
     proto = _protocol_stream()
     import bpy  # imported after fd 1 is redirected: it prints on import
 
-    from plugins.threed import look_probe, ops, ops_look, ops_modelling  # need bpy
+    from plugins.threed import look_probe, ops, ops_look, ops_modelling, physics_probe  # need bpy
 
-    for extra in (ops_modelling, ops_look, look_probe):  # the artist's toolset, kept in its own modules
+    for extra in (ops_modelling, ops_look, look_probe, physics_probe):  # the artist's toolset, kept in its own modules
         ops.OPS.update(extra.OPS)
         ops.MUTATING.update(extra.MUTATING)
     ops._prepare_session()
