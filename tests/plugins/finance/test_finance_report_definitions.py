@@ -127,3 +127,29 @@ def test_a_not_printed_claim_is_checked_against_the_pages_it_cites(definitions_d
         assert "do not print the diluted share count (pages 45" in said
     finally:
         con.close()
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "finance" / "financebench-report"
+
+
+def test_the_committed_hand_checked_example_traces_and_its_readme_quotes_it(con):
+    import json
+
+    from plugins.finance.report import verify_figures
+    from plugins.finance.report_tool import untraced_numbers
+
+    manifest = json.loads((EXAMPLE / "figures.json").read_text())
+    markdown = (EXAMPLE / "report.md").read_text()
+    traced, problems = verify_figures(con, manifest)
+    assert problems == [] and traced == len(manifest) > 200
+    assert untraced_numbers(markdown, manifest) == []
+    # every figure the README checks by hand is shown in the report as the README quotes it
+    displays = {f"F{f['ref']}": f["display"] for f in manifest}
+    quoted = re.findall(r"(-?[\d,]+(?:\.\d+)?%?) \[(F\d+)\]", (EXAMPLE / "README.md").read_text())
+    assert len({ref for _, ref in quoted}) >= 20
+    assert [(shown, ref) for shown, ref in quoted if displays.get(ref) != shown] == []
+    assert all(f"{shown} [{ref}]" in markdown for shown, ref in quoted)
+    assert "Fiscal years: FY2020 ended 2020-12-26, FY2021 ended 2021-12-25, FY2022 ended 2022-12-31" in markdown
+    assert '"Debt maturing within one year" (p.56)' in markdown and "do not print" not in markdown
+    assert {p.name for p in (EXAMPLE / "pages").iterdir()} == {
+        f"{d}-p{n}.png" for d, pages in (("VERIZON_2022_10K", (54, 56, 57)), ("PEPSICO_2022_10K", (62, 64, 66))) for n in pages}
