@@ -803,7 +803,7 @@ class _Writer:
             if printed:
                 unread.append(f"{name} is printed on p.{printed[0][0]} (\"{_words(printed[0][1])}\") but was not read as a value")
             else:
-                said.append(f"{name} (pages {', '.join(map(str, pages[name])) or 'none'} checked)")
+                said.append(f"{name} ({', '.join(f'p.{p}' for p in pages[name]) or 'no page'} checked)")
         parts = ([f"the primary statements read for FY{year} do not print {' or '.join(said)}"] if said else []) + unread
         return "; ".join(parts)
 
