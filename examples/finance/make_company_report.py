@@ -47,9 +47,7 @@ COMPANIES = [
             "are not in the filings read, so growth is shown only between consecutive years."),
     Company("Adobe", "ADBE", [filing("ADOBE_2017_10K"), filing("ADOBE_2022_10K")],
             "Fiscal years end on the Friday closest to 30 November. The two 10-Ks cover FY2015 to FY2017 and FY2020 to FY2022. "
-            "Adobe prints its diluted share count as \"Shares used to compute diluted net income per share\" in millions, "
-            "but the extractor stores that line as a per-share amount without its scale, so the share count and the "
-            "value per share are not available here rather than guessed."),
+            "Adobe prints its diluted share count as \"Shares used to compute diluted net income per share\" (in millions)."),
 ]
 PEERS = [
     PeerGroup("Athletic footwear and apparel: Nike and Foot Locker", ["NKE", "FL"],

@@ -53,12 +53,41 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after choosing the non-interactive back end
 
 PRIMARY = ("income_statement", "balance_sheet", "cash_flow")
-#: Balance-sheet lines summed as borrowings (normalised labels; leases and payables to suppliers are not debt here).
-DEBT_LABEL = re.compile(r"^(long-term debt( obligations)?|current (portion|maturities) of long-term debt|short-term debt( obligations)?"
-                        r"|short-term borrowings|notes payable|loans and notes payable|commercial paper|debt"
-                        r"|debt and capital lease obligations)$")
-#: The income statement's diluted weighted-average share count ("Diluted", "Average shares outstanding - diluted").
-DILUTED_SHARES_LABEL = re.compile(r"^(diluted|.*shares.*diluted|diluted.*shares.*)$")
+#: Borrowings due within one year, by the head of their balance-sheet label (normalised, before a comma, colon or
+#: parenthesis: "Short-term borrowings, including current portion of long-term debt: 2021-$1,636" is "short-term borrowings").
+CURRENT_DEBT = re.compile(r"^(short-term (debt|borrowings)( obligations)?|commercial paper|(loans and )?notes payable|bank (loans|overdrafts)"
+                          r"|current (portion|maturities) of (long-term )?(debt|borrowings)|debt (maturing|due) within one year|current debt)"
+                          r"( and (short-term (debt|borrowings)|current (portion|maturities) of long-term debt|commercial paper))?$")
+#: Borrowings due after one year ("Long-term debt, net", "Long-term debt, excluding current portion").
+LONG_TERM_DEBT = re.compile(r"^(long-term (debt|borrowings)( obligations)?|long-term debt and capital lease obligations)$")
+#: A label that says debt but not when it is due ("Debt" printed under both current and non-current liabilities):
+#: its place on the balance sheet decides (above total current liabilities: current).
+DEBT = re.compile(r"^(debt( obligations)?|debt and capital lease obligations|borrowings|senior notes)$")
+#: A balance-sheet page's words for debt due within one year, to check a claim that none is printed.
+CURRENT_DEBT_WORDS = re.compile(r"short-term (debt|borrowings)|current (portion|maturities) of long-term debt|debt maturing within one year"
+                                r"|debt due within one year|commercial paper|notes payable", re.IGNORECASE)
+#: The income statement's diluted weighted-average share count ("Diluted", "Weighted average diluted shares outstanding",
+#: "Basic and diluted" when the two are the same).
+DILUTED_SHARES_LABEL = re.compile(r"\bdiluted\b")
+#: Words that say a page prints a diluted share count, to check a claim that it is not printed: "diluted" and a count
+#: of shares within three printed lines ("Diluted Earnings Per Common Share" / "Net income ... $ 5.06" /
+#: "Weighted-average shares outstanding (in millions)  4,204"), the count's line quoted.
+DILUTED_SHARES_WORDS = re.compile(r"\bdiluted\b.*\bshares\b(?! *(repurchased|issued))|\bshares\b.*\bdiluted\b", re.IGNORECASE | re.DOTALL)
+
+
+def debt_kind(label: str | None) -> str | None:
+    """``"current"``, ``"long-term"`` or ``"debt"`` (due date not in the label) for a balance-sheet borrowing line, else None.
+
+    Leases, accrued interest, debt securities held and loans receivable are not borrowings here.
+    """
+    head = re.split(r"\s*[,:(]", _normal_label(label))[0].strip()
+    if CURRENT_DEBT.match(head):
+        return "current"
+    if LONG_TERM_DEBT.match(head):
+        return "long-term"
+    return "debt" if DEBT.match(head) else None
+
+
 #: (label, unit, templates tried in order); {concept} is the year's fact, {concept@prev} the prior year's.
 LINES = [("Revenue", ["{revenue}"]), ("Gross profit", ["{gross_profit}", "{revenue} - {cost_of_revenue}"]),
          ("Operating income", ["{operating_income}"]), ("Net income", ["{net_income}"]),
@@ -119,13 +148,18 @@ class CompanyData:
 
     Attributes:
         facts: ``{fiscal_year: {concept: [fact_id, ...]}}`` (one id, or several summed for ``debt``).
-        year_end: ``{fiscal_year: "YYYY-MM-DD"}`` from the income statement's period end.
+        year_end: ``{fiscal_year: "YYYY-MM-DD"}`` from the heading of the income statement's column of that year,
+            else of the balance sheet's (a statement headed "Fiscal Year 2022" alone gives no date).
         docs: the company's documents that were ingested with status ``ok``, oldest first.
+        debt_lines: ``{fact_id: (kind, label, page)}`` of the lines summed as borrowings, kind ``current`` or ``long-term``.
+        shares_source: ``{fiscal_year: "income statement" | "notes p.N"}``, where the diluted share count was read.
     """
 
     facts: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     year_end: dict[int, str] = field(default_factory=dict)
     docs: list[str] = field(default_factory=list)
+    debt_lines: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    shares_source: dict[int, str] = field(default_factory=dict)
 
     def years(self) -> list[int]:
         """Fiscal years with a stored revenue, ascending."""
@@ -155,25 +189,69 @@ def company_data(con: duckdb.DuckDBPyConnection, docs: list[str]) -> CompanyData
     for doc in ok:  # oldest first: a later filing overwrites a year it also prints
         found: dict[int, dict[str, list[str]]] = {}
         rows = con.execute(
-            "SELECT fiscal_year, concept, fact_id, statement, label, unit, months, period_end FROM facts "
+            "SELECT fiscal_year, concept, fact_id, statement, label, unit, months, period_end, page, line_no FROM facts "
             "WHERE doc_name = ? AND statement IN (SELECT unnest(?)) AND fiscal_year IS NOT NULL "
             "AND (months = 12 OR (months IS NULL AND statement = 'balance_sheet')) ORDER BY page, line_no", [doc, list(PRIMARY)]).fetchall()
-        for year, concept, fact_id, statement, label, unit, months, period_end in rows:
+        current_end = {y: (p, n) for y, c, _, _, _, _, _, _, p, n in rows if c == "total_current_liabilities"}
+        eps_diluted = {y: (p, n) for y, c, _, _, _, _, _, _, p, n in rows if c == "eps_diluted"}
+        balance_end: dict[int, str] = {}
+        for year, concept, fact_id, statement, label, unit, months, period_end, page, line_no in rows:
             text = _normal_label(label)
-            if concept is None and statement == "balance_sheet" and unit == "USD" and DEBT_LABEL.match(text):
-                concept = "debt"
-                found.setdefault(year, {}).setdefault(concept, []).append(fact_id)
+            if statement == "balance_sheet" and period_end is not None:
+                balance_end.setdefault(year, str(period_end))
+            kind = debt_kind(label) if concept is None and statement == "balance_sheet" and unit == "USD" else None
+            if kind:
+                if kind == "debt":  # "Debt" under current liabilities is due within one year
+                    kind = "current" if year in current_end and (page, line_no) < current_end[year] else "long-term"
+                found.setdefault(year, {}).setdefault("debt", []).append(fact_id)
+                data.debt_lines[fact_id] = (kind, label or "", page)
                 continue
-            if concept is None and statement == "income_statement" and unit == "shares" and DILUTED_SHARES_LABEL.match(text):
-                concept = "diluted_shares"
+            if concept is None and statement == "income_statement" and unit == "shares":
+                # "Diluted", "Weighted average diluted shares"; or a count that names neither basic nor diluted printed
+                # after the diluted earnings per share (Verizon: "Diluted Earnings Per Common Share" over
+                # "Net income ... $ 5.06" and "Weighted-average shares outstanding (in millions)  4,204")
+                plain = not re.search(r"\b(basic|diluted)\b", text)
+                if DILUTED_SHARES_LABEL.search(text) or (plain and year in eps_diluted and (page, line_no) > eps_diluted[year]):
+                    concept = "diluted_shares"
             if concept is None:
                 continue
             found.setdefault(year, {}).setdefault(concept, [fact_id])  # the first printed line of a concept wins
             if concept == "revenue" and period_end is not None:
                 data.year_end[year] = str(period_end)
         for year, concepts in found.items():
+            if "revenue" in concepts and year not in data.year_end and year in balance_end:
+                data.year_end[year] = balance_end[year]
+            if "diluted_shares" in concepts:
+                data.shares_source[year] = "income statement"
+            elif (noted := _diluted_shares_in_notes(con, doc, year)) is not None:
+                concepts["diluted_shares"] = [noted[0]]
+                data.shares_source[year] = f"notes, p.{noted[1]}"
             data.facts.setdefault(year, {}).update(concepts)
     return data
+
+
+def _diluted_shares_in_notes(con: duckdb.DuckDBPyConnection, doc: str, year: int) -> tuple[str, int] | None:
+    """The diluted weighted-average share count of ``year`` from a notes table (the earnings-per-share note), when the
+    income statement prints none: ``(fact_id, page)`` of the first such line, else None.
+
+    Only a row whose columns each name a different fiscal year is used (a row with two columns of one year is
+    ambiguous); MD&A and non-GAAP tables are not notes.
+    """
+    row = con.execute(
+        "SELECT f.fact_id, f.page FROM facts f WHERE f.doc_name = ? AND f.statement IN ('table:note', 'table:per_share') "
+        "AND f.unit = 'shares' AND f.fiscal_year = ? AND (f.months = 12 OR f.months IS NULL) AND f.value > 0 "
+        "AND regexp_matches(lower(f.label), '\\bdiluted\\b') "
+        "AND NOT regexp_matches(lower(f.label), 'anti-?dilutive|effect of|dilutive (securities|effect|shares|stock)|excluded') "
+        "AND (SELECT count(*) FROM facts g WHERE g.doc_name = f.doc_name AND g.page = f.page AND g.line_no = f.line_no "
+        "     AND g.fiscal_year = f.fiscal_year) = 1 "
+        "ORDER BY f.page, f.line_no LIMIT 1", [doc, year]).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def _words(line: str) -> str:
+    """A printed line's label without its amounts ("Debt maturing within one year $ 9,963 $ 7,443" ->
+    "Debt maturing within one year"), so a quotation states no number that is not a figure."""
+    return re.split(r"[:;]|\s[$(]|\s[-—–]?\d|\s[—–]\s", line, maxsplit=1)[0].strip(" ,")
 
 
 def _normal_label(label: str | None) -> str:
@@ -624,8 +702,10 @@ class _Writer:
         n_cell, _ = self.add(str(a.years), "count")
         md += [(f"Assumptions (stated, not estimated): free cash flow grows {g_cell} a year for {n_cell} explicit years, "
                f"discounted at {r_cell}, then grows {t_cell} a year for ever (Gordon growth); base year FY{year} from "
-               f"{base.doc_name}. Net debt = borrowings (short- and long-term debt and notes payable; leases excluded) - cash and equivalents at the end of FY{year} (short-term investments are not netted, which is conservative for cash-rich companies); per share on the diluted "
-               f"weighted-average share count of FY{year}."), ""]
+               f"{base.doc_name}. Net debt = borrowings - cash and equivalents at the end of FY{year} (short-term investments are "
+               "not netted, which is conservative for cash-rich companies; leases are not borrowings here); per share on the "
+               f"diluted weighted-average share count of FY{year}{self._shares_where(data, year)}."), ""]
+        md += [self._borrowings_note(data, year, need["debt"] or []), ""]
         rows = [["Base free cash flow (operating cash flow + capital expenditure)", self.add(f["fcf"], "musd")[0]],
                 ["Present value of the explicit years", self.add(f["pv"], "musd")[0]],
                 ["Present value of the terminal value", self.add(f["tv"], "musd")[0]],
@@ -644,8 +724,8 @@ class _Writer:
         if per_share == "n/a":
             missing = [n for n, c in (("borrowings", "debt"), ("cash and equivalents", "cash_and_equivalents"),
                                       ("the diluted share count", "diluted_shares")) if not need[c]]
-            return md + self.paragraph(f"Equity value per share is not available for {company.name}: the primary statements "
-                                       f"read for FY{year} do not print {' or '.join(missing)}.")
+            return md + self.paragraph(f"Equity value per share is not available for {company.name}: "
+                                       + self._not_printed(data.docs[-1], year, missing) + ".")
         md += ["Sensitivity of equity value per diluted share ($) to the discount rate (rows) and terminal growth (columns):", ""]
         rates = [a.discount_rate + d for d in (-0.01, -0.005, 0, 0.005, 0.01)]
         growths = [a.terminal_growth + d for d in (-0.01, -0.005, 0, 0.005, 0.01)]
@@ -668,6 +748,64 @@ class _Writer:
             f"{rows[0][0]} to {rows[-1][0]} and terminal growth from {header[1]} to {header[-1]} the value ranges from "
             f"{min(values)[1]} to {max(values)[1]}. A DCF on one year's free cash flow "
             "is only as good as that year is typical: compare the free cash flow margin trend above.")
+
+    def _statement_pages(self, doc: str, statement: str) -> list[int]:
+        """The pages a primary statement of ``doc`` was read from (those its facts cite)."""
+        return [p for (p,) in self.con.execute("SELECT DISTINCT page FROM facts WHERE doc_name = ? AND statement = ? ORDER BY page",
+                                               [doc, statement]).fetchall()]
+
+    def _printed(self, doc: str, pages: list[int], words: re.Pattern[str], window: int = 1) -> list[tuple[int, str]]:
+        """``[(page, line)]``: where ``words`` finds a match in ``window`` consecutive lines of ``pages`` (their stored
+        text); the line quoted is the window's last line that holds a number (its first line when none does)."""
+        found = []
+        for page, text in self.con.execute("SELECT page, text FROM pages WHERE doc_name = ? AND page IN (SELECT unnest(?)) ORDER BY page",
+                                           [doc, pages]).fetchall():
+            lines = [re.sub(r"\s+", " ", line).strip() for line in (text or "").splitlines()]
+            for i in range(len(lines)):
+                chunk = lines[i:i + window]
+                if words.search("\n".join(chunk)) and (window == 1 or words.search("\n".join(chunk[:-1])) is None):
+                    numbered = [x for x in chunk if re.search(r"\d", x)]
+                    counts = [x for x in numbered if re.search(r"\bshares\b", x, re.IGNORECASE)]
+                    found.append((page, (counts or numbered or chunk)[-1]))
+        return found
+
+    def _borrowings_note(self, data: CompanyData, year: int, ids: list[str]) -> str:
+        """Which balance-sheet lines make up borrowings (current + long-term debt); a claim that no debt due within one
+        year is printed is checked against the balance-sheet pages, and said otherwise."""
+        lines = [data.debt_lines[i] for i in ids if i in data.debt_lines]
+        shown = "; ".join(f"{kind}: \"{_words(label)}\" (p.{page})" for kind, label, page in lines)
+        text = (f"Borrowings at the end of FY{year} = current + long-term debt, the balance-sheet lines {shown}" if lines else
+                f"Borrowings at the end of FY{year}: no balance-sheet line of debt was read")
+        if not any(kind == "current" for kind, _, _ in lines):
+            pages = self._statement_pages(data.docs[-1], "balance_sheet")
+            printed = self._printed(data.docs[-1], pages, CURRENT_DEBT_WORDS)
+            where = ", ".join(f"p.{p}" for p in pages) or "none read"
+            text += ("; no debt due within one year is printed on the balance sheet (" + where + ", checked)" if not printed else
+                     f"; the balance sheet prints \"{_words(printed[0][1])}\" (p.{printed[0][0]}), which was not read as a value, "
+                     "so borrowings may be understated")
+        return text + "."
+
+    def _shares_where(self, data: CompanyData, year: int) -> str:
+        source = data.shares_source.get(year)
+        return f" (read from the {source})" if source == "income statement" else f" (read from the {source}: the income statement prints none)" if source else ""
+
+    def _not_printed(self, doc: str, year: int, missing: list[str]) -> str:
+        """Why the inputs are missing, each claim checked against the pages cited: "do not print" only where the
+        statement pages read do not print it; else where it is printed and that it was not read."""
+        said, unread = [], []
+        pages = {"borrowings": self._statement_pages(doc, "balance_sheet"),
+                 "cash and equivalents": self._statement_pages(doc, "balance_sheet"),
+                 "the diluted share count": self._statement_pages(doc, "income_statement")}
+        words = {"borrowings": re.compile(r"\bdebt\b|borrowings", re.IGNORECASE),
+                 "cash and equivalents": re.compile(r"\bcash\b", re.IGNORECASE), "the diluted share count": DILUTED_SHARES_WORDS}
+        for name in missing:
+            printed = self._printed(doc, pages[name], words[name], 3 if name == "the diluted share count" else 1)
+            if printed:
+                unread.append(f"{name} is printed on p.{printed[0][0]} (\"{_words(printed[0][1])}\") but was not read as a value")
+            else:
+                said.append(f"{name} ({', '.join(f'p.{p}' for p in pages[name]) or 'no page'} checked)")
+        parts = ([f"the primary statements read for FY{year} do not print {' or '.join(said)}"] if said else []) + unread
+        return "; ".join(parts)
 
     def _multiples(self, company: Company, data: CompanyData) -> list[str]:
         """Price multiples on the last close of the 14 days to the report date, from a market snapshot only."""

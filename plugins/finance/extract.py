@@ -96,6 +96,12 @@ class Column:
         return f"{self.months}M {self.period_end.isoformat() if self.period_end else self.fiscal_year}{suffix}"
 
 
+#: A label or caption that counts shares even when it says "per share": "Shares used in per share calculation",
+#: "Shares used to compute diluted net income per share", "Weighted-average shares outstanding".
+SHARE_COUNT = re.compile(r"\bshares used\b|\b(weighted[- ]average|average) (number of )?(common |ordinary )?shares\b"
+                         r"|\bnumber of (common |ordinary )?shares\b|\bshares outstanding\b")
+
+
 @dataclass
 class LineItem:
     """One parsed statement line.
@@ -125,11 +131,15 @@ class LineItem:
         average shares outstanding:"), as statements print "Basic" and "Diluted" under both.
         """
         text = f"{self.section} {self.label}".lower()
+        if SHARE_COUNT.search(self.label.lower()) and not re.search(r"\$|in dollars", self.label.lower()):
+            return "shares"  # "Shares used to compute diluted net income per share" counts shares
         if re.search(r"per (common |ordinary )?share|per diluted share|in dollars per share", self.label.lower()):
             return "USD/share"
         if re.search(r"\bshares?\b", self.label.lower()) and not re.search(r"\$|par value|stock|capital|repurchase|treasury", self.label.lower()):
             return "shares"
         if re.match(r"^(basic|diluted|basic and diluted)\b", self.label.lower()):  # the caption above decides
+            if SHARE_COUNT.search(self.section.lower()):
+                return "shares"  # "Shares used in per share calculation:" over "Diluted  783"
             if re.search(r"per (common |ordinary )?share|per diluted share", text):
                 return "USD/share"
             if re.search(r"\bshares\b", text) and re.search(r"weighted|outstanding|used in", text):
@@ -400,10 +410,31 @@ def _is_day(text: str) -> bool:
     return t.isdigit() and 1 <= int(t) <= 31
 
 
-def _caption_end(head_text: str) -> tuple[int, int] | None:
-    """Month and day from a caption such as "Years ended December 31" or "At January 28"."""
-    m = re.search(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\s+(\d{1,2})\b", head_text, re.IGNORECASE)
-    return (MONTHS[m[1].lower()], int(m[2])) if m else None
+_CAPTION_DATE = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\.?\s+(\d{1,2})\b,?"
+                           r"((?:\s*(?:,|and|&)?\s*(?:19[5-9]\d|20[0-4]\d)\b)*)", re.IGNORECASE)
+
+
+def caption_ends(head_text: str) -> tuple[dict[int, tuple[int, int]], tuple[int, int] | None]:
+    """The period ends a statement's caption prints, per fiscal year.
+
+    "Fiscal years ended December 31, 2022, December 25, 2021 and December 26, 2020" gives each
+    year its own month and day; "Years ended December 31, 2022, 2021 and 2020" gives December 31
+    to the three years; "Years ended December 31" or "At January 28" names no year.
+
+    Returns:
+        ``({fiscal year: (month, day)}, fallback)``: the fallback (month, day) is for a column whose
+        year the caption does not list, given only when every date of the caption has the same month
+        and day (a 52/53-week filer's years end on different days, so none is guessed); None when
+        the caption prints no date.
+    """
+    by_year: dict[int, tuple[int, int]] = {}
+    days = []
+    for m in _CAPTION_DATE.finditer(head_text):
+        month_day = (MONTHS[m[1].lower()], int(m[2]))
+        days.append(month_day)
+        for year in re.findall(r"\d{4}", m[3]):
+            by_year.setdefault(int(year), month_day)
+    return by_year, days[0] if days and len(set(days)) == 1 else None
 
 
 def _durations(rows: list[list[_Word]], header: int, columns: list[Column]) -> None:
@@ -478,9 +509,10 @@ def parse_statement_page(page: Any, page_number: int, kind: str) -> tuple[list[C
     if not columns:
         return [], [], page_rows
     head_text = " ".join(w.text for row in rows[: header + 1] for w in row)
-    md = _caption_end(head_text)
+    by_year, fallback = caption_ends(head_text)
     for col in columns:
-        if col.period_end is None and md:
+        md = by_year.get(col.fiscal_year, fallback)
+        if col.period_end is None and md:  # each column its own heading's date, never another year's
             try:
                 col.period_end = date(col.fiscal_year, *md)
             except ValueError:

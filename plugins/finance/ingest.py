@@ -52,8 +52,10 @@ from plugins.finance.tables import extract_tables, table_facts
 #: Part of the parse cache's key: bump it whenever parsing changes what is stored (9: located and
 #: scored statements, concepts by meaning with signs, every table's values; 10: table counts with unit count,
 #: no running headers in column labels or as rows, damage signs cached; 11: a utility's "Total capitalization
-#: and liabilities" is total liabilities and equity).
-PARSER_VERSION = "11"
+#: and liabilities" is total liabilities and equity; 12: a caption's dates go to the column of their own year
+#: (PepsiCo's "December 31, 2022, December 25, 2021 and December 26, 2020"), "Shares used in per share
+#: calculation" lines are share counts, not per-share amounts).
+PARSER_VERSION = "12"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``damaged``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 

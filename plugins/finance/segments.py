@@ -6,7 +6,8 @@ the accounting identity that a breakdown of revenue adds up to the consolidated 
 
 1. A table column (one page, one ``column_index``, one fiscal year, unit USD) is split into
    *blocks*: runs of printed lines with values, broken by a line of text only (a heading); a line
-   with values in other units only ("% of total revenue") does not break a run.
+   with values in other units only ("% of total revenue") does not break a run. A line is a total when its label
+   says so (``is_total``: "Total ...", also kerned apart as "T otal ...").
 2. A block is a *revenue breakdown* of fiscal year Y when its rows other than totals and
    subtotals (labels starting "total"/"subtotal") sum to the income statement's revenue of Y
    within rounding: half a unit of the printed scale per row, plus 0.05% of revenue.
@@ -38,6 +39,15 @@ REL_TOLERANCE = 0.0005
 _TOTAL = re.compile(r"^(total|subtotal|sub-total)\b")
 _PROFIT = (("operating income", re.compile(r"operating income|income from operations|operating (profit|earnings)")),
            ("EBIT", re.compile(r"income before income taxes|earnings before interest and taxes|\bebit\b")))
+
+
+def is_total(label: str | None) -> bool:
+    """A total or subtotal line's label: "Total", "Subtotal", also when kerning split the word ("T otal segment operating
+    profit", General Mills' 2022 segment note)."""
+    text = normal_label(label)
+    if _TOTAL.match(text):
+        return True
+    return bool(re.match(r"^(t|to|tot|tota|s|su|sub|subt|subto|subtot|subtota) ", text)) and text.replace(" ", "").startswith(("total", "subtotal"))
 
 
 def normal_label(label: str | None) -> str:
@@ -129,14 +139,14 @@ def blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
     found = []
     for run in runs:
         page, column, year, *_ = run[0]
-        is_total = [bool(_TOTAL.match(normal_label(r[4]))) for r in run]
-        starts = [0] + [i + 1 for i, t in enumerate(is_total) if t and i + 1 < len(run)]
-        ends = [i for i, t in enumerate(is_total) if t] + ([len(run) - 1] if not is_total[-1] else [])
+        totals = [is_total(r[4]) for r in run]
+        starts = [0] + [i + 1 for i, t in enumerate(totals) if t and i + 1 < len(run)]
+        ends = [i for i, t in enumerate(totals) if t] + ([len(run) - 1] if not totals[-1] else [])
         for s in starts:
             for e in (e for e in ends if e >= s):
                 block = Block(doc_name, page, column, year, run[s][8], run[s][7] or 1.0,
-                              [Row(r[4] or "", r[5], r[6]) for r, t in zip(run[s:e + 1], is_total[s:e + 1], strict=True) if not t])
-                if is_total[e]:
+                              [Row(r[4] or "", r[5], r[6]) for r, t in zip(run[s:e + 1], totals[s:e + 1], strict=True) if not t])
+                if totals[e]:
                     block.total = Row(run[e][4] or "", run[e][5], run[e][6])
                 if block.rows:
                     found.append(block)

@@ -151,8 +151,11 @@ def test_concepts_the_filings_lack_are_not_available_never_numbers(generated):
     assert set(table_cells(nike, "Operating margin")) == {"n/a"}  # Nike prints no operating-income line
     assert "operating margin is not available" in nike
     adobe = section(markdown, "## Adobe (ADBE)")
-    assert table_cells(adobe, "Equity value per diluted share ($)") == ["n/a"]
-    assert "Equity value per share is not available for Adobe" in adobe
+    # "Shares used to compute diluted net income per share" is a share count (it was stored as a per-share amount,
+    # and the value per share said "not available"): 471 million in FY2022, as printed on p.54
+    assert table_cells(adobe, "Diluted shares (millions)")[-1].startswith("471.0 [F")
+    assert table_cells(adobe, "Equity value per diluted share ($)") != ["n/a"]
+    assert "Equity value per share is not available for Adobe" not in adobe
     foot_locker = section(markdown, "## Foot Locker (FL)")
     assert "Not available" in foot_locker and "[F" not in foot_locker
     peers = section(markdown, "## Peers: Peers")
