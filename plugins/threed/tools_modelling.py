@@ -204,9 +204,12 @@ def uv_unwrap(args: UvUnwrapArgs, ctx: ToolContext) -> ToolResult:
 class SetSurfaceArgs(Args):
     objects: Names = Field(description="every object that gets this material (all its faces)")
     material: Name = Field(description="material name, e.g. 'Oak'; rebuilt if it exists")
-    preset: Literal["oak", "walnut", "pine", "ceramic", "brushed_metal", "image"] = Field(
-        description="oak / walnut / pine: procedural grain; ceramic: glossy glaze; brushed_metal; image: an image file through the UV map")
-    color: Color | None = Field(None, description="ceramic glaze or metal colour, linear RGB")
+    preset: Literal["oak", "walnut", "pine", "ceramic", "brushed_metal", "fabric", "image"] = Field(
+        description="oak / walnut / pine: procedural grain; ceramic: glossy glaze; brushed_metal; fabric: woven cloth that light "
+                    "shines through (a lampshade); image: an image file through the UV map")
+    color: Color | None = Field(None, description="ceramic glaze, metal or fabric colour, linear RGB")
+    emission_color: Color | None = Field(None, description="make it glow this colour (linear RGB), on top of the preset")
+    emission_strength: float | None = Field(None, ge=0, le=1000, description="glow strength: 1 = the colour's own brightness; a lit bulb 5-20")
     grain_axis: Literal["x", "y", "z"] = Field("x", description="object axis the wood grain or brushing runs along (a leg: z)")
     scale: float = Field(1.0, gt=0, le=100, description="pattern size factor (2 = grain twice as coarse)")
     image_path: str | None = Field(None, description="image preset: PNG/JPEG path relative to the workspace")
@@ -220,7 +223,7 @@ class SetSurfaceArgs(Args):
 
 @tool
 def set_surface(args: SetSurfaceArgs, ctx: ToolContext) -> ToolResult:
-    """Give objects a textured material from a preset: oak, walnut or pine (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials.
+    """Give objects a textured material from a preset: oak, walnut or pine (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), fabric (woven cloth light shines through, color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials; emission_color/emission_strength make it glow.
 
     Args: ``SetSurfaceArgs``. Returns ``data`` with ``material``, ``preset``, ``objects``, ``settings``.
     """
