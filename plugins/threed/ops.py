@@ -45,6 +45,14 @@ SOCKETS = {"base_color": "Base Color", "roughness": "Roughness", "metallic": "Me
 TRANSLUCENT_MIX = "Horizon translucency"  # the Mix Shader node's name
 
 MAX_INSPECT = 200
+#: Scene property: the names (newline-separated) of the objects the scene held when the run first
+#: opened it (an artist's default Cube, Camera, Light; a task's given parts), set by ``open_scene``
+START_OBJECTS = "horizon_start_objects"
+
+
+def start_objects() -> set[str]:
+    """Names of the objects the scene held before the run built anything (``START_OBJECTS``; empty for a new scene)."""
+    return set(filter(None, str(bpy.context.scene.get(START_OBJECTS, "")).split("\n")))
 
 
 class OpError(Exception):
@@ -267,6 +275,9 @@ def open_scene(args: dict[str, Any]) -> dict[str, Any]:
     _prepare_session()
     blocked = bool(bpy.app.autoexec_fail)
     dropped = _confine_file_paths(args.get("root") or os.path.dirname(path))
+    scene = bpy.context.scene
+    if START_OBJECTS not in scene:  # the first open of the run's scene: what was there before the run built anything
+        scene[START_OBJECTS] = "\n".join(sorted(o.name for o in bpy.data.objects))
     return {"objects": len(bpy.data.objects), "scripts_blocked": blocked, "dropped": dropped}
 
 

@@ -29,6 +29,7 @@ from plugins.threed.ops import (
     describe,
     material_settings,
     scene_camera,
+    start_objects,
 )
 
 PRESET_TAG = "horizon_preset"  # custom property on objects a lighting preset made
@@ -479,8 +480,19 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     front, -Y; 90 = right, +X) and ``elevation_deg``, at the distance where the subject's bounding
     box, seen through ``lens_mm`` (36 mm sensor on the longer side) in a ``width`` x ``height``
     frame, leaves ``margin`` of the frame empty on its tightest side (0.1 = 10% each side).
-    The camera is shifted sideways so the box's image is centred."""
-    lo, hi = _subject_box(args.get("objects"))
+    The camera is shifted sideways so the box's image is centred.
+
+    The subject is ``objects``, or by default every visible mesh a lighting preset did not make,
+    less the meshes the scene held before the run built anything (``start_objects``: an artist's
+    default Cube), reported in ``left_out``, unless ``include_existing`` or the run built none."""
+    names, left_out = args.get("objects"), []
+    if not names and not args.get("include_existing"):
+        visible = sorted(o.name for o in bpy.data.objects if o.type == "MESH" and not o.hide_render and PRESET_TAG not in o)
+        start = start_objects()
+        built = [n for n in visible if n not in start]
+        if built:  # the scene came with objects (an artist's default Cube): frame only what the run built
+            names, left_out = built, [n for n in visible if n in start]
+    lo, hi = _subject_box(names)
     corners = [Vector((x, y, z)) for x in (lo.x, hi.x) for y in (lo.y, hi.y) for z in (lo.z, hi.z)]
     centre = (lo + hi) / 2
     width, height = args.get("width", 320), args.get("height", 240)
@@ -533,7 +545,7 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     u0, u1, v0, v1 = spans(d, a, b)
     return {"created": created, "camera": describe(cam), "distance_m": round(d, 4),
             "frame_filled": {"horizontal": round((u1 - u0) / (2 * tan_x), 3), "vertical": round((v1 - v0) / (2 * tan_y), 3)},
-            "subject": {"min": [round(v, 4) for v in lo], "max": [round(v, 4) for v in hi]}}
+            "subject": {"min": [round(v, 4) for v in lo], "max": [round(v, 4) for v in hi]}, "left_out": left_out}
 
 
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

@@ -258,7 +258,8 @@ def light_preset(args: LightPresetArgs, ctx: ToolContext) -> ToolResult:
 
 
 class FrameCameraArgs(Args):
-    objects: list[Name] | None = Field(None, description="what to frame (default: every visible mesh except preset backdrops)")
+    objects: list[Name] | None = Field(None, description="what to frame (default: every visible mesh this run built, not preset backdrops)")
+    include_existing: bool = Field(False, description="also frame the meshes the scene started with (e.g. the default Cube); default: only what this run built")
     azimuth_deg: float = Field(-35.0, ge=-360, le=360, description="view direction around Z: 0 = from the front (-Y), 90 = from +X")
     elevation_deg: float = Field(20.0, ge=-89, le=89, description="camera height angle above the subject's centre")
     lens_mm: float = Field(50.0, ge=5, le=500, description="focal length (36 mm sensor on the frame's longer side)")
@@ -269,13 +270,16 @@ class FrameCameraArgs(Args):
 
 @tool
 def frame_camera(args: FrameCameraArgs, ctx: ToolContext) -> ToolResult:
-    """Place the camera so the objects' bounding box fills the frame up to a margin, seen from an azimuth and elevation through a lens; centred. Sets the render size to width x height (render at that aspect).
+    """Place the camera so the objects' bounding box (default: what this run built) fills the frame up to a margin, seen from an azimuth and elevation through a lens; centred. Sets the render size to width x height (render at that aspect).
 
     Args: ``FrameCameraArgs``. Returns ``data`` with ``camera``, ``distance_m``, ``frame_filled``, ``subject``.
     """
     data = worker(ctx).call("frame_camera", args.model_dump())
     f = data["frame_filled"]
-    return _result(f"camera {data['distance_m']} m from the subject; it fills {f['horizontal']:.0%} x {f['vertical']:.0%} of the frame", data)
+    head = f"camera {data['distance_m']} m from the subject; it fills {f['horizontal']:.0%} x {f['vertical']:.0%} of the frame"
+    if data.get("left_out"):
+        head += f"; left out what the scene started with: {', '.join(data['left_out'][:8])} (include_existing=true frames them too)"
+    return _result(head, data)
 
 
 #: The toolset, in the order offered to the model (after the basic tools, before finish).
