@@ -125,11 +125,19 @@ class LatheArgs(Args):
                                         description="[r, z] points in metres, r >= 0 the distance from the Z axis; r = 0 is on the axis")
     segments: int = Field(48, ge=3, le=512, description="steps around the axis")
     closed: bool = Field(False, description="join the last point back to the first (a ring or wall cross-section)")
+    smooth: int = Field(1, ge=1, le=32, description="points per profile segment on a smooth spline through the points "
+                        "(8: a smooth bowl from a few points); 1 = straight segments")
+    sharp: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="indices of profile points that stay sharp corners when smooth")
     location: Vec3 = Field([0.0, 0.0, 0.0], description="where the profile's axis origin goes, in metres")
 
     @model_validator(mode="after")
     def _profile(self) -> LatheArgs:
         _at_most(self.profile, 2000, "profile points")
+        if len(self.profile) * self.smooth > 20000:
+            raise ValueError(f"{len(self.profile)} points x smooth {self.smooth} is over 20000 revolved points; give fewer points or a lower smooth")
+        bad = [i for i in self.sharp or [] if i >= len(self.profile)]
+        if bad:
+            raise ValueError(f"sharp index {bad[0]} is not a profile point (0..{len(self.profile) - 1})")
         for i, (r, z) in enumerate(self.profile):
             if r < 0 or abs(r) > 1000 or abs(z) > 1000:
                 raise ValueError(f"profile point {i} is [{r}, {z}]: r must be >= 0 (the distance from the axis) and both within 1000 m")
@@ -145,9 +153,9 @@ class LatheArgs(Args):
 
 @tool
 def lathe(args: LatheArgs, ctx: ToolContext) -> ToolResult:
-    """Revolve a 2D profile of [r, z] points (metres) around the Z axis into a mesh: a mug body, vase, bowl. A profile starting and ending on the axis (r = 0) makes a closed solid; trace a wall's cross-section (out, up, over the rim, down inside) to hollow it. closed joins the last point to the first.
+    """Revolve a 2D profile of [r, z] points (metres) around the Z axis into a mesh: a mug body, vase, bowl. A profile starting and ending on the axis (r = 0) makes a closed solid; trace a wall's cross-section (out, up, over the rim, down inside) to hollow it. closed joins the last point to the first. smooth=8 curves a spline through the points (a smooth wine-glass bowl from a few), sharp keeps chosen points as corners.
 
-    Args: ``LatheArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``.
+    Args: ``LatheArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``, ``profile_points`` (given, revolved).
     """
     data = worker(ctx).call("lathe", args.model_dump())
     note = "closed solid" if data["closed_solid"] else f"open surface ({data['non_manifold_edges']} open edges): solidify it or end the profile on the axis"
