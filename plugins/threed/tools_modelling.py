@@ -181,7 +181,7 @@ class PipeArgs(Args):
 
 @tool
 def pipe(args: PipeArgs, ctx: ToolContext) -> ToolResult:
-    """A round tube of a radius (metres) through points (metres), capped: a mug handle, chair frame tubes, rails. Built from a bevelled curve and turned into a closed mesh.
+    """A round tube of a radius (metres) through points (metres), capped: a mug handle, chair frame tubes, rails. Built from a bevelled curve and turned into a closed mesh. To branch: a second pipe starting inside the first, then add_modifier boolean union and apply_modifier.
 
     Args: ``PipeArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``.
     """

@@ -270,3 +270,19 @@ def test_lathe_smooth_turns_a_few_points_into_a_smooth_closed_bowl(scene_ctx):
     assert glass.extents == pytest.approx(poly.extents, abs=1e-3) and glass.extents[2] == pytest.approx(0.19, abs=1e-6)
     assert glass.volume == pytest.approx(poly.volume, rel=0.1)
     assert "sharp index 12" in fails(tm.lathe, scene_ctx, name="Bad", profile=GLASS, smooth=8, sharp=[12])
+
+
+def test_a_branching_pipe_is_a_second_pipe_unioned_into_the_first(scene_ctx):
+    """The documented way to branch a pipe (the README): a second pipe starting inside the first,
+    unioned with a boolean and applied: one closed solid, one body, the branch's volume added."""
+    call(tm.pipe, scene_ctx, name="Main", points=[[0, 0, 0], [0, 0, 0.5], [0.1, 0, 0.8]], radius=0.02)
+    call(tm.pipe, scene_ctx, name="Branch", points=[[0, 0, 0.3], [0.12, 0, 0.42], [0.2, 0, 0.45]], radius=0.012)
+    main_alone = meshes(scene_ctx)["Main"][0].volume
+    branch_alone = meshes(scene_ctx)["Branch"][0].volume
+    call(tools.add_modifier, scene_ctx, name="Main", kind="boolean", object="Branch", operation="union")
+    call(tm.apply_modifier, scene_ctx, name="Main")
+    call(tools.delete_object, scene_ctx, name="Branch")
+    tree = meshes(scene_ctx)["Main"][0]
+    assert tree.is_volume and tree.body_count == 1
+    assert main_alone < tree.volume < main_alone + branch_alone  # the branch's part inside the main tube counted once
+    assert tree.extents[0] > 0.2  # the branch reaches out to x = 0.2 m
