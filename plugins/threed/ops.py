@@ -31,9 +31,28 @@ PRESETS: dict[str, dict[str, Any]] = {
     "ceramic": {"base_color": [0.8, 0.8, 0.78], "roughness": 0.15, "metallic": 0.0, "transmission": 0.0},
     "plastic_black": {"base_color": [0.02, 0.02, 0.02], "roughness": 0.4, "metallic": 0.0, "transmission": 0.0},
     "fabric_grey": {"base_color": [0.3, 0.3, 0.32], "roughness": 0.9, "metallic": 0.0, "transmission": 0.0},
+    # a lampshade's cloth: matte, with sheen, letting 45% of the light through diffusely (not glass)
+    "fabric_shade": {"base_color": [0.8, 0.7, 0.52], "roughness": 1.0, "metallic": 0.0, "transmission": 0.0,
+                     "sheen": 0.5, "translucency": 0.45},
+    # a lit bulb: frosted white glass glowing at about 2700 K
+    "bulb": {"base_color": [1.0, 0.95, 0.85], "roughness": 0.5, "metallic": 0.0, "transmission": 0.0,
+             "emission_color": [1.0, 0.62, 0.3], "emission_strength": 12.0},
 }
+#: set_material's values and the Principled BSDF inputs they set (``translucency`` is a Translucent
+#: BSDF mixed in after it, ``_translucent``)
+SOCKETS = {"base_color": "Base Color", "roughness": "Roughness", "metallic": "Metallic", "transmission": "Transmission Weight",
+           "emission_color": "Emission Color", "emission_strength": "Emission Strength", "sheen": "Sheen Weight"}
+TRANSLUCENT_MIX = "Horizon translucency"  # the Mix Shader node's name
 
 MAX_INSPECT = 200
+#: Scene property: the names (newline-separated) of the objects the scene held when the run first
+#: opened it (an artist's default Cube, Camera, Light; a task's given parts), set by ``open_scene``
+START_OBJECTS = "horizon_start_objects"
+
+
+def start_objects() -> set[str]:
+    """Names of the objects the scene held before the run built anything (``START_OBJECTS``; empty for a new scene)."""
+    return set(filter(None, str(bpy.context.scene.get(START_OBJECTS, "")).split("\n")))
 
 
 class OpError(Exception):
@@ -256,6 +275,9 @@ def open_scene(args: dict[str, Any]) -> dict[str, Any]:
     _prepare_session()
     blocked = bool(bpy.app.autoexec_fail)
     dropped = _confine_file_paths(args.get("root") or os.path.dirname(path))
+    scene = bpy.context.scene
+    if START_OBJECTS not in scene:  # the first open of the run's scene: what was there before the run built anything
+        scene[START_OBJECTS] = "\n".join(sorted(o.name for o in bpy.data.objects))
     return {"objects": len(bpy.data.objects), "scripts_blocked": blocked, "dropped": dropped}
 
 
@@ -503,6 +525,25 @@ def _principled(mat: bpy.types.Material) -> bpy.types.ShaderNode:
 _AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+z": (0, 0, 1), "-z": (0, 0, -1)}
 
 
+def _translucent(mat: bpy.types.Material, principled: Any, amount: float | None) -> None:
+    """Mix a Translucent BSDF (diffuse light through a thin sheet: cloth, paper) of the base colour
+    after the Principled BSDF: ``amount`` 0-1 of the light goes through (None: keep the mix's)."""
+    tree = mat.node_tree
+    mix = tree.nodes.get(TRANSLUCENT_MIX)
+    if mix is None:
+        output = next((n for n in tree.nodes if n.type == "OUTPUT_MATERIAL"), None) or tree.nodes.new("ShaderNodeOutputMaterial")
+        mix = tree.nodes.new("ShaderNodeMixShader")
+        mix.name = mix.label = TRANSLUCENT_MIX
+        translucent = tree.nodes.new("ShaderNodeBsdfTranslucent")
+        tree.links.new(principled.outputs["BSDF"], mix.inputs[1])
+        tree.links.new(translucent.outputs["BSDF"], mix.inputs[2])
+        tree.links.new(mix.outputs["Shader"], output.inputs["Surface"])
+    translucent = mix.inputs[2].links[0].from_node
+    translucent.inputs["Color"].default_value = principled.inputs["Base Color"].default_value
+    if amount is not None:
+        mix.inputs["Fac"].default_value = amount
+
+
 def _faces_facing(obj: bpy.types.Object, axis: str) -> list[int]:
     """Indices of faces whose world-space normal is within 30 degrees of ``axis`` (e.g. "+z": tops)."""
     rotation = obj.matrix_world.to_3x3().inverted_safe().transposed()  # normals transform by the inverse transpose
@@ -526,7 +567,9 @@ def set_material(args: dict[str, Any]) -> dict[str, Any]:
         if preset not in PRESETS:
             raise OpError(f"no material preset {preset!r}; presets: {', '.join(PRESETS)}; or give base_color (linear RGB 0-1) instead")
         values.update(PRESETS[preset])
-    values.update({k: args[k] for k in ("base_color", "roughness", "metallic", "transmission") if args.get(k) is not None})
+    values.update({k: args[k] for k in (*SOCKETS, "translucency") if args.get(k) is not None})
+    if values.get("emission_color") is not None and "emission_strength" not in values:
+        values["emission_strength"] = 1.0  # a colour alone would not glow (Blender's default strength is 0)
     created = mat is None
     if created:
         if not values:
@@ -537,9 +580,11 @@ def set_material(args: dict[str, Any]) -> dict[str, Any]:
             )
         mat = bpy.data.materials.new(name)
     node = _principled(mat)
-    sockets = {"base_color": "Base Color", "roughness": "Roughness", "metallic": "Metallic", "transmission": "Transmission Weight"}
     for key, value in values.items():
-        node.inputs[sockets[key]].default_value = (*value, 1.0) if key == "base_color" else value
+        if key in SOCKETS:
+            node.inputs[SOCKETS[key]].default_value = (*value, 1.0) if key.endswith("_color") else value
+    if "translucency" in values or mat.node_tree.nodes.get(TRANSLUCENT_MIX) is not None:
+        _translucent(mat, node, values.get("translucency"))
     if "base_color" in values:
         mat.diffuse_color = (*values["base_color"], 1.0)  # the viewport's solid-mode colour
     slot = next((i for i, s in enumerate(obj.material_slots) if s.material == mat), None)
@@ -564,7 +609,21 @@ def set_material(args: dict[str, Any]) -> dict[str, Any]:
     return {
         "material": mat.name, "created": created, "object": obj.name, "faces": len(faces) if faces else len(polygons),
         "settings": {k: (list(v) if isinstance(v, list) else v) for k, v in values.items()},
+        "material_now": material_settings(mat),
     }
+
+
+def material_settings(mat: bpy.types.Material) -> dict[str, Any]:
+    """What ``mat``'s Principled BSDF is set to, read from its nodes: each of ``SOCKETS`` (colours as
+    linear RGB lists) and ``translucency`` (the Translucent BSDF's share, 0 without one)."""
+    node = _principled(mat)
+    out: dict[str, Any] = {}
+    for key, socket in SOCKETS.items():
+        value = node.inputs[socket].default_value
+        out[key] = _round(value[:3]) if key.endswith("_color") else round(float(value), 4)
+    mix = mat.node_tree.nodes.get(TRANSLUCENT_MIX)
+    out["translucency"] = round(float(mix.inputs["Fac"].default_value), 4) if mix is not None else 0.0
+    return out
 
 
 # -- lights, camera, world -------------------------------------------------------------------

@@ -17,7 +17,20 @@ import bmesh
 import bpy
 from mathutils import Vector
 
-from plugins.threed.ops import OpError, _aim, _link, _mesh_object, _real_folder, _set_world_color, describe, scene_camera
+from plugins.threed.ops import (
+    SOCKETS,
+    TRANSLUCENT_MIX,
+    OpError,
+    _aim,
+    _link,
+    _mesh_object,
+    _real_folder,
+    _set_world_color,
+    describe,
+    material_settings,
+    scene_camera,
+    start_objects,
+)
 
 PRESET_TAG = "horizon_preset"  # custom property on objects a lighting preset made
 
@@ -179,6 +192,50 @@ def _brushed_metal(nodes: Any, links: Any, bsdf: Any, color: tuple[float, float,
     return {"color": list(color), "brushed_along": axis, "roughness": [0.3, 0.5]}
 
 
+def _fabric(nodes: Any, links: Any, bsdf: Any, color: tuple[float, float, float], scale: float) -> dict[str, Any]:
+    """Woven cloth: a fine weave (two crossed bands waves, 400 threads per metre) darkening the
+    colour and bumping the surface, full roughness with sheen, and a Translucent BSDF mixed in so
+    45% of the light passes through diffusely (a lit lampshade glows; it does not refract like glass)."""
+    coords = nodes.new("ShaderNodeTexCoord")
+    threads = []
+    for direction in ("X", "Y"):
+        wave = nodes.new("ShaderNodeTexWave")
+        wave.bands_direction = direction
+        wave.inputs["Scale"].default_value = 2 * math.pi * 400 / 20 / scale  # sin(20 * scale * x): 400 bands per metre
+        links.new(coords.outputs["Object"], wave.inputs["Vector"])
+        threads.append(wave)
+    weave = nodes.new("ShaderNodeMath")
+    weave.operation = "MULTIPLY"
+    links.new(threads[0].outputs["Fac"], weave.inputs[0])
+    links.new(threads[1].outputs["Fac"], weave.inputs[1])
+    shade = nodes.new("ShaderNodeMix")
+    shade.data_type = "RGBA"
+    shade.inputs["A"].default_value = (*(0.75 * c for c in color), 1.0)
+    shade.inputs["B"].default_value = (*color, 1.0)
+    links.new(weave.outputs["Value"], shade.inputs["Factor"])
+    links.new(shade.outputs["Result"], bsdf.inputs["Base Color"])
+    bump = nodes.new("ShaderNodeBump")
+    bump.inputs["Strength"].default_value = 0.15
+    bump.inputs["Distance"].default_value = 0.0003
+    links.new(weave.outputs["Value"], bump.inputs["Height"])
+    links.new(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    bsdf.inputs["Roughness"].default_value = 1.0
+    bsdf.inputs["Sheen Weight"].default_value = 0.5
+    output = next(n for n in nodes if n.type == "OUTPUT_MATERIAL")
+    translucent = nodes.new("ShaderNodeBsdfTranslucent")
+    translucent.inputs["Color"].default_value = (*color, 1.0)
+    mix = nodes.new("ShaderNodeMixShader")
+    mix.name = mix.label = TRANSLUCENT_MIX  # set_material's translucency reads and sets it
+    mix.inputs["Fac"].default_value = FABRIC_TRANSLUCENCY
+    links.new(bsdf.outputs["BSDF"], mix.inputs[1])
+    links.new(translucent.outputs["BSDF"], mix.inputs[2])
+    links.new(mix.outputs["Shader"], output.inputs["Surface"])
+    return {"color": list(color), "threads_per_m": 400 / scale, "translucency": FABRIC_TRANSLUCENCY, "sheen": 0.5}
+
+
+FABRIC_TRANSLUCENCY = 0.45
+
+
 def _image(nodes: Any, links: Any, bsdf: Any, path: str, objs: list[bpy.types.Object], root: str) -> dict[str, Any]:
     """An image file as the base colour through each object's UV map."""
     _real_folder(path, "image")
@@ -203,11 +260,11 @@ def _image(nodes: Any, links: Any, bsdf: Any, path: str, objs: list[bpy.types.Ob
 
 
 def set_surface(args: dict[str, Any]) -> dict[str, Any]:
-    """Build material ``material`` from a preset (oak, walnut, pine, ceramic, brushed_metal, image) and
+    """Build material ``material`` from a preset (oak, walnut, pine, ceramic, brushed_metal, fabric, image) and
     assign it to every face of each of ``objects`` (replacing their materials).
 
     ``scale`` (m) stretches the procedural pattern (1 = as designed); ``color`` is the glaze or
-    metal colour (linear RGB); ``grain_axis`` the object-space axis wood grain or brushing runs along.
+    metal colour (linear RGB); ``emission_color`` / ``emission_strength`` make any preset glow; ``grain_axis`` the object-space axis wood grain or brushing runs along.
     """
     objs = [_mesh_object(n) for n in args["objects"]]
     mat, nodes, links = _fresh_material(args["material"])
@@ -222,17 +279,27 @@ def set_surface(args: dict[str, Any]) -> dict[str, Any]:
     elif preset == "brushed_metal":
         color = tuple(args.get("color") or (0.62, 0.62, 0.63))
         settings, viewport = _brushed_metal(nodes, links, bsdf, color, axis, scale), color
+    elif preset == "fabric":
+        color = tuple(args.get("color") or (0.8, 0.7, 0.52))
+        settings, viewport = _fabric(nodes, links, bsdf, color, scale), color
     elif preset == "image":
         settings, viewport = _image(nodes, links, bsdf, args["image_path"], objs, args.get("root") or os.path.dirname(args["image_path"])), (0.5, 0.5, 0.5)
     else:  # the tool's Literal forbids this; kept for direct callers
-        raise OpError(f"no surface preset {preset!r}; presets: oak, walnut, pine, ceramic, brushed_metal, image")
+        raise OpError(f"no surface preset {preset!r}; presets: oak, walnut, pine, ceramic, brushed_metal, fabric, image")
+    if args.get("emission_color") is not None or args.get("emission_strength") is not None:
+        glow = tuple(args.get("emission_color") or (1.0, 1.0, 1.0))
+        strength = args.get("emission_strength") if args.get("emission_strength") is not None else 1.0
+        bsdf.inputs[SOCKETS["emission_color"]].default_value = (*glow, 1.0)
+        bsdf.inputs[SOCKETS["emission_strength"]].default_value = strength
+        settings.update(emission_color=list(glow), emission_strength=strength)
     mat.diffuse_color = (*viewport, 1.0)
     for obj in objs:
         obj.data.materials.clear()
         obj.data.materials.append(mat)
         for p in obj.data.polygons:
             p.material_index = 0
-    return {"material": mat.name, "preset": preset, "objects": [o.name for o in objs], "settings": settings}
+    return {"material": mat.name, "preset": preset, "objects": [o.name for o in objs], "settings": settings,
+            "material_now": material_settings(mat)}
 
 
 # -- lighting presets ----------------------------------------------------------------------
@@ -413,8 +480,19 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     front, -Y; 90 = right, +X) and ``elevation_deg``, at the distance where the subject's bounding
     box, seen through ``lens_mm`` (36 mm sensor on the longer side) in a ``width`` x ``height``
     frame, leaves ``margin`` of the frame empty on its tightest side (0.1 = 10% each side).
-    The camera is shifted sideways so the box's image is centred."""
-    lo, hi = _subject_box(args.get("objects"))
+    The camera is shifted sideways so the box's image is centred.
+
+    The subject is ``objects``, or by default every visible mesh a lighting preset did not make,
+    less the meshes the scene held before the run built anything (``start_objects``: an artist's
+    default Cube), reported in ``left_out``, unless ``include_existing`` or the run built none."""
+    names, left_out = args.get("objects"), []
+    if not names and not args.get("include_existing"):
+        visible = sorted(o.name for o in bpy.data.objects if o.type == "MESH" and not o.hide_render and PRESET_TAG not in o)
+        start = start_objects()
+        built = [n for n in visible if n not in start]
+        if built:  # the scene came with objects (an artist's default Cube): frame only what the run built
+            names, left_out = built, [n for n in visible if n in start]
+    lo, hi = _subject_box(names)
     corners = [Vector((x, y, z)) for x in (lo.x, hi.x) for y in (lo.y, hi.y) for z in (lo.z, hi.z)]
     centre = (lo + hi) / 2
     width, height = args.get("width", 320), args.get("height", 240)
@@ -467,7 +545,7 @@ def frame_camera(args: dict[str, Any]) -> dict[str, Any]:
     u0, u1, v0, v1 = spans(d, a, b)
     return {"created": created, "camera": describe(cam), "distance_m": round(d, 4),
             "frame_filled": {"horizontal": round((u1 - u0) / (2 * tan_x), 3), "vertical": round((v1 - v0) / (2 * tan_y), 3)},
-            "subject": {"min": [round(v, 4) for v in lo], "max": [round(v, 4) for v in hi]}}
+            "subject": {"min": [round(v, 4) for v in lo], "max": [round(v, 4) for v in hi]}, "left_out": left_out}
 
 
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

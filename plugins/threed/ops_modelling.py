@@ -18,6 +18,7 @@ import bpy
 from mathutils import Vector
 
 from plugins.threed.ops import OpError, _link, _mesh_object, _new_name, _object, describe, non_manifold_edges
+from plugins.threed.profile import smooth_profile
 
 #: Profile points closer to the Z axis than this (m) are on it: one vertex, not a ring.
 AXIS_EPS_M = 1e-6
@@ -170,9 +171,14 @@ def lathe(args: dict[str, Any]) -> dict[str, Any]:
     Points on the axis (r = 0) become one vertex (a pole), so a profile that starts and ends on
     the axis gives a closed solid; ``closed`` joins the last point back to the first (a ring, or a
     wall cross-section). Face normals are made consistent (outwards when the result is closed).
+    ``smooth`` (points per segment, 1 = the polyline) runs a spline through the points
+    (``plugins.threed.profile``) except at the ``sharp`` ones.
     """
     name = _new_name(args["name"])
     profile = [(float(r), float(z)) for r, z in args["profile"]]
+    given = len(profile)
+    if args.get("smooth", 1) > 1:
+        profile, _ = smooth_profile(profile, args["smooth"], set(args.get("sharp") or ()), args.get("closed", False), AXIS_EPS_M)
     segments = args.get("segments", 48)
     edges = list(zip(range(len(profile) - 1), range(1, len(profile))))
     if args.get("closed", False):
@@ -208,7 +214,8 @@ def lathe(args: dict[str, Any]) -> dict[str, Any]:
     obj.location = args.get("location", [0.0, 0.0, 0.0])
     bpy.context.view_layer.update()
     holes = non_manifold_edges(obj)
-    return {"added": describe(obj), "non_manifold_edges": holes, "closed_solid": holes == 0}
+    return {"added": describe(obj), "non_manifold_edges": holes, "closed_solid": holes == 0,
+            "profile_points": {"given": given, "revolved": len(profile)}}
 
 
 def pipe(args: dict[str, Any]) -> dict[str, Any]:

@@ -24,8 +24,9 @@ How to work:
    duplicate, join, parent, apply_modifier, shade_smooth for the rest.
    Keep every object a closed solid (booleans need closed operands).
 3. set_material on each object (presets: oak, walnut, pine, steel, brass, glass, ceramic,
-   plastic_black, fabric_grey; or a base_color), or set_surface for textured wood, glazed
-   ceramic, brushed metal or an image, on several objects at once.
+   plastic_black, fabric_grey, fabric_shade: cloth light shines through, bulb: glowing; or a
+   base_color; emission_color glows), or set_surface for textured wood, glazed ceramic,
+   brushed metal, woven fabric or an image, on several objects at once.
 4. light_preset (three_point, studio, sun_sky) or add_light, and frame_camera or set_camera for
    the shot; render_preview to look at it (small, fast): it says what the camera shows of each
    object (its share of the frame, hidden, cut off, off camera).

@@ -313,11 +313,16 @@ def add_modifier(args: AddModifierArgs, ctx: ToolContext) -> ToolResult:
 class SetMaterialArgs(Args):
     object: Name
     material: Name = Field(description="material name, e.g. 'Oak'; reused if it exists")
-    preset: str | None = Field(None, description="starting values: oak, walnut, pine, steel, brass, glass, ceramic, plastic_black, fabric_grey")
+    preset: str | None = Field(None, description="starting values: oak, walnut, pine, steel, brass, glass, ceramic, plastic_black, fabric_grey, "
+                               "fabric_shade (translucent lampshade cloth), bulb (glowing warm white)")
     base_color: Color | None = Field(None, description="linear RGB, each 0-1")
     roughness: float | None = Field(None, ge=0, le=1)
     metallic: float | None = Field(None, ge=0, le=1)
-    transmission: float | None = Field(None, ge=0, le=1)
+    transmission: float | None = Field(None, ge=0, le=1, description="glass-like: light refracts through it")
+    emission_color: Color | None = Field(None, description="the colour it glows, linear RGB 0-1 (a bulb, a screen)")
+    emission_strength: float | None = Field(None, ge=0, le=1000, description="glow strength: 1 = the colour's own brightness; a lit bulb 5-20")
+    sheen: float | None = Field(None, ge=0, le=1, description="cloth's soft rim highlight")
+    translucency: float | None = Field(None, ge=0, le=1, description="fraction of light passing diffusely through (cloth, paper); not glass")
     faces: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="face indices to assign to; omit for the whole object")
     faces_facing: Literal["+x", "-x", "+y", "-y", "+z", "-z"] | None = Field(
         None, description="assign to the faces whose world normal points this way (within 30 degrees), e.g. '+z' for tops")
@@ -332,9 +337,10 @@ class SetMaterialArgs(Args):
 
 @tool
 def set_material(args: SetMaterialArgs, ctx: ToolContext) -> ToolResult:
-    """Assign a Principled BSDF material to an object or some of its faces (by index, or by the direction they face). A new material needs a preset or a base_color; an existing one is reused and updated with any values given.
+    """Assign a Principled BSDF material to an object or some of its faces (by index, or by the direction they face). A new material needs a preset or a base_color; an existing one is reused and updated with any values given. emission_color/emission_strength make it glow (a bulb); translucency lets light through like cloth (a lampshade: preset fabric_shade).
 
-    Args: ``SetMaterialArgs``. Returns ``data`` with ``material``, ``created``, ``faces`` and ``settings``.
+    Args: ``SetMaterialArgs``. Returns ``data`` with ``material``, ``created``, ``faces``, ``settings`` (the values given)
+    and ``material_now`` (every value read back from the material's nodes).
     """
     data = worker(ctx).call("set_material", args.model_dump())
     verb = "created and assigned" if data["created"] else "assigned"

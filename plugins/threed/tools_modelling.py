@@ -125,11 +125,19 @@ class LatheArgs(Args):
                                         description="[r, z] points in metres, r >= 0 the distance from the Z axis; r = 0 is on the axis")
     segments: int = Field(48, ge=3, le=512, description="steps around the axis")
     closed: bool = Field(False, description="join the last point back to the first (a ring or wall cross-section)")
+    smooth: int = Field(1, ge=1, le=32, description="points per profile segment on a smooth spline through the points "
+                        "(8: a smooth bowl from a few points); 1 = straight segments")
+    sharp: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="indices of profile points that stay sharp corners when smooth")
     location: Vec3 = Field([0.0, 0.0, 0.0], description="where the profile's axis origin goes, in metres")
 
     @model_validator(mode="after")
     def _profile(self) -> LatheArgs:
         _at_most(self.profile, 2000, "profile points")
+        if len(self.profile) * self.smooth > 20000:
+            raise ValueError(f"{len(self.profile)} points x smooth {self.smooth} is over 20000 revolved points; give fewer points or a lower smooth")
+        bad = [i for i in self.sharp or [] if i >= len(self.profile)]
+        if bad:
+            raise ValueError(f"sharp index {bad[0]} is not a profile point (0..{len(self.profile) - 1})")
         for i, (r, z) in enumerate(self.profile):
             if r < 0 or abs(r) > 1000 or abs(z) > 1000:
                 raise ValueError(f"profile point {i} is [{r}, {z}]: r must be >= 0 (the distance from the axis) and both within 1000 m")
@@ -145,9 +153,9 @@ class LatheArgs(Args):
 
 @tool
 def lathe(args: LatheArgs, ctx: ToolContext) -> ToolResult:
-    """Revolve a 2D profile of [r, z] points (metres) around the Z axis into a mesh: a mug body, vase, bowl. A profile starting and ending on the axis (r = 0) makes a closed solid; trace a wall's cross-section (out, up, over the rim, down inside) to hollow it. closed joins the last point to the first.
+    """Revolve a 2D profile of [r, z] points (metres) around the Z axis into a mesh: a mug body, vase, bowl. A profile starting and ending on the axis (r = 0) makes a closed solid; trace a wall's cross-section (out, up, over the rim, down inside) to hollow it. closed joins the last point to the first. smooth=8 curves a spline through the points (a smooth wine-glass bowl from a few), sharp keeps chosen points as corners.
 
-    Args: ``LatheArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``.
+    Args: ``LatheArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``, ``profile_points`` (given, revolved).
     """
     data = worker(ctx).call("lathe", args.model_dump())
     note = "closed solid" if data["closed_solid"] else f"open surface ({data['non_manifold_edges']} open edges): solidify it or end the profile on the axis"
@@ -173,7 +181,7 @@ class PipeArgs(Args):
 
 @tool
 def pipe(args: PipeArgs, ctx: ToolContext) -> ToolResult:
-    """A round tube of a radius (metres) through points (metres), capped: a mug handle, chair frame tubes, rails. Built from a bevelled curve and turned into a closed mesh.
+    """A round tube of a radius (metres) through points (metres), capped: a mug handle, chair frame tubes, rails. Built from a bevelled curve and turned into a closed mesh. To branch: a second pipe starting inside the first, then add_modifier boolean union and apply_modifier.
 
     Args: ``PipeArgs``. Returns ``data`` with ``added``, ``non_manifold_edges``, ``closed_solid``.
     """
@@ -204,9 +212,12 @@ def uv_unwrap(args: UvUnwrapArgs, ctx: ToolContext) -> ToolResult:
 class SetSurfaceArgs(Args):
     objects: Names = Field(description="every object that gets this material (all its faces)")
     material: Name = Field(description="material name, e.g. 'Oak'; rebuilt if it exists")
-    preset: Literal["oak", "walnut", "pine", "ceramic", "brushed_metal", "image"] = Field(
-        description="oak / walnut / pine: procedural grain; ceramic: glossy glaze; brushed_metal; image: an image file through the UV map")
-    color: Color | None = Field(None, description="ceramic glaze or metal colour, linear RGB")
+    preset: Literal["oak", "walnut", "pine", "ceramic", "brushed_metal", "fabric", "image"] = Field(
+        description="oak / walnut / pine: procedural grain; ceramic: glossy glaze; brushed_metal; fabric: woven cloth that light "
+                    "shines through (a lampshade); image: an image file through the UV map")
+    color: Color | None = Field(None, description="ceramic glaze, metal or fabric colour, linear RGB")
+    emission_color: Color | None = Field(None, description="make it glow this colour (linear RGB), on top of the preset")
+    emission_strength: float | None = Field(None, ge=0, le=1000, description="glow strength: 1 = the colour's own brightness; a lit bulb 5-20")
     grain_axis: Literal["x", "y", "z"] = Field("x", description="object axis the wood grain or brushing runs along (a leg: z)")
     scale: float = Field(1.0, gt=0, le=100, description="pattern size factor (2 = grain twice as coarse)")
     image_path: str | None = Field(None, description="image preset: PNG/JPEG path relative to the workspace")
@@ -220,7 +231,7 @@ class SetSurfaceArgs(Args):
 
 @tool
 def set_surface(args: SetSurfaceArgs, ctx: ToolContext) -> ToolResult:
-    """Give objects a textured material from a preset: oak, walnut or pine (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials.
+    """Give objects a textured material from a preset: oak, walnut or pine (procedural grain along grain_axis), ceramic (glossy glaze, color), brushed_metal (color), fabric (woven cloth light shines through, color), or image (a workspace image through UVs: uv_unwrap first). Replaces their materials; emission_color/emission_strength make it glow.
 
     Args: ``SetSurfaceArgs``. Returns ``data`` with ``material``, ``preset``, ``objects``, ``settings``.
     """
@@ -255,7 +266,8 @@ def light_preset(args: LightPresetArgs, ctx: ToolContext) -> ToolResult:
 
 
 class FrameCameraArgs(Args):
-    objects: list[Name] | None = Field(None, description="what to frame (default: every visible mesh except preset backdrops)")
+    objects: list[Name] | None = Field(None, description="what to frame (default: every visible mesh this run built, not preset backdrops)")
+    include_existing: bool = Field(False, description="also frame the meshes the scene started with (e.g. the default Cube); default: only what this run built")
     azimuth_deg: float = Field(-35.0, ge=-360, le=360, description="view direction around Z: 0 = from the front (-Y), 90 = from +X")
     elevation_deg: float = Field(20.0, ge=-89, le=89, description="camera height angle above the subject's centre")
     lens_mm: float = Field(50.0, ge=5, le=500, description="focal length (36 mm sensor on the frame's longer side)")
@@ -266,13 +278,16 @@ class FrameCameraArgs(Args):
 
 @tool
 def frame_camera(args: FrameCameraArgs, ctx: ToolContext) -> ToolResult:
-    """Place the camera so the objects' bounding box fills the frame up to a margin, seen from an azimuth and elevation through a lens; centred. Sets the render size to width x height (render at that aspect).
+    """Place the camera so the objects' bounding box (default: what this run built) fills the frame up to a margin, seen from an azimuth and elevation through a lens; centred. Sets the render size to width x height (render at that aspect).
 
     Args: ``FrameCameraArgs``. Returns ``data`` with ``camera``, ``distance_m``, ``frame_filled``, ``subject``.
     """
     data = worker(ctx).call("frame_camera", args.model_dump())
     f = data["frame_filled"]
-    return _result(f"camera {data['distance_m']} m from the subject; it fills {f['horizontal']:.0%} x {f['vertical']:.0%} of the frame", data)
+    head = f"camera {data['distance_m']} m from the subject; it fills {f['horizontal']:.0%} x {f['vertical']:.0%} of the frame"
+    if data.get("left_out"):
+        head += f"; left out what the scene started with: {', '.join(data['left_out'][:8])} (include_existing=true frames them too)"
+    return _result(head, data)
 
 
 #: The toolset, in the order offered to the model (after the basic tools, before finish).

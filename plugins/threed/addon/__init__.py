@@ -234,19 +234,92 @@ _SYNCED_KINDS = ("objects", "meshes", "curves", "lights", "cameras", "materials"
 _COPY_SUFFIX = re.compile(r"^(?P<base>.+)\.\d{3,}$")
 
 
-def sync_scene(path: str, known: set[str] | None = None) -> str:
+def _material_print(mat: Any) -> tuple:
+    """What a material looks like, as comparable values: its viewport colour and each node's
+    type and unlinked input values (a copy's name may differ: ``Oak.001``)."""
+    if mat is None:
+        return ()
+    nodes = []
+    if mat.use_nodes and mat.node_tree is not None:
+        for node in sorted(mat.node_tree.nodes, key=lambda n: n.name):
+            values = []
+            for socket in node.inputs:
+                value = getattr(socket, "default_value", None)
+                if socket.is_linked or value is None or isinstance(value, (str, bpy.types.ID)):
+                    continue
+                values.append(tuple(round(float(v), 6) for v in value) if hasattr(value, "__len__") else round(float(value), 6))
+            nodes.append((node.bl_idname, tuple(values)))
+    return (tuple(round(v, 6) for v in mat.diffuse_color), tuple(nodes))
+
+
+def _references(obj: Any, names: dict[int, str]) -> set[str]:
+    """Names (``names``: pointer -> name as the agent's scene has it) of the objects ``obj`` points
+    at: its parent and its modifiers' objects (a boolean's cutter, a mirror's centre)."""
+    targets = [obj.parent] + [getattr(m, "object", None) or getattr(m, "mirror_object", None) for m in obj.modifiers]
+    return {names.get(t.as_pointer(), t.name) for t in targets if t is not None}
+
+
+def _object_print(obj: Any, names: dict[int, str]) -> tuple:
+    """What an object is, as comparable values: its type, transform, parent, visibility,
+    modifiers, materials and data (mesh vertices and faces, light, camera); equal for an object
+    and its unchanged copy appended from another file."""
+    # matrix_basis (from location, rotation, scale) and the parent inverse: an appended object's
+    # matrix_world is not evaluated until it is in a scene
+    matrix = tuple(round(v, 6) for m in (obj.matrix_basis, obj.matrix_parent_inverse) for row in m for v in row)
+    mods = tuple((m.type, m.name, m.show_render, m.show_viewport) for m in obj.modifiers)
+    mats = tuple(_material_print(s.material) for s in obj.material_slots)
+    data = obj.data
+    if obj.type == "MESH":
+        coords = [0.0] * (3 * len(data.vertices))
+        data.vertices.foreach_get("co", coords)
+        loops = [0] * len(data.loops)
+        data.loops.foreach_get("vertex_index", loops)
+        shape = (tuple(round(c, 6) for c in coords), tuple(loops), tuple(p.loop_total for p in data.polygons),
+                 tuple(p.material_index for p in data.polygons), tuple(p.use_smooth for p in data.polygons))
+    elif obj.type == "LIGHT":
+        shape = (data.type, round(data.energy, 6), tuple(round(c, 6) for c in data.color),
+                 round(getattr(data, "size", 0.0), 6), round(getattr(data, "shadow_soft_size", 0.0), 6))
+    elif obj.type == "CAMERA":
+        shape = (data.type, round(data.lens, 6), round(data.sensor_width, 6), round(data.shift_x, 6), round(data.shift_y, 6),
+                 round(data.clip_start, 6), round(data.clip_end, 6))
+    else:
+        shape = (obj.as_pointer(),)  # curves, text, empties...: not compared, always copied
+    return (obj.type, matrix, obj.hide_render, obj.hide_viewport, mods, tuple(sorted(_references(obj, names))), mats, shape)
+
+
+def _unchanged(scene: Any, incoming: dict[str, Any]) -> set[str]:
+    """Names of the open scene's objects that their incoming copy (``incoming``: the agent's
+    name -> appended object) leaves unchanged, that no changed object points at, and that point
+    at no changed object (a kept object must not lose its parent or be lost as a cutter)."""
+    names = {obj.as_pointer(): name for name, obj in incoming.items()}
+    same = {o.name for o in scene.objects if o.name in incoming and _object_print(o, {}) == _object_print(incoming[o.name], names)}
+    while True:
+        wanted: set[str] = set()
+        for name, obj in incoming.items():
+            if name not in same:
+                wanted |= _references(obj, names)
+        drop = {n for n in same if n in wanted or not _references(scene.objects[n], {}) <= same}
+        if not drop:
+            return same
+        same -= drop
+
+
+def sync_scene(path: str, known: set[str] | None = None, replace_unchanged: bool = False) -> str:
     """Make the open scene's objects, their data and materials, its camera and world those of the
     agent's saved scene ``path`` (a step the add-on cannot repeat from its arguments, such as
     ``run_blender_python``). Objects are appended from the file, never linked; no script in it
     runs (Blender's "Auto Run Python Scripts" preference governs drivers as for any file).
 
-    Objects of the same name are replaced (keeping their collections); an object the agent's
+    Objects of the same name are replaced (keeping their collections) when the agent's copy
+    differs (``_object_print``: transform, mesh, materials, modifiers, light, camera); an unchanged
+    one (the artist's default Cube, Camera and Light the run never touched) stays as it is, its
+    copy dropped, unless ``replace_unchanged``. An object the agent's
     scene does not have is deleted only when the run knew it (``known``: the names its scene
     started with and those its steps made; None: every object), so what the artist added
     meanwhile stays; an appended datablock that got a ``.001`` name because the open file held
     one of that name takes its name once the old one is unused.
 
-    Returns a one-line summary naming what was replaced, removed and kept. Raises OSError
+    Returns a one-line summary naming what was replaced, added, removed and kept. Raises OSError
     (unreadable file) or RuntimeError (not a .blend).
     """
     before = {kind: {x.as_pointer() for x in getattr(bpy.data, kind)} for kind in (*_SYNCED_KINDS, "collections")}
@@ -263,9 +336,16 @@ def sync_scene(path: str, known: set[str] | None = None) -> str:
             bpy.data.collections.remove(collection)  # the appended scene's own collections
     scene = bpy.context.scene
     incoming = {name: obj for name, obj in zip(names, dst.objects) if obj is not None}
-    replaced, removed, kept = [], [], []
+    camera_name = next((name for name, obj in incoming.items() if obj == camera), None)
+    same = set() if replace_unchanged else _unchanged(scene, incoming)
+    replaced, removed, kept, unchanged = [], [], [], {}
     for old in list(scene.objects):
         new = incoming.get(old.name)
+        if new is not None and old.name in same:
+            unchanged[old.name] = old  # the same as the agent's: keep the artist's object, drop the copy
+            del incoming[old.name]
+            bpy.data.objects.remove(new)
+            continue
         if new is not None:
             for collection in old.users_collection:
                 collection.objects.link(new)
@@ -280,9 +360,16 @@ def sync_scene(path: str, known: set[str] | None = None) -> str:
         if not new.users_collection:
             scene.collection.objects.link(new)
         new.name = name  # the old object of that name is gone
+    if camera_name in unchanged:  # the agent's camera was an unchanged copy, now removed: the artist's is the same
+        camera = unchanged[camera_name]
     scene.camera = camera
     if world is not None:
         scene.world = world
+    if unchanged:  # the dropped copies' meshes and materials, used by nothing now
+        for kind in _SYNCED_KINDS[1:]:
+            data = getattr(bpy.data, kind)
+            for block in [x for x in data if x.as_pointer() not in before[kind] and x.users == 0]:
+                data.remove(block)
     _take_back_names(before)
     added = sorted(set(incoming) - set(replaced))
 
@@ -290,7 +377,8 @@ def sync_scene(path: str, known: set[str] | None = None) -> str:
         return ", ".join(sorted(names)[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "") if names else "none"
 
     summary = f"scene copied from the agent's run: replaced {listed(replaced)}; added {listed(added)}; removed {listed(removed)}"
-    return summary + (f"; kept yours: {listed(kept)}" if kept else "")
+    summary += f"; kept yours: {listed(kept)}" if kept else ""
+    return summary + (f"; left unchanged: {listed(list(unchanged))}" if unchanged else "")
 
 
 def _take_back_names(before: dict[str, set[int]]) -> None:

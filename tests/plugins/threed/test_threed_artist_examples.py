@@ -49,3 +49,21 @@ def test_a_run_that_builds_nothing_scores_0_though_the_start_scene_has_a_light_a
     assert result.reward == 0.0
     assert list(stored["rewards"]) == ["scene/built"], stored["rewards"]
     assert "built nothing" in stored["rewards"]["scene/built"]["detail"]["message"]
+
+
+def test_lamp_and_glass_scripts_build_closed_solids_with_a_glowing_bulb_and_a_cloth_shade(tmp_path):
+    """The glowing lamp and the smooth glass (no task folder: the generic checks) still build:
+    closed lathed solids, the bulb's material glowing and the shade's translucent, read back."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    said = {}
+    for name in ("glowing-lamp", "smooth-glass"):
+        result, stored = run_episode(empty, without_renders(load_script(EXAMPLES / f"{name}.jsonl")))
+        assert result.reward == 1.0, (name, failing(stored))
+        said[name] = [str(m.content).replace(" ", "") for m in stored["messages"]]
+        lathes = [c for c in said[name] if c.startswith("lathed")]
+        assert lathes and all("(closedsolid)" in c for c in lathes), name
+    lamp = said["glowing-lamp"]
+    assert any('"emission_strength":12.0' in c and c.startswith("createdandassigned'Bulb'") for c in lamp)
+    assert any('"translucency":0.45' in c and c.startswith("createdandassigned'Linen'") for c in lamp)
+    assert any('"revolved":111' in c for c in said["smooth-glass"])  # 11 segments x 10 + the last point

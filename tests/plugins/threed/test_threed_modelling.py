@@ -203,3 +203,86 @@ def test_frame_camera_fits_the_box_with_the_margin_centred(scene_ctx):
     assert tightest == pytest.approx(0.2, abs=0.04)  # 10% empty on each side of the tightest axis
     assert not np.isfinite(depth[1]).any()  # "Other" is out of the shot
     assert "nothing to light or frame" not in call(tm.frame_camera, scene_ctx).output
+
+
+def test_frame_camera_leaves_out_the_default_cube_the_scene_started_with(ctx):
+    """A run on Blender's default scene (Cube, Camera, Light): the camera frames the lamp the run
+    built, not the artist's cube 3 m away, unless include_existing; named objects are framed as asked."""
+    import subprocess
+    import sys
+
+    code = ("import bpy, sys; bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True); "
+            "bpy.ops.wm.save_as_mainfile(filepath=sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(ctx.workspace / "scene.blend")], check=True, capture_output=True, timeout=120)
+    assert set(objects(ctx)) == {"Cube", "Camera", "Light"}
+    cube(ctx, "Lamp", (0.2, 0.2, 0.5), (3, 0, 0.25))
+    built = call(tm.frame_camera, ctx)
+    assert built.data["left_out"] == ["Cube"] and "left out what the scene started with: Cube" in built.output
+    assert built.data["subject"] == {"min": [2.9, -0.1, 0.0], "max": [3.1, 0.1, 0.5]}
+    everything = call(tm.frame_camera, ctx, include_existing=True)
+    assert everything.data["left_out"] == [] and everything.data["subject"]["min"] == [-1.0, -1.0, -1.0]
+    named = call(tm.frame_camera, ctx, objects=["Cube"])
+    assert named.data["subject"]["max"] == [1.0, 1.0, 1.0] and named.data["left_out"] == []
+    tools.close_worker(ctx)  # a restarted worker reopens the saved scene: the Lamp is still the run's, not the start's
+    again = call(tm.frame_camera, ctx)
+    assert again.data["left_out"] == ["Cube"] and again.data["subject"]["max"] == [3.1, 0.1, 0.5]
+
+
+#: A hollow wine glass's cross-section from 12 points: foot, stem, bowl outside, rim, bowl inside.
+GLASS = [[0, 0], [0.035, 0], [0.035, 0.004], [0.005, 0.012], [0.004, 0.08], [0.03, 0.1], [0.042, 0.14], [0.038, 0.19],
+         [0.036, 0.19], [0.04, 0.14], [0.028, 0.104], [0, 0.096]]
+GLASS_SHARP = [1, 2, 3, 7, 8]  # the foot's edge, the stem's foot, the rim
+
+
+def _bowl_kink_deg(mesh, axis_x=0.0):
+    """The profile's sharpest turn on the bowl (0.105 < z < 0.185), in degrees: the largest change
+    of the faces' slope (their normal in the r-z plane) across an edge along a ring (both ends at
+    one height), so the faces' angle around the axis does not count."""
+    centres, normals = mesh.triangles_center, mesh.face_normals
+    radial = centres[:, :2] - [axis_x, 0.0]
+    radial /= np.linalg.norm(radial, axis=1, keepdims=True)
+    slope = np.arctan2(normals[:, 2], np.sum(normals[:, :2] * radial, axis=1))
+    edges = mesh.vertices[mesh.face_adjacency_edges]  # (pairs, 2 ends, xyz)
+    ring = np.abs(edges[:, 0, 2] - edges[:, 1, 2]) < 1e-7
+    pairs = mesh.face_adjacency[ring]
+    bowl = np.all((centres[pairs][:, :, 2] > 0.105) & (centres[pairs][:, :, 2] < 0.185), axis=1)
+    turn = np.abs(np.angle(np.exp(1j * (slope[pairs[bowl, 0]] - slope[pairs[bowl, 1]]))))
+    return float(np.degrees(turn.max()))
+
+
+def test_lathe_smooth_turns_a_few_points_into_a_smooth_closed_bowl(scene_ctx):
+    segments = 64
+    sharp = call(tm.lathe, scene_ctx, name="Polyline", profile=GLASS, segments=segments)
+    smooth = call(tm.lathe, scene_ctx, name="Glass", profile=GLASS, segments=segments, smooth=8, sharp=GLASS_SHARP,
+                  location=[0.2, 0, 0])
+    assert sharp.data["closed_solid"] and smooth.data["closed_solid"]
+    assert smooth.data["profile_points"] == {"given": 12, "revolved": 89}  # 11 segments x 8 + the last point
+    got = meshes(scene_ctx)
+    poly, glass = got["Polyline"][0], got["Glass"][0]
+    assert glass.is_volume and len(glass.vertices) == (89 - 2) * segments + 2  # two poles on the axis
+    assert len(glass.vertices) > 7 * len(poly.vertices)
+    # no kink: the smooth profile's sharpest turn halves when its steps do (a curve); a polyline's stays
+    call(tm.lathe, scene_ctx, name="Finer", profile=GLASS, segments=segments, smooth=16, sharp=GLASS_SHARP, location=[0.4, 0, 0])
+    finer = meshes(scene_ctx)["Finer"][0]
+    turns = _bowl_kink_deg(poly), _bowl_kink_deg(glass, axis_x=0.2), _bowl_kink_deg(finer, axis_x=0.4)
+    assert turns[0] > 20 and turns[1] < turns[0] / 2 and turns[2] < 0.6 * turns[1], turns
+    # a spline through the points: it bulges past them by under a millimetre; the height is kept exactly
+    assert glass.extents == pytest.approx(poly.extents, abs=1e-3) and glass.extents[2] == pytest.approx(0.19, abs=1e-6)
+    assert glass.volume == pytest.approx(poly.volume, rel=0.1)
+    assert "sharp index 12" in fails(tm.lathe, scene_ctx, name="Bad", profile=GLASS, smooth=8, sharp=[12])
+
+
+def test_a_branching_pipe_is_a_second_pipe_unioned_into_the_first(scene_ctx):
+    """The documented way to branch a pipe (the README): a second pipe starting inside the first,
+    unioned with a boolean and applied: one closed solid, one body, the branch's volume added."""
+    call(tm.pipe, scene_ctx, name="Main", points=[[0, 0, 0], [0, 0, 0.5], [0.1, 0, 0.8]], radius=0.02)
+    call(tm.pipe, scene_ctx, name="Branch", points=[[0, 0, 0.3], [0.12, 0, 0.42], [0.2, 0, 0.45]], radius=0.012)
+    main_alone = meshes(scene_ctx)["Main"][0].volume
+    branch_alone = meshes(scene_ctx)["Branch"][0].volume
+    call(tools.add_modifier, scene_ctx, name="Main", kind="boolean", object="Branch", operation="union")
+    call(tm.apply_modifier, scene_ctx, name="Main")
+    call(tools.delete_object, scene_ctx, name="Branch")
+    tree = meshes(scene_ctx)["Main"][0]
+    assert tree.is_volume and tree.body_count == 1
+    assert main_alone < tree.volume < main_alone + branch_alone  # the branch's part inside the main tube counted once
+    assert tree.extents[0] > 0.2  # the branch reaches out to x = 0.2 m

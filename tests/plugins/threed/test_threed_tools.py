@@ -9,6 +9,7 @@ import pytest
 import trimesh
 
 from plugins.threed import checks, tools
+from plugins.threed import tools_modelling as tm
 from plugins.threed.reward import load_scene_meshes
 from tests.plugins.threed.tool_calls import call, fails
 
@@ -212,3 +213,49 @@ def test_export_of_a_cube_matches_trimesh_box(scene_ctx):
     call(tools.export_scene, scene_ctx, format="stl", path="unit.stl")
     mesh = checks.combine(checks.load_parts(scene_ctx.workspace / "unit.stl"))
     assert checks.chamfer_distance(mesh, trimesh.creation.box([1, 1, 1]), samples=2000) < 0.02
+
+
+def _dark_box_scene(scene_ctx):
+    """A black world with no light, a camera looking at the origin from -Y."""
+    call(tools.set_world, scene_ctx, color=[0, 0, 0], strength=0.0)
+    call(tools.set_camera, scene_ctx, location=[0, -3, 0], target=[0, 0, 0], lens_mm=50)
+
+
+def test_emission_makes_a_bulb_glow_in_a_dark_scene(scene_ctx):
+    _dark_box_scene(scene_ctx)
+    call(tools.add_primitive, scene_ctx, name="Bulb", kind="uv_sphere", radius=0.5)
+    dull = call(tools.set_material, scene_ctx, object="Bulb", material="Dull", base_color=[1, 1, 1])
+    assert dull.data["material_now"]["emission_strength"] == 0.0
+    dark = call(tools.render_preview, scene_ctx, path="renders/dark.png", width=32, height=24, samples=2)
+    lit = call(tools.set_material, scene_ctx, object="Bulb", material="Bulb", preset="bulb")
+    now = lit.data["material_now"]  # read back from the material's Principled BSDF
+    assert now["emission_strength"] == 12.0 and now["emission_color"] == [1.0, 0.62, 0.3] and now["translucency"] == 0.0
+    glowing = call(tools.render_preview, scene_ctx, path="renders/glow.png", width=32, height=24, samples=2)
+    assert dark.data["mean_brightness"] < 0.01 and glowing.data["mean_brightness"] > 0.1
+    # a colour alone glows at strength 1 (Blender's default strength 0 would not glow)
+    green = call(tools.set_material, scene_ctx, object="Bulb", material="Bulb", emission_color=[0, 1, 0])
+    assert green.data["material_now"]["emission_strength"] == 1.0 and green.data["material_now"]["emission_color"] == [0, 1, 0]
+    glow = call(tm.set_surface, scene_ctx, objects=["Bulb"], material="Glaze", preset="ceramic", emission_strength=5.0)
+    assert glow.data["material_now"]["emission_strength"] == 5.0 and glow.data["material_now"]["emission_color"] == [1, 1, 1]
+
+
+def test_fabric_lets_a_light_behind_it_through_and_glass_it_is_not(scene_ctx):
+    """A lampshade sheet between the camera and a light behind it: cloth (translucent) shows the
+    light through it, diffusely; the same sheet opaque is dark; fabric has no glass transmission."""
+    _dark_box_scene(scene_ctx)
+    call(tools.add_primitive, scene_ctx, name="Shade", kind="cube", size=[3, 0.01, 3])
+    call(tools.add_light, scene_ctx, name="Behind", kind="point", location=[0, 1, 0], energy=200)
+    opaque = call(tools.set_material, scene_ctx, object="Shade", material="Felt", preset="fabric_grey")
+    assert opaque.data["material_now"]["translucency"] == 0.0
+    dark = call(tools.render_preview, scene_ctx, path="renders/felt.png", width=32, height=24, samples=4)
+    cloth = call(tools.set_material, scene_ctx, object="Shade", material="Linen", preset="fabric_shade")
+    now = cloth.data["material_now"]
+    assert now["translucency"] == 0.45 and now["transmission"] == 0.0 and now["roughness"] == 1.0 and now["sheen"] == 0.5
+    through = call(tools.render_preview, scene_ctx, path="renders/linen.png", width=32, height=24, samples=4)
+    assert dark.data["mean_brightness"] < 0.01 and through.data["mean_brightness"] > 0.05
+    less = call(tools.set_material, scene_ctx, object="Shade", material="Linen", translucency=0.1)
+    assert less.data["material_now"]["translucency"] == 0.1
+    woven = call(tm.set_surface, scene_ctx, objects=["Shade"], material="Woven", preset="fabric", color=[0.9, 0.9, 0.8])
+    assert woven.data["material_now"]["translucency"] == 0.45 and woven.data["material_now"]["transmission"] == 0.0
+    woven_through = call(tools.render_preview, scene_ctx, path="renders/woven.png", width=32, height=24, samples=4)
+    assert woven_through.data["mean_brightness"] > 0.05
