@@ -172,3 +172,17 @@ def test_a_failing_build_is_refused_when_the_task_is_loaded(horizon_home, base_i
     """))
     with pytest.raises(UserError, match=r"Dockerfile: the image could not be built .*exit code"):
         ev.load_task(folder)
+
+
+def test_a_task_whose_test_script_installs_what_its_tests_import_runs_in_the_container(horizon_home, base_images):
+    """The published sparql-university (../shared/data, skipped when absent): its Dockerfile only
+    copies a file, but its run-tests.sh installs rdflib, which Horizon's Python lacks, so it gets
+    the container (where run-tests.sh runs, as in Harbor), with that reason in the set-up text."""
+    folder = HARBOR.parents[4].parent / "shared" / "data" / "terminal-bench" / "tb1-core" / "sparql-university"
+    if not (folder / "run-tests.sh").is_file():
+        pytest.skip(f"the published Terminal-Bench tasks are not at {folder.parents[1]} (../shared/data is not present)")
+    task = ev.load_task(folder)
+    assert task.metadata["terminal_bench"]["sandbox"] == "container" and task.metadata["container"]["workdir"] == "/app"
+    reason = task.metadata["terminal_bench"]["reason"]
+    assert "container built from its Dockerfile" in reason and "run-tests.sh:23: its tests need rdflib==7.1.4" in reason, reason
+    assert (task.repo / "university_graph.ttl").is_file()
