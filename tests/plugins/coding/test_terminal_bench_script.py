@@ -82,3 +82,15 @@ def test_the_published_tasks_that_need_a_container_for_their_tests_get_one():
     for folder in [PUBLISHED / "harbor-cookbook" / "simple-task", PUBLISHED / "tb1-core" / "regex-log", *sorted((PUBLISHED / "evoeval").iterdir())]:
         if folder.is_dir():
             assert bwrap_refusal(tb.read_task(folder)) is None, folder  # they install pytest only
+
+
+def test_a_multi_step_harbor_task_is_refused_as_such(tmp_path):
+    folder = tmp_path / "multi"
+    (folder / "environment").mkdir(parents=True)
+    (folder / "steps" / "scaffold").mkdir(parents=True)
+    (folder / "task.toml").write_text('schema_version = "1.1"\n[environment]\nworkdir = "/app"\n')
+    (folder / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    (folder / "steps" / "scaffold" / "instruction.md").write_text("Make greet.sh.\n")
+    assert tb.detect_layout(folder) == tb.LAYOUT_TB2  # not read as a Horizon task.toml missing its instruction
+    with pytest.raises(UserError, match=r"multi/steps: a multi-step task .* its steps are not run by Horizon"):
+        ev.load_task(folder)
