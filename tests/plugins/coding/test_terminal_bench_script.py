@@ -94,3 +94,31 @@ def test_a_multi_step_harbor_task_is_refused_as_such(tmp_path):
     assert tb.detect_layout(folder) == tb.LAYOUT_TB2  # not read as a Horizon task.toml missing its instruction
     with pytest.raises(UserError, match=r"multi/steps: a multi-step task .* its steps are not run by Horizon"):
         ev.load_task(folder)
+
+
+def test_a_terminal_bench_1_report_is_read_from_its_short_test_summary_only():
+    """The published jupyter-notebook-server's report: its server logs an ERROR line that pytest
+    shows under "Captured log"; it is no test (Terminal-Bench 1's parser reads the summary only)."""
+    from plugins.coding.terminal_bench.verify import pytest_summary_outcomes
+
+    report = textwrap.dedent("""\
+        ============================= test session starts ==============================
+        collected 2 items
+
+        ../tests/test_outputs.py ..                                              [100%]
+
+        ==================================== PASSES ====================================
+        ____________________________ test_jupyter_server_running _______________________
+        ------------------------------ Captured log call -------------------------------
+        ERROR    traitlets:__init__.py:98 Config option `token` not recognized by `ServerApp`.
+        PASSED   not-a-test: a log line in PASSES
+        =========================== short test summary info ============================
+        PASSED ../tests/test_outputs.py::test_jupyter_server_running
+        FAILED ../tests/test_outputs.py::test_password_authentication - AssertionError: no
+        ============================== 1 failed, 1 passed in 3.10s =====================
+    """)
+    assert pytest_summary_outcomes(report) == {
+        "../tests/test_outputs.py::test_jupyter_server_running": "PASSED",
+        "../tests/test_outputs.py::test_password_authentication": "FAILED",
+    }
+    assert pytest_summary_outcomes(report.split("=========================== short")[0]) == {}  # no summary: no tests
