@@ -107,7 +107,7 @@ def test_reference_solutions_pass_and_finish_only_fails(horizon_home, base_image
 def test_the_verifier_sees_the_whole_container_and_reads_reward_json(horizon_home, base_images, tmp_path):
     task = ev.load_task(HARBOR / "outside-workdir")
     workspace, scratch = tmp_path / "ws", tmp_path / "scratch"
-    shutil.copytree(task.repo, workspace)
+    shutil.copytree(task.repo, workspace, symlinks=True)  # as core.workspace copies (the image's /root has links)
     from plugins.coding.terminal_bench.verify import verify_in_container
 
     with open_container(task.metadata["container"], workspace, scratch) as sandbox:
@@ -127,7 +127,7 @@ def test_network_memory_and_time_limits_are_enforced(horizon_home, base_images, 
     spec = task.metadata["container"]
     assert (spec["workdir"], spec["memory_bytes"], spec["allow_internet"]) == ("/tmp", 256 << 20, False)
     workspace = tmp_path / "ws"
-    shutil.copytree(task.repo, workspace)
+    shutil.copytree(task.repo, workspace, symlinks=True)  # as core.workspace copies (the image's /root has links)
     with open_container(spec, workspace, tmp_path / "scratch") as sandbox:
         seen = sandbox.run(["sh", "-c", "pwd; cat seed.txt; echo hi > made.txt; cat /etc/entrypoint-ran"])
         assert seen.stdout.split() == ["/tmp", "seed", "ready"] and (workspace / "made.txt").read_text() == "hi\n"
