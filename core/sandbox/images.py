@@ -9,7 +9,9 @@ store under the tag ``horizon-base/NAME:VERSION``:
 
 * ``debian``: Debian bookworm minbase with ca-certificates, curl, tmux, procps, Python 3.11 with
   pip and venv, and ``uv`` (from PyPI: the tasks' ``test.sh`` installs uv from astral.sh, which
-  a machine reaching only PyPI and Debian's mirror cannot; with it on PATH their ``uvx pytest`` runs);
+  a machine reaching only PyPI and Debian's mirror cannot; with it on PATH their ``uvx pytest`` runs;
+  it is also where astral.sh's installer puts it, ``/root/.local/bin/uv`` and ``uvx``, for the
+  Dockerfiles that name that path);
   stands in for ubuntu, debian and every other image (Terminal-Bench's own ``t-bench/...`` images
   also get their ``WORKDIR /app``);
 * ``uv``: ``debian`` with ``/uv`` and ``/uvx`` at its root, for ``COPY --from=ghcr.io/astral-sh/uv``;
@@ -42,13 +44,16 @@ from core.errors import UserError
 from core.sandbox.engine import Engine
 
 #: Bumped when a stand-in's recipe changes (it is part of the tag).
-BASE_VERSION = "2"
+BASE_VERSION = "3"
+#: Bumped when the imported root file system's recipe (``_rootfs``) changes.
+ROOTFS_VERSION = "2"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 #: The stand-ins: name → (the stand-in it builds on, or None for the imported root file system; its build steps).
 STAND_INS: dict[str, tuple[str | None, str]] = {
     "debian": (None, "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
                      "ca-certificates curl tmux procps python3 python3-pip python3-venv && rm -rf /var/lib/apt/lists/* "
                      "&& pip3 install --no-cache-dir --break-system-packages uv && mkdir -p /root/.local/bin "
+                     "&& ln -s /usr/local/bin/uv /usr/local/bin/uvx /root/.local/bin/ "
                      "&& printf 'export PATH=\"$HOME/.local/bin:$PATH\"\\n' > /root/.local/bin/env\n"),
     "python": ("debian", "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
                          "python-is-python3 && rm -rf /var/lib/apt/lists/* "
@@ -116,7 +121,7 @@ def ensure_base(engine: Engine, name: str, *, log: list[str] | None = None) -> s
         return tag
     parent, steps = STAND_INS[name]
     if parent is None:
-        root = f"horizon-base/rootfs:bookworm-{BASE_VERSION}"
+        root = f"horizon-base/rootfs:bookworm-{ROOTFS_VERSION}"
         if not engine.has_image(root):
             _rootfs(engine, root)
         head = f"FROM {root}\nCOPY ca.crt /etc/ssl/certs/ca-certificates.crt\nCOPY sources.list.d/ /etc/apt/sources.list.d/\nCOPY pip.conf /etc/pip.conf\n{_ENV_CA}"

@@ -1,9 +1,10 @@
 """A Terminal-Bench task in a container: which sandbox a task gets, its ``[environment]``
 resources, and its image and starting tree, made when the task is loaded.
 
-Which sandbox (``choose_sandbox``): the bubblewrap sandbox where the Dockerfile needs nothing it
-cannot honour (``parse_dockerfile`` accepts it, the working folder is not ``/``, ``/root`` or
-``/tmp``, and ``tests/`` has pytest files); otherwise a container built from the task's own
+Which sandbox (``choose_sandbox``): the bubblewrap sandbox where the task needs nothing it
+cannot honour (``parse_dockerfile`` accepts the Dockerfile, the working folder is not ``/``, ``/root``
+or ``/tmp``, ``tests/`` has pytest files, and the test script installs nothing the tests may import
+that Horizon's Python lacks, nor Debian packages: ``script.script_refusal``); otherwise a container built from the task's own
 Dockerfile (``core.sandbox.container``), when an engine answers; otherwise the task is refused
 with both reasons. ``HORIZON_TERMINAL_BENCH_SANDBOX=container`` (or ``bwrap``) forces one. Every
 refusal happens here, when the task is loaded: the image is built then (a failing build refuses
@@ -19,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from core.api import UserError
+from plugins.coding.terminal_bench.script import script_refusal
 
 if TYPE_CHECKING:
     from plugins.coding.terminal_bench.task import TerminalBenchTask
@@ -86,7 +88,7 @@ def bwrap_refusal(task: TerminalBenchTask) -> str | None:
         return f"its WORKDIR {task.environment.workdir} is a folder the bubblewrap sandbox cannot show the workspace at"
     if not task.tests:
         return f"{task.tests_dir} has no pytest files (test_*.py or *_test.py), and only a container runs its test script"
-    return None
+    return script_refusal(task.script) if task.script else None
 
 
 def choose_sandbox(task: TerminalBenchTask) -> tuple[str, str]:

@@ -71,9 +71,10 @@ class TerminalBenchTask:
 def detect_layout(folder: Path) -> str | None:
     """``terminal-bench-2`` for ``instruction.md`` + ``task.toml`` (``environment/`` may be missing:
     a task that runs a prebuilt ``docker_image``; Horizon's own task folders never have
-    ``instruction.md``), ``terminal-bench-1`` for ``task.yaml``, else None (not a Terminal-Bench
+    ``instruction.md``; a Harbor multi-step task has ``steps/`` instead, and is refused by
+    ``read_task``), ``terminal-bench-1`` for ``task.yaml``, else None (not a Terminal-Bench
     task folder)."""
-    if (folder / "instruction.md").is_file() and (folder / "task.toml").is_file():
+    if (folder / "task.toml").is_file() and ((folder / "instruction.md").is_file() or (folder / "steps").is_dir()):
         return LAYOUT_TB2
     if (folder / "task.yaml").is_file():
         return LAYOUT_TB1
@@ -86,7 +87,7 @@ def read_task(folder: Path) -> TerminalBenchTask:
 
     Raises:
         UserError: not a Terminal-Bench task folder, an unreadable task file, a multi-container
-            environment, or neither pytest files nor a test script in ``tests/`` (nothing to grade
+            environment, a multi-step task (``steps/``), or neither pytest files nor a test script in ``tests/`` (nothing to grade
             by); the message names the file (and line) and why.
     """
     folder = folder.resolve()
@@ -95,6 +96,9 @@ def read_task(folder: Path) -> TerminalBenchTask:
         raise UserError(f"{folder} is not a Terminal-Bench task folder: it needs instruction.md and task.toml "
                         "(Terminal-Bench 2), or task.yaml (Terminal-Bench 1)")
     if layout == LAYOUT_TB2:
+        if not (folder / "instruction.md").is_file():
+            raise UserError(f"{folder / 'steps'}: a multi-step task (Harbor's steps/NAME/ with an instruction, tests and solution each): "
+                            "its steps are not run by Horizon (one instruction, one verifier per episode)")  # fmt: skip
         config = _read_toml(folder / "task.toml")
         instruction = read_task_file(folder / "instruction.md")
         verifier, agent, env_table = (_table(config, key, folder / "task.toml") for key in ("verifier", "agent", "environment"))

@@ -11,8 +11,8 @@ the working folder, with the task's verifier environment and time limit:
   is also a weight-0 component). Neither file: reward 0, "the verifier wrote no reward".
 * Terminal-Bench 1: ``run-tests.sh`` is copied to ``/tests`` too and run with ``TEST_DIR=/tests``
   (and the compose service's ``environment``); its pytest report (``-rA`` lines such as
-  ``PASSED test_x.py::test_y``) decides: 1.0 when every test reported passed, as Terminal-Bench 1's
-  pytest parser; a script that writes ``reward.txt`` is read as Harbor's.
+  ``PASSED test_x.py::test_y``, read from its "short test summary info" section only) decides: 1.0
+  when every test reported passed, as Terminal-Bench 1's pytest parser; a script that writes ``reward.txt`` is read as Harbor's.
 
 Every file of the container is what the verifier sees: a file the agent wrote to ``/tmp/x`` is
 there (and in the run's ``container.diff``, ``artefact.py``, written just before). What the agent
@@ -34,6 +34,18 @@ from plugins.coding.terminal_bench.reward import REWARD_VERSION
 TESTS_INSIDE = "/tests"
 LOGS_INSIDE = "/logs/verifier"
 _PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+)", re.MULTILINE)
+_SUMMARY_BANNER = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
+
+
+def pytest_summary_outcomes(output: str) -> dict[str, str]:
+    """``{test id: PASSED | FAILED | ERROR | XFAIL | XPASS | SKIPPED}`` from a pytest report's
+    "short test summary info" section (``-rA``), as Terminal-Bench 1's pytest parser reads it:
+    only the lines after that banner count, so a captured log line such as
+    ``ERROR    traitlets:__init__.py:98 …`` above it is no test. No banner: ``{}``."""
+    parts = _SUMMARY_BANNER.split(output, maxsplit=1)
+    if len(parts) < 2:
+        return {}
+    return {name: status for status, name in _PYTEST_LINE.findall(parts[1])}
 
 
 def read_reward(sandbox: Any, scratch: Path) -> tuple[float | None, dict[str, float], str]:
@@ -128,7 +140,7 @@ def _verify(tb: dict[str, Any], sandbox: Any, scratch: Path, artefact: dict[str,
     reward, entries, source = read_reward(sandbox, scratch)
     components: dict[str, RewardComponent] = {}
     if tb1 and reward is None:
-        outcomes = {name: status for status, name in _PYTEST_LINE.findall(result.stdout)}
+        outcomes = pytest_summary_outcomes(result.stdout)
         for name, status in sorted(outcomes.items()):
             components[f"test:{name}"] = RewardComponent(value=1.0 if status in ("PASSED", "XFAIL", "SKIPPED") else 0.0,
                                                          detail={"outcome": status.lower()})  # fmt: skip

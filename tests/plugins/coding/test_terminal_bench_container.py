@@ -107,7 +107,7 @@ def test_reference_solutions_pass_and_finish_only_fails(horizon_home, base_image
 def test_the_verifier_sees_the_whole_container_and_reads_reward_json(horizon_home, base_images, tmp_path):
     task = ev.load_task(HARBOR / "outside-workdir")
     workspace, scratch = tmp_path / "ws", tmp_path / "scratch"
-    shutil.copytree(task.repo, workspace)
+    shutil.copytree(task.repo, workspace, symlinks=True)  # as core.workspace copies (the image's /root has links)
     from plugins.coding.terminal_bench.verify import verify_in_container
 
     with open_container(task.metadata["container"], workspace, scratch) as sandbox:
@@ -127,7 +127,7 @@ def test_network_memory_and_time_limits_are_enforced(horizon_home, base_images, 
     spec = task.metadata["container"]
     assert (spec["workdir"], spec["memory_bytes"], spec["allow_internet"]) == ("/tmp", 256 << 20, False)
     workspace = tmp_path / "ws"
-    shutil.copytree(task.repo, workspace)
+    shutil.copytree(task.repo, workspace, symlinks=True)  # as core.workspace copies (the image's /root has links)
     with open_container(spec, workspace, tmp_path / "scratch") as sandbox:
         seen = sandbox.run(["sh", "-c", "pwd; cat seed.txt; echo hi > made.txt; cat /etc/entrypoint-ran"])
         assert seen.stdout.split() == ["/tmp", "seed", "ready"] and (workspace / "made.txt").read_text() == "hi\n"
@@ -172,3 +172,25 @@ def test_a_failing_build_is_refused_when_the_task_is_loaded(horizon_home, base_i
     """))
     with pytest.raises(UserError, match=r"Dockerfile: the image could not be built .*exit code"):
         ev.load_task(folder)
+
+
+def test_a_task_whose_test_script_installs_what_its_tests_import_runs_in_the_container(horizon_home, base_images):
+    """The published sparql-university (../shared/data, skipped when absent): its Dockerfile only
+    copies a file, but its run-tests.sh installs rdflib, which Horizon's Python lacks, so it gets
+    the container (where run-tests.sh runs, as in Harbor), with that reason in the set-up text."""
+    folder = HARBOR.parents[4].parent / "shared" / "data" / "terminal-bench" / "tb1-core" / "sparql-university"
+    if not (folder / "run-tests.sh").is_file():
+        pytest.skip(f"the published Terminal-Bench tasks are not at {folder.parents[1]} (../shared/data is not present)")
+    task = ev.load_task(folder)
+    assert task.metadata["terminal_bench"]["sandbox"] == "container" and task.metadata["container"]["workdir"] == "/app"
+    reason = task.metadata["terminal_bench"]["reason"]
+    assert "container built from its Dockerfile" in reason and "run-tests.sh:23: its tests need rdflib==7.1.4" in reason, reason
+    assert (task.repo / "university_graph.ttl").is_file()
+
+
+def test_the_stand_ins_have_uv_where_astral_sh_would_put_it(engine, base_images):
+    """Dockerfiles that install uv from astral.sh (unreachable here) then run ``/root/.local/bin/uv``
+    (tb1's pandas-sql-query) find it there, as after the installer; ``uv`` is on PATH too."""
+    done = engine.call(["run", "--rm", base_images["debian"], "sh", "-c", "/root/.local/bin/uv --version && /root/.local/bin/uvx --version && uv --version"])
+    lines = done.stdout.decode().split("\n")
+    assert lines[0].startswith("uv ") and lines[1].startswith("uv") and lines[2] == lines[0], lines
