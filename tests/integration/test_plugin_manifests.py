@@ -31,8 +31,14 @@ print(json.dumps({"alone": alone, "description": plugin.description, "tools": [t
 
 
 def _extra_distributions(name: str) -> set[str]:
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    return {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in extras[name]}
+    """The distributions only the plugin's extra brings: one the core dependencies list too (the
+    threed extra caps core's pyarrow for bpy) is installed without the extra."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+    return names(project["optional-dependencies"][name]) - names(project["dependencies"])
 
 
 @pytest.mark.parametrize("name", ["coding", "threed", "finance"])
