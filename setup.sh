@@ -3,7 +3,7 @@
 # system packages (bubblewrap for the sandbox, git, a JDK and JUnit 5 for Java repositories, Go and
 # Node.js and npm for Go and JavaScript repositories, ripgrep for code search, Chromium for the
 # web UI's browser tests, cmake and g++, curl for the service's documented examples, a container
-# engine (Debian's docker.io, when neither docker nor podman is present) and mmdebstrap for the
+# engine (Debian's docker.io, when neither Docker's daemon nor podman is present) and mmdebstrap for the
 # Terminal-Bench / Harbor tasks that run in a container built from their Dockerfile),
 # a virtual environment in .venv, and Horizon itself with its Python dependencies
 # (llama-cpp-python compiles from source the first time: about 6 minutes on 2 cores),
@@ -28,7 +28,8 @@ command -v curl >/dev/null || need+=(curl)  # docs/service.md's examples (tests/
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 # Terminal-Bench / Harbor tasks run in a container (core/sandbox/container.py); the local base images
 # are built with mmdebstrap (core/sandbox/images.py). Podman, where it is installed instead, is used as it is.
-command -v docker >/dev/null || command -v podman >/dev/null || need+=(docker.io)
+# The daemon is what counts: a machine may have a docker client alone (.ci/run starts dockerd).
+command -v dockerd >/dev/null || command -v podman >/dev/null || need+=(docker.io)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
