@@ -51,6 +51,13 @@ NOT_IN_CI: dict[str, str] = {
     "./setup.sh && .venv/bin/python -m pytest":
         "setup.sh installs system packages with sudo; the test suite is what CI runs (this test is part of it)",
     "agent serve Qwen/Qwen3-8B": "needs a GPU, vLLM and the model's weights from a model hub",
+    "python3.12 -m venv .harbor-venv && . .harbor-venv/bin/activate":
+        "Harbor needs Python 3.12 or newer, which Debian bookworm (this machine kind) does not have; "
+        "tests/plugins/coding/test_harbor_agent.py drives HorizonAgent through Harbor's documented interface",
+    "pip install harbor 'horizon-agents[coding]'": "installs Harbor into the Python 3.12 environment above (none here)",
+    "harbor run --path suites/terminal-bench/fix-calc --agent-import-path plugins.coding.harbor:HorizonAgent --model openai/Qwen3-8B --agent-kwarg base_url=http://localhost:8000/v1":
+        "needs Harbor (Python 3.12+) and a model server; tests/plugins/coding/test_harbor_real.py runs Harbor itself "
+        "where HORIZON_HARBOR_PYTHON names a 3.12 interpreter with harbor installed",
     "cd path/to/your/repo && agent run coding \"fix the failing date parsing test\" --base-url http://localhost:8000/v1 --model Qwen/Qwen3-8B":
         "needs a model server serving Qwen3-8B; a dead --base-url is tested in tests/core/test_cli.py (the probe)",
     'agent run coding "fix the failing date parsing test"':
