@@ -482,10 +482,12 @@ def read_for_cache(path: str, info: os.stat_result) -> tuple[bytes, os.stat_resu
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
                 raise OSError(f"{path} is no longer a regular file")
-            chunks = []
-            while chunk := os.read(fd, max(before.st_size + 1, 65536)):
-                chunks.append(chunk)
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            data = os.read(fd, before.st_size + 1)  # a short read is the end of a regular file
+            if len(data) > before.st_size:  # it grew since: read on to its end
+                chunks = [data]
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
+                data = b"".join(chunks)
             after = os.fstat(fd)
         finally:
             os.close(fd)
