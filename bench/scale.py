@@ -301,8 +301,13 @@ def main() -> int:
     parser.add_argument("--real-runs", type=int, default=None, help="runs made through agent run (default 3, quick 2)")
     parser.add_argument("--only", choices=["runs", "startup", "workspace"], action="append",
                         help="only these tables (repeatable; default all)")  # fmt: skip
+    parser.add_argument("--files", type=int, action="append", help="workspace rows at this many files (repeatable; "
+                        "default 1,000, 10,000 and, in full mode, 100,000)")  # fmt: skip
+    parser.add_argument("--saves", type=int, help="saves after a one-file edit per size (default 10, quick 5)")
     args = parser.parse_args()
     only = set(args.only or ["runs", "startup", "workspace"])
+    files = args.files or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
+    saves = args.saves or (5 if args.quick else 10)
     repeat = 3 if args.quick else 10
     sizes = [1, 100, 1000]
     old_way = {1, 100} if args.quick else set(sizes)
@@ -318,7 +323,7 @@ def main() -> int:
         if "startup" in only:
             ok &= startup_table(home, repeat)
         if "workspace" in only:
-            ok &= workspace_table(scratch, [1000, 10_000] if args.quick else [1000, 10_000, 100_000], 5 if args.quick else 10)
+            ok &= workspace_table(scratch, files, saves)
     except RuntimeError as exc:
         print(f"error: {exc}")
         return 1

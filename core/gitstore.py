@@ -9,11 +9,18 @@ looks at the workspace run a program on the host, outside the sandbox.
 
 So git never gets a work tree here. Horizon's own process walks the workspace (``scan``), reads
 each file's bytes without following links, and writes them as loose objects in git's own format
-(zlib-deflated ``"blob <size>\\0" + bytes``, see Pro Git, "Git Internals - Git Objects"); git
-then only builds trees from a listing on standard input (``update-index --index-info`` on an index
-file outside the workspace, ``write-tree``) and diffs or reads trees of the database. Every git
-process starts with a scrubbed environment (``git_env``): no system or global configuration, no
-hooks, no fsmonitor, no attributes, no external diff or text conversion, and no secrets.
+(zlib-deflated ``"blob <size>\\0" + bytes``, see Pro Git, "Git Internals - Git Objects"), and
+the trees too (``store_tree``: each folder's ``"<mode> <name>\\0<20-byte sha>"`` entries in git's
+order); git then only diffs and reads trees of the database. Every git process starts with a
+scrubbed environment (``git_env``): no system or global configuration, no hooks, no fsmonitor,
+no attributes, no external diff or text conversion, and no secrets.
+
+At scale, a save costs what changed, as ``git add`` does with its index: the stat cache
+(``StatCache``) keeps each file's ``lstat`` (inode, size, mtime, ctime, mode) beside its blob's
+hash, so only files whose stat changed are read; a folder whose own stat is unchanged is not
+listed again nor matched against ``.gitignore`` rules (``_walk``); only the trees of folders whose
+entries changed are written. A file that changed within a timestamp granule of its read is read
+again next time (``read_for_cache``: git's "racy git" problem).
 
 Folders named ``.git`` (any case) are never stored: the workspace's own repository and nested ones
 are plain data that stays out of snapshots and patches.
