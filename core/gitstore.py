@@ -548,8 +548,8 @@ class StatCache:
         except OSError:
             key = None
         known = _MEMORY.get(str(path))
-        if known is not None and known[0] == key:
-            return known[1]
+        if key is not None and known is not None and known[0] == key:
+            return known[1]  # (no file: a new database, maybe at the path of one deleted; never an old cache)
         cache = cls(path, persisted)
         if key is not None:
             try:

@@ -282,3 +282,16 @@ def test_an_unreadable_or_foreign_cache_file_only_costs_reading_again(tmp_path, 
     monkeypatch.setattr(gitstore, "_MEMORY", {})
     (work / "a.py").write_text("b\n")
     assert "+b" in ws.diff(work, base)
+
+
+def test_a_database_made_again_at_the_same_path_gets_every_blob(tmp_path):
+    import shutil
+
+    work, base = start(tmp_path, {"a.py": "a\n", "pkg/b.py": "b\n"})
+    settle()
+    ws.save_tree(work, base)
+    shutil.rmtree(base)  # the same workspace, unchanged, and a new database where the old one was
+    ws.snapshot(work, base)
+    tree = ws.save_tree(work, base)
+    assert tree_files(base, tree) == {"a.py": ("100644", b"a\n"), "pkg/b.py": ("100644", b"b\n")}
+    subprocess.run(["git", f"--git-dir={base}", "fsck", "--strict", "--no-dangling"], check=True, capture_output=True)
