@@ -513,8 +513,9 @@ class StatCache:
     - ``files``: ``{path: (inode, size, mtime ns, ctime ns, st_mode, blob sha)}``, as git's index
       keeps a file's stat beside its hash; a file whose ``lstat`` matches its entry is not read.
       ctime cannot be set by a program (``os.utime`` sets it to now), so a file rewritten with its
-      old size and mtime is still read again; an entry is only kept when its file did not change
-      during the read nor just before it (``read_for_cache``: the "racy git" problem).
+      old size and mtime is still read again; an entry is only trusted when its file did not change
+      during the read nor just before it (``read_for_cache``: the "racy git" problem); the others
+      have inode -1 (read again next time, kept as last seen if the file becomes unreadable).
     - ``walks``: per kind of tree (``label``), the folder records of the last walk (``_walk``),
       so an unchanged folder is not listed nor matched against ``.gitignore`` rules again.
     - ``trees``: per ``label``, ``{folder: (listing, tree sha)}``, the listing being the folder's
@@ -685,10 +686,9 @@ def _store_tree(root: Path, git_dir: Path, cache: StatCache, label: str, ignores
                 else:
                     mode = info.st_mode
                     sha = write_object(git_dir, "blob", data)
-                    if keep:
-                        files_cache[rel] = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, mode, sha)
-                    else:
-                        files_cache.pop(rel, None)  # read again next time
+                    # an entry that may not be trusted gets inode -1: read again next time, but known
+                    # as last seen should the file become unreadable
+                    files_cache[rel] = (info.st_ino if keep else -1, info.st_size, info.st_mtime_ns, info.st_ctime_ns, mode, sha)
             if leave_out and leave_out.get(rel) == sha:
                 continue
             plain = plain and name.isascii()
