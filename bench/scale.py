@@ -21,6 +21,17 @@ against one ``core.runs.scan_runs`` (each store opened and read as the catalog's
 it: the run row, the steps, the metrics' counts), and the catalog rebuilt from the stores after
 deleting it (``core.catalog.rebuild``). The exit status is non-zero only when the catalog's listing differs from the
 stores' or a command fails.
+
+Workspace (``core/workspace.py``, ``core/gitstore.py``): on generated source trees of 1,000 and
+10,000 files (and 100,000 in full mode; Python modules of 20 lines, 50 to a folder, 40 folders to
+a package), the same tree and the same edit for both, against git with its own index and
+database (``git add -A && git write-tree``, one process each, as the bare tool): the baseline
+snapshot into an empty database (``snapshot`` against ``git init`` + add + write-tree), a save
+after a one-file edit (``save_tree``, the stat cache warm in memory as in a run: each edit is
+made once and then saved by both), and the same save as a new process makes it (the cache read
+from disk, the baseline's paths listed again; the interpreter's start not counted). Wall and CPU
+time (this process's, plus its children's for git); the verdict is on CPU time, as above. The
+exit status is non-zero when Horizon's tree differs from git's for the same files.
 """
 
 from __future__ import annotations
@@ -28,12 +39,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,11 +192,122 @@ def runs_table(home: Path, scratch: Path, real_count: int, sizes: list[int], old
     return same_everywhere
 
 
+def make_tree(folder: Path, count: int) -> None:
+    """``count`` Python modules of 20 lines under ``folder``: 50 to a folder, 40 folders to a package."""
+    for i in range(count):
+        target = folder / f"pkg{i // 2000}" / f"sub{(i // 50) % 40}"
+        if i % 50 == 0:
+            target.mkdir(parents=True, exist_ok=True)
+        (target / f"mod{i}.py").write_text("".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(10)))
+
+
+def _clocks() -> tuple[float, float]:
+    """Wall seconds and CPU seconds (this process and its finished children, user + system)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measured(fn) -> tuple[float, float, object]:
+    """``fn()``'s wall seconds, CPU seconds and result."""
+    wall, cpu = _clocks()
+    result = fn()
+    wall_after, cpu_after = _clocks()
+    return wall_after - wall, cpu_after - cpu, result
+
+
+def git_add_write_tree(work: Path, git_dir: Path, index: Path) -> str:
+    """``git add -A && git write-tree`` on ``work`` with its own database and index; the tree's hash."""
+    from core.gitstore import git_env
+
+    env = {**git_env(), "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work), "GIT_INDEX_FILE": str(index)}
+    proc = subprocess.run(["sh", "-c", "git add -A && git write-tree"], env=env, cwd=work, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git add -A && git write-tree failed: {proc.stderr.strip()[-300:]}")
+    return proc.stdout.strip()
+
+
+def git_snapshot(work: Path, git_dir: Path) -> str:
+    """git's snapshot of ``work`` into a new database ``git_dir``: ``git init``, then add and write-tree."""
+    from core.gitstore import init
+
+    init(git_dir)
+    return git_add_write_tree(work, git_dir, git_dir / "own.index")
+
+
+def forget_in_memory() -> None:
+    """What a new process would not have: the stat cache and the baseline's paths in memory."""
+    from core import gitstore
+    from core import workspace as ws
+
+    for holder, name in ((gitstore, "_MEMORY"), (gitstore, "_LEVELS"), (ws, "_TRACKED")):
+        if isinstance(getattr(holder, name, None), dict):
+            getattr(holder, name).clear()
+
+
+def workspace_table(scratch: Path, sizes: list[int], saves: int) -> bool:
+    """Print the workspace rows; return False when Horizon's tree differs from git's."""
+    from core import gitstore
+    from core import workspace as ws
+
+    print(f"\nWorkspace: Horizon against `git add -A && git write-tree` (own index and database), the same tree and edit; "
+          f"a save after a one-file edit: median of {saves}; the verdict on CPU time\n")  # fmt: skip
+    print("| files | operation | Horizon ms | git ms | wall ratio | Horizon CPU ms | git CPU ms | CPU ratio | target | same tree |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
+    same_everywhere = True
+    for size in sizes:
+        work = scratch / f"tree-{size}"
+        make_tree(work, size)
+        snaps = 1 if size >= 100_000 else 3 if size <= 1000 else 2
+        rows: dict[str, list[list[float]]] = {"snapshot": [], "save": [], "save, new process": []}
+        same = True
+        for n in range(snaps):  # an empty database each time for both
+            base, git_dir = scratch / f"base-{size}-{n}.git", scratch / f"git-{size}-{n}.git"
+            h_wall, h_cpu, _ = measured(partial(ws.snapshot, work, base))
+            g_wall, g_cpu, g_tree = measured(partial(git_snapshot, work, git_dir))
+            same &= gitstore.git(base, "rev-parse", "HEAD^{tree}").decode().strip() == g_tree
+            rows["snapshot"].append([h_wall, g_wall, h_cpu, g_cpu])
+        for n in range(snaps - 1):
+            shutil.rmtree(scratch / f"base-{size}-{n}.git")
+            shutil.rmtree(scratch / f"git-{size}-{n}.git")
+        base, git_dir = scratch / f"base-{size}-{snaps - 1}.git", scratch / f"git-{size}-{snaps - 1}.git"
+        ws.save_tree(work, base)  # warm: as after the run's first call
+        for kind in ("save", "save, new process"):
+            for n in range(saves):
+                with open(work / "pkg0" / f"sub{n % 40}" / f"mod{(n % 40) * 50 + n // 40}.py", "a") as out:
+                    out.write(f"# edit {kind} {n}\n")
+                if kind != "save":
+                    forget_in_memory()
+                h_wall, h_cpu, h_tree = measured(partial(ws.save_tree, work, base))
+                g_wall, g_cpu, g_tree = measured(partial(git_add_write_tree, work, git_dir, git_dir / "own.index"))
+                same &= h_tree == g_tree
+                rows[kind].append([h_wall, g_wall, h_cpu, g_cpu])
+        shutil.rmtree(work)
+        shutil.rmtree(base)
+        shutil.rmtree(git_dir)
+        same_everywhere &= same
+        for kind, measures in rows.items():
+            h_wall, g_wall, h_cpu, g_cpu = (statistics.median(m[i] for m in measures) for i in range(4))
+            ratio = h_cpu / g_cpu if g_cpu else float("inf")
+            goal = {"snapshot": 1.0, "save": 2.0}.get(kind)
+            target = "-" if goal is None else f"{goal:g}x git: {'met' if ratio <= goal else f'missed ({ratio:.1f}x)'}"
+            print(f"| {size:,} | {kind} (median of {len(measures)}) | {h_wall * 1000:,.0f} | {g_wall * 1000:,.0f} | {h_wall / g_wall:.1f}x | "
+                  f"{h_cpu * 1000:,.0f} | {g_cpu * 1000:,.0f} | {ratio:.1f}x | {target} | {'yes' if same else 'NO'} |")  # fmt: skip
+    return same_everywhere
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 start-ups each; the old way for 1 and 100 runs only")
     parser.add_argument("--real-runs", type=int, default=None, help="runs made through agent run (default 3, quick 2)")
+    parser.add_argument("--only", choices=["runs", "startup", "workspace"], action="append",
+                        help="only these tables (repeatable; default all)")  # fmt: skip
+    parser.add_argument("--files", type=int, action="append", help="workspace rows at this many files (repeatable; "
+                        "default 1,000, 10,000 and, in full mode, 100,000)")  # fmt: skip
+    parser.add_argument("--saves", type=int, help="saves after a one-file edit per size (default 10, quick 5)")
     args = parser.parse_args()
+    only = set(args.only or ["runs", "startup", "workspace"])
+    files = args.files or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
+    saves = args.saves or (5 if args.quick else 10)
     repeat = 3 if args.quick else 10
     sizes = [1, 100, 1000]
     old_way = {1, 100} if args.quick else set(sizes)
@@ -193,8 +317,13 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="horizon-scale-"))
     try:
         home = scratch / "home"
-        ok = runs_table(home, scratch, real_count, sizes, old_way, 3)
-        ok &= startup_table(home, repeat)
+        ok = True
+        if "runs" in only or "startup" in only:
+            ok &= runs_table(home, scratch, real_count, sizes, old_way, 3)
+        if "startup" in only:
+            ok &= startup_table(home, repeat)
+        if "workspace" in only:
+            ok &= workspace_table(scratch, files, saves)
     except RuntimeError as exc:
         print(f"error: {exc}")
         return 1

@@ -145,16 +145,24 @@ def content_only(patterns: list[str]) -> Callable[[str, list[str]], set[str]]:
     return ignore
 
 
+#: The stat cache's file in the baseline database (``gitstore.StatCache``).
+STAT_CACHE = "horizon-stat.cache"
+#: The kinds of tree a workspace is stored as (``gitstore.store_tree``'s labels): the start tree
+#: (caches left out, ``.gitignore`` not read) and the baseline and every later save.
+_START, _WORK = "start", "work"
+
+
 def _stat_cache(baseline: Path) -> gitstore.StatCache:
-    return gitstore.StatCache(baseline / "horizon-stat.json")
+    return gitstore.StatCache.open(baseline / STAT_CACHE, persisted=(_WORK,))
 
 
-_TRACKED: dict[tuple[str, str], list[str]] = {}  # (database, baseline commit) -> its paths
+_TRACKED: dict[tuple[str, str], gitstore.Tracked] = {}  # (database, baseline commit) -> its paths
 
 
-def _tracked(baseline: Path) -> list[str]:
+def _tracked(baseline: Path) -> gitstore.Tracked:
     """Paths in the baseline tree: git ignores no tracked file, and neither does a snapshot.
-    The baseline commit never changes after ``snapshot``, so its listing is read once per process."""
+    The baseline commit never changes after ``snapshot``, so its listing is read once per process
+    (the last few databases are kept)."""
     try:
         ref = (baseline / "HEAD").read_text().strip().removeprefix("ref: ")
         commit = (baseline / ref).read_text().strip()
@@ -162,56 +170,41 @@ def _tracked(baseline: Path) -> list[str]:
         try:
             commit = gitstore.git(baseline, "rev-parse", "--verify", "-q", "HEAD").decode().strip()
         except UserError:
-            return []
+            return gitstore.Tracked()
     key = (str(baseline.resolve()), commit)
     if key not in _TRACKED:
-        _TRACKED[key] = [e.path for e in gitstore.list_tree(baseline, key[1])]
+        while len(_TRACKED) >= 8:
+            _TRACKED.pop(next(iter(_TRACKED)))
+        _TRACKED[key] = gitstore.Tracked(e.path for e in gitstore.list_tree(baseline, key[1]))
     return _TRACKED[key]
 
 
-def _entries(workspace: Path, baseline: Path, excluded: list[str], *, tracked: list[str], read_gitignore: bool) -> list[Entry]:
-    """Store every file of the workspace that a snapshot keeps as a blob; return their entries."""
+def _store(workspace: Path, baseline: Path, *, start: bool = False, tracked: gitstore.Tracked | list[str] | tuple[str, ...] = (),
+           leave_out: dict[str, str] | None = None) -> gitstore.StoredTree:  # fmt: skip
+    """Store the workspace's files as a tree in ``baseline`` (``gitstore.store_tree``, reading only
+    the files whose stat changed since the last save), and save the stat cache."""
     cache = _stat_cache(baseline)
-    fresh: dict[str, list] = {}
-    entries = []
-    for rel, info in gitstore.scan(workspace, always_excluded=excluded, tracked=tracked, read_gitignore=read_gitignore):
-        if info is None:  # a folder that cannot be listed (chmod 000): its files as last seen, not deleted
-            prefix = f"{rel}/" if rel else ""
-            for path, known in cache.entries.items():
-                if path.startswith(prefix) and path not in fresh:
-                    fresh[path] = known
-                    entries.append(Entry(path, gitstore.git_mode(known[0][4]), known[1]))
-            continue
-        sha = cache.lookup(rel, info)
-        key = cache.key(info)
-        if sha is None:
-            try:
-                sha = gitstore.write_blob(baseline, gitstore.read_file_bytes(workspace / rel, info))
-            except PermissionError:  # unreadable now: as last seen, if ever seen (never a deletion)
-                if rel not in cache.entries:
-                    continue
-                key, sha = cache.entries[rel]
-            except OSError:
-                continue  # it vanished while read: deleted
-        fresh[rel] = [key, sha]
-        entries.append(Entry(rel, gitstore.git_mode(key[4]), sha))
-    cache.save({**cache.entries, **fresh} if len(cache.entries) < 4 * len(fresh) + 1000 else fresh)
-    return entries
+    if start:
+        stored = gitstore.store_tree(workspace, baseline, cache, label=_START, always_excluded=CACHES, read_gitignore=False)
+    else:
+        stored = gitstore.store_tree(workspace, baseline, cache, label=_WORK, always_excluded=ALWAYS_EXCLUDED, tracked=tracked,
+                                     read_gitignore=True, leave_out=leave_out)  # fmt: skip
+    cache.save()
+    return stored
 
 
 def snapshot(workspace: Path, baseline: Path, tracked: list[str] | tuple[str, ...] = ()) -> None:
     """Store the workspace as it is now in a new git database ``baseline`` (outside it): the
     baseline tree as ``HEAD``'s commit and the start tree (caches left out) at ``START_REF``.
+    Each file is read once (the second tree finds it in the stat cache).
 
     Args:
         tracked: paths the user's repository tracks (``copy_repository``'s answer): kept in the
             baseline even where ``.gitignore`` names them, as git would.
     """
     gitstore.init(baseline)
-    start = gitstore.write_tree(baseline, _entries(workspace, baseline, CACHES, tracked=[], read_gitignore=False),
-                                baseline / "start.index")  # fmt: skip
-    tree = gitstore.write_tree(baseline, _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=list(tracked), read_gitignore=True),
-                               baseline / "index")  # fmt: skip
+    start = _store(workspace, baseline, start=True).sha
+    tree = _store(workspace, baseline, tracked=list(tracked)).sha
     commit = gitstore.git(baseline, *_IDENTITY, "commit-tree", tree, "-m", "baseline").decode().strip()
     gitstore.git(baseline, "update-ref", "HEAD", commit)
     gitstore.git(baseline, "update-ref", START_REF, start)
@@ -221,17 +214,15 @@ def save_tree(workspace: Path, baseline: Path, *, patch: bool = False) -> str:
     """Store the workspace's current files in the baseline database; return the tree's hash.
 
     Files that ``ALWAYS_EXCLUDED`` or the repository's .gitignore exclude are not saved, unless
-    they are in the baseline tree (tracked). The database's index then lists this tree.
+    they are in the baseline tree (tracked). Only files whose ``lstat`` (inode, size, mtime,
+    ctime, mode) changed since the last save are read, and only the trees of the folders they
+    are in are written again (``gitstore.store_tree``).
 
     Args:
         patch: the tree a patch is taken from: files a test run wrote and nothing changed since
             (``record_test_outputs``) are left out too.
     """
-    entries = _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=_tracked(baseline), read_gitignore=True)
-    if patch:
-        outputs = _test_outputs(baseline)
-        entries = [e for e in entries if outputs.get(e.path) != e.sha]
-    return gitstore.write_tree(baseline, entries, baseline / "index")
+    return _store(workspace, baseline, tracked=_tracked(baseline), leave_out=_test_outputs(baseline) if patch else None).sha
 
 
 #: ``{path: blob sha}`` of files a test run created (``record_test_outputs``), in the baseline
@@ -271,7 +262,7 @@ def record_test_outputs(workspace: Path, baseline: Path, before: dict[str, tuple
         The paths recorded, sorted.
     """
     now = file_listing(workspace)
-    tracked = set(_tracked(baseline))
+    tracked = _tracked(baseline).paths
     recorded = _test_outputs(baseline)
     wanted = [rel for rel, seen in now.items() if rel not in tracked and (rel not in before or (rel in recorded and before[rel] != seen))]
     added = []
@@ -345,7 +336,7 @@ def restore_tree(workspace: Path, baseline: Path, tree: str) -> None:
     and ``.horizon``. Horizon writes the files itself, never through a link in the workspace.
     """
     wanted = {e.path: e for e in gitstore.list_tree(baseline, tree)}
-    now = {e.path: e for e in _entries(workspace, baseline, ALWAYS_EXCLUDED, tracked=list(wanted), read_gitignore=True)}
+    now = {e.path: e for e in _store(workspace, baseline, tracked=list(wanted)).entries()}
     for rel in sorted(set(now) - set(wanted), reverse=True):
         (workspace / rel).unlink(missing_ok=True)
         parent = (workspace / rel).parent

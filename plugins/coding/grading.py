@@ -13,7 +13,9 @@ into the run's scratch folder, which the agent's commands cannot write. At the e
 ``grading_run`` builds the patched copy in scratch, writes the original test files back into
 it, deletes test files the patch added (a new ``conftest.py`` could rewrite outcomes), and runs
 the suite there in a fresh sandbox of the same kind, with bytecode caches redirected to an
-empty folder. The workspace itself is not touched.
+empty folder. Once graded, the copies are removed (a Django-sized tree left 71 MB per grading);
+the patch, the reports and the test outputs stay in ``runs/NNN-grading``. The workspace itself
+is not touched.
 
 Test files the patch adds or extends are the run's reproduction tests (``reproduction_run``):
 they are run on the starting code and on the patch, whatever else failed at the start or when
@@ -369,6 +371,18 @@ def grading_run(sandbox: Sandbox, workspace: Path, baseline: Path, scratch: Path
     folder = new_run_dir(scratch, "grading")
     (folder / "patch.diff").write_text(patch, errors="surrogateescape")
     copy = folder / "workspace"
+    try:
+        return _grade_copy(sandbox, baseline, scratch, folder, copy, tree, patch, digest, original_list, original_digests,
+                           reproduce=reproduce, hidden_tests=hidden_tests, targets=targets)  # fmt: skip
+    finally:  # graded: the copies (the start tree, whole) go; the patch, reports and outputs in ``folder`` stay
+        for made in (copy, folder / "reproduce" / "patched", folder / "reproduce" / "start"):
+            remove_tree(made)
+
+
+def _grade_copy(sandbox: Sandbox, baseline: Path, scratch: Path, folder: Path, copy: Path, tree: str, patch: str, digest: str,
+                original_list: list[str], original_digests: dict[str, str], *, reproduce: bool, hidden_tests: Path | None,
+                targets: list[str] | None) -> Graded:  # fmt: skip
+    """``grading_run``'s work on the patched copy ``copy`` (made here, in ``folder``)."""
     try:
         materialize(baseline, copy, patch)
     except UserError as exc:

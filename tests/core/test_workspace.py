@@ -229,7 +229,7 @@ def test_files_and_folders_it_cannot_read_are_kept_as_last_seen_not_deleted(tmp_
     (repo / "pkg" / "mod.py").write_text("A = 1\n")
     work, base = start_episode(repo, tmp_path)
     ws.save_tree(work, base)
-    real_scandir, real_read = gitstore.os.scandir, gitstore.read_file_bytes
+    real_scandir, real_read = gitstore.os.scandir, gitstore.read_for_cache
 
     def scandir(path):
         if Path(path).name == "pkg":
@@ -237,12 +237,12 @@ def test_files_and_folders_it_cannot_read_are_kept_as_last_seen_not_deleted(tmp_
         return real_scandir(path)
 
     def read(path, info):
-        if Path(path).name == "app.py":
+        if Path(path).name == "app.py":  # the save reads it again: its stat changed
             raise PermissionError(13, "Permission denied", str(path))
         return real_read(path, info)
 
     (work / "app.py").write_text("x = 9\n")  # changed, then unreadable: its change cannot be seen
     monkeypatch.setattr(gitstore.os, "scandir", scandir)
-    monkeypatch.setattr(gitstore, "read_file_bytes", read)
+    monkeypatch.setattr(gitstore, "read_for_cache", read)
     patch = ws.diff(work, base)
-    assert "deleted file" not in patch and "pkg/mod.py" not in patch
+    assert "deleted file" not in patch and "pkg/mod.py" not in patch and "x = 9" not in patch

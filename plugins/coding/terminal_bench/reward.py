@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from core.api import RewardComponent, RewardResult, SandboxLimits, Task, Trajectory, open_sandbox
+from core.api import RewardComponent, RewardResult, SandboxLimits, Task, Trajectory, open_sandbox, remove_tree
 from plugins.coding.terminal_bench.task import METADATA_KEY
 from plugins.coding.testing import TestRun, new_run_dir, pytest_argv, read_pytest_run, sandbox_env
 
@@ -85,7 +85,7 @@ def run_task_tests(
     Args:
         tb: the task's ``Task.metadata["terminal_bench"]`` (``plugins.coding.terminal_bench.task_metadata``).
         workspace: the episode's final workspace (read, not changed).
-        scratch: the run's scratch folder; the copy, the tests and the report go to a fresh
+        scratch: the run's scratch folder; the copy (removed once the tests ran), the tests and the report go to a fresh
             ``runs/NNN-terminal-bench`` folder in it.
         isolated: run in the bwrap sandbox (False raises: the working folder needs it).
         limits: the sandbox's limits; ``timeout_s`` is replaced by the task's test time limit.
@@ -112,7 +112,10 @@ def run_task_tests(
     test_dir = str(TESTS_INSIDE)  # Terminal-Bench 1's compose file sets TEST_DIR=${T_BENCH_TEST_DIR} (/tests there)
     test_env = {k: v.replace("${T_BENCH_TEST_DIR}", test_dir).replace("$T_BENCH_TEST_DIR", test_dir) for k, v in tb.get("test_env", {}).items()}
     env = {**sandbox_env(run_dir), **tb.get("env", {}), **test_env, "TEST_DIR": test_dir}
-    result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs
+    try:
+        result = sandbox.run(argv, cwd=copy, env=env)  # from the working folder, as test.sh runs
+    finally:
+        remove_tree(copy)  # graded: the copy of the workspace goes; the tests' reports in run_dir stay
     run = read_pytest_run(result, run_dir, tests)
     run.duration_s = result.duration_s
     return run

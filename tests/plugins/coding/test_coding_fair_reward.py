@@ -187,8 +187,11 @@ def test_files_a_test_run_writes_stay_out_of_the_patch(tmp_path):
     assert "b/tests/out/notes.txt" in patch and "+kept by the agent" in patch  # changed by a tool call afterwards: the agent's
     row = row_of(result, home)
     assert (row["reward"], row["correct"]) == (1.0, True), row["reward_summary"]
-    graded_patch = next((home / "runs" / result.run_id).glob("**/runs/*-grading/patch.diff")).read_text()
-    assert graded_patch == patch  # the grader judged the same text
+    graded = next((home / "runs" / result.run_id).glob("**/runs/*-grading"))
+    assert (graded / "patch.diff").read_text() == patch  # the grader judged the same text
+    # graded: the copies of the tree are gone (issue 31: 71 MB left per grading of Django), the reports stay
+    assert not (graded / "workspace").exists() and not (graded / "reproduce" / "patched").exists()
+    assert not (graded / "reproduce" / "start").exists() and any((graded / "scratch").rglob("*.xml")), sorted(graded.rglob("*"))[:40]
 
 
 # --------------------------------------------------------------------------- the weakened-test check itself
