@@ -127,8 +127,9 @@ def scrape(client: httpx.Client) -> dict[tuple[str, tuple], float]:
 
 def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(horizon_home, tmp_path, notes_plugin):
     # a few steps before the fix, so that the kill lands inside runs (each step is a distinct call: no stuck stop)
-    # and a second's sandboxed sleep: a notes run takes a quarter of a second, so all 20 could end between two polls
-    steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"}), ("shell", {"command": "sleep 1"})]
+    # and a sandboxed sleep of 3 s: a notes run takes a quarter of a second, so all 20 could end between two polls,
+    # and with 1 s a loaded machine (CI beside other work) let both workers' runs end between the poll and the kill
+    steps = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # n1"}), ("shell", {"command": "sleep 3"})]
     steps += [("edit_file", {"path": "calc.py", "old_text": f"# n{i}", "new_text": f"# n{i + 1}"}) for i in range(1, STEPS - 3)]
     steps += FIX
     repo, script = tiny_repo(tmp_path), write_script(tmp_path / "fix.jsonl", steps)
