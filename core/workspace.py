@@ -222,7 +222,29 @@ def save_tree(workspace: Path, baseline: Path, *, patch: bool = False) -> str:
         patch: the tree a patch is taken from: files a test run wrote and nothing changed since
             (``record_test_outputs``) are left out too.
     """
-    return _store(workspace, baseline, tracked=_tracked(baseline), leave_out=_test_outputs(baseline) if patch else None).sha
+    sha = _store(workspace, baseline, tracked=_tracked(baseline), leave_out=_test_outputs(baseline) if patch else None).sha
+    try:  # the last saved tree, read back by the export's gates (``last_saved_tree``); a save is not lost without it
+        tmp = baseline / (LAST_TREE + ".tmp")
+        tmp.write_text(sha + "\n")
+        os.replace(tmp, baseline / LAST_TREE)
+    except OSError:
+        pass
+    return sha
+
+
+#: The hash of the tree the last ``save_tree`` stored, in the baseline database (the agent's
+#: commands cannot write it): the files a run ended with, as its last patch was taken from them.
+LAST_TREE = "horizon-last-tree"
+
+
+def last_saved_tree(baseline: Path) -> str:
+    """The tree hash the last ``save_tree`` into ``baseline`` returned; "" when none is recorded
+    (a run made before the record existed, or one that never saved)."""
+    try:
+        sha = (baseline / LAST_TREE).read_text().strip()
+    except OSError:
+        return ""
+    return sha if len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha) else ""
 
 
 #: ``{path: blob sha}`` of files a test run created (``record_test_outputs``), in the baseline

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.export.source import RunRecord, baseline_git, plugin_checker_inputs, root_commit
+from core.workspace import last_saved_tree
 
 REASONS = ("infrastructure_failure", "reward_hacking", "suspicious_code", "changed_expectation", "reward_not_applicable",
            "instruction_unseen", "near_duplicate", "nondeterministic_environment", "state_leak")
@@ -260,10 +261,14 @@ def _baselines_disagree(runs: list[RunRecord]) -> dict[str, list[Flag]]:
 
 
 def _blobs(folder: Path, *, final: bool) -> dict[str, str]:
-    """``{path: blob hash}`` of a run's starting files (root commit) or final files (the index that
-    the last patch was computed from)."""
+    """``{path: blob hash}`` of a run's starting files (root commit) or final files (the tree the
+    last save stored, ``core.workspace.last_saved_tree``; the index for older runs)."""
     if final:
-        listing, field_index = baseline_git(folder, "ls-files", "-s", "-z") or "", 1
+        last = last_saved_tree(folder / "baseline.git")
+        if last:
+            listing, field_index = baseline_git(folder, "ls-tree", "-r", "-z", last) or "", 2
+        else:  # a run stored before the last tree was recorded: its index lists the tree
+            listing, field_index = baseline_git(folder, "ls-files", "-s", "-z") or "", 1
     else:
         root = root_commit(folder)
         listing, field_index = (baseline_git(folder, "ls-tree", "-r", "-z", root) or "") if root else "", 2

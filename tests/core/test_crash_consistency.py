@@ -120,7 +120,9 @@ def test_fifty_killed_episodes_resume_to_the_uninterrupted_result(tmp_path, caps
     with capsys.disabled():
         print(f"\ncrash consistency: {EPISODES} episodes, {kills} SIGKILLs, {resumes} resumes, "
               f"{len(ref_steps)} steps each, 0 lost or repeated")
-    assert kills >= EPISODES and resumes >= EPISODES // 2  # most episodes were killed inside their run and resumed
+    # most episodes were killed inside their run and resumed (a fast machine may finish one or two before their first
+    # kill: each episode's result is checked above whatever its kills were)
+    assert kills >= EPISODES * 9 // 10 and resumes >= EPISODES // 2
 
 
 def test_old_checkpoints_are_pruned(tmp_path, notes_plugin):

@@ -192,9 +192,10 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             assert '"name": "finish"' in events or '"name":"finish"' in events
 
             # cancel: two long runs take both workers, a third waits; cancel the third, then a running one
-            edits = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # v1"})]
+            # (a sandboxed sleep of 10 s early on: 60 edits alone can end before the cancel lands on a fast machine)
+            edits = [("edit_file", {"path": "calc.py", "old_text": "return a - b", "new_text": "return a - b  # v1"}), ("shell", {"command": "sleep 10"})]
             edits += [("edit_file", {"path": "calc.py", "old_text": f"# v{i}", "new_text": f"# v{i + 1}"}) for i in range(1, 60)]
-            slow = write_script(tmp_path / "slow.jsonl", edits)  # 60 different steps (the same call again is stopped as stuck)
+            slow = write_script(tmp_path / "slow.jsonl", edits)  # 61 different steps (the same call again is stopped as stuck)
             long_body = {**body, "script": str(slow), "limits": {"max_steps": 100}}
             longs = [client.post("/api/runs", json=long_body).json()["run_id"] for _ in range(3)]
             assert client.post(f"/api/runs/{longs[2]}/cancel").json()["state"] == "cancelled"
@@ -204,7 +205,7 @@ def test_twenty_runs_survive_a_sigkill_of_the_server_and_finish_exactly_once(hor
             rows = wait_for(client, lambda rows: {r["run_id"]: r["state"] for r in rows}[longs[0]] == "cancelled", "the cancel", 120)
             with reading_store(longs[0]) as store:
                 run, tools = store.run(), store.tool_call_records()
-            assert run["status"] == "interrupted" and "cancelled" in run["exit_detail"] and len(tools) < 60
+            assert run["status"] == "interrupted" and "cancelled" in run["exit_detail"] and len(tools) < len(edits)
             assert not (horizon_home / "runs" / longs[2]).exists()  # cancelled while queued: never started
             client.post(f"/api/runs/{longs[1]}/cancel")
     finally:
