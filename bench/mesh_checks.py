@@ -26,10 +26,17 @@ import os
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# Horizon's tests/ is a namespace package; verl's wheel installs a regular top-level ``tests``
+# package that would win the import, so the name is bound to Horizon's folder first (as pytest's
+# importlib mode binds it).
+_tests = types.ModuleType("tests")
+_tests.__path__ = [str(Path(__file__).resolve().parents[1] / "tests")]
+sys.modules.setdefault("tests", _tests)
 
 from rich.console import Console
 from rich.table import Table

@@ -41,10 +41,17 @@ import json
 import os
 import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Horizon's tests/ is a namespace package; verl's wheel installs a regular top-level ``tests``
+# package that would win the import, so the name is bound to Horizon's folder first (as pytest's
+# importlib mode binds it).
+_tests = types.ModuleType("tests")
+_tests.__path__ = [str(Path(__file__).resolve().parents[1] / "tests")]
+sys.modules.setdefault("tests", _tests)
 
 from core.config import Settings
 from core.policy.embedded import bundled_model_path
