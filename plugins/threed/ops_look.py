@@ -38,6 +38,15 @@ PRESET_TAG = "horizon_preset"  # custom property on objects a lighting preset ma
 # -- UVs -----------------------------------------------------------------------------------
 
 
+
+def _bump(nodes: Any, links: Any, height: Any, bsdf: Any, *, strength: float, distance: float) -> None:
+    """A Bump node from ``height`` (a node output) into ``bsdf``'s normal; ``distance`` in metres."""
+    bump = nodes.new("ShaderNodeBump")
+    bump.inputs["Strength"].default_value = strength
+    bump.inputs["Distance"].default_value = distance
+    links.new(height, bump.inputs["Height"])
+    links.new(bump.outputs["Normal"], bsdf.inputs["Normal"])
+
 def uv_unwrap(args: dict[str, Any]) -> dict[str, Any]:
     """Smart-project UVs on each object (islands split at ``angle_limit_deg``, ``island_margin``
     as a fraction of the UV square); returns the UV islands' total area per object (0-1)."""
@@ -150,11 +159,7 @@ def _wood(nodes: Any, links: Any, bsdf: Any, kind: str, axis: str, scale: float)
     links.new(ramp.outputs["Color"], mix.inputs["A"])
     links.new(pore_ramp.outputs["Color"], mix.inputs["B"])
     links.new(mix.outputs["Result"], bsdf.inputs["Base Color"])
-    bump = nodes.new("ShaderNodeBump")
-    bump.inputs["Strength"].default_value = 0.08
-    bump.inputs["Distance"].default_value = 0.0005
-    links.new(pores.outputs["Fac"], bump.inputs["Height"])
-    links.new(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    _bump(nodes, links, pores.outputs["Fac"], bsdf, strength=0.08, distance=0.0005)
     bsdf.inputs["Roughness"].default_value = w["roughness"]
     bsdf.inputs["Coat Weight"].default_value = 0.1  # a satin oil finish
     bsdf.inputs["Coat Roughness"].default_value = 0.3
@@ -214,11 +219,7 @@ def _fabric(nodes: Any, links: Any, bsdf: Any, color: tuple[float, float, float]
     shade.inputs["B"].default_value = (*color, 1.0)
     links.new(weave.outputs["Value"], shade.inputs["Factor"])
     links.new(shade.outputs["Result"], bsdf.inputs["Base Color"])
-    bump = nodes.new("ShaderNodeBump")
-    bump.inputs["Strength"].default_value = 0.15
-    bump.inputs["Distance"].default_value = 0.0003
-    links.new(weave.outputs["Value"], bump.inputs["Height"])
-    links.new(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    _bump(nodes, links, weave.outputs["Value"], bsdf, strength=0.15, distance=0.0003)
     bsdf.inputs["Roughness"].default_value = 1.0
     bsdf.inputs["Sheen Weight"].default_value = 0.5
     output = next(n for n in nodes if n.type == "OUTPUT_MATERIAL")
