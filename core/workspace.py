@@ -189,6 +189,12 @@ def _store(workspace: Path, baseline: Path, *, start: bool = False, tracked: git
     else:
         stored = gitstore.store_tree(workspace, baseline, cache, label=_WORK, always_excluded=ALWAYS_EXCLUDED, tracked=tracked,
                                      read_gitignore=True, leave_out=leave_out)  # fmt: skip
+        try:  # the last saved tree (``last_saved_tree``), read back by the export's gates; a save is not lost without it
+            tmp = baseline / (LAST_TREE + ".tmp")
+            tmp.write_text(stored.sha + "\n")
+            os.replace(tmp, baseline / LAST_TREE)
+        except OSError:
+            pass
     cache.save()
     return stored
 
@@ -222,24 +228,17 @@ def save_tree(workspace: Path, baseline: Path, *, patch: bool = False) -> str:
         patch: the tree a patch is taken from: files a test run wrote and nothing changed since
             (``record_test_outputs``) are left out too.
     """
-    sha = _store(workspace, baseline, tracked=_tracked(baseline), leave_out=_test_outputs(baseline) if patch else None).sha
-    try:  # the last saved tree, read back by the export's gates (``last_saved_tree``); a save is not lost without it
-        tmp = baseline / (LAST_TREE + ".tmp")
-        tmp.write_text(sha + "\n")
-        os.replace(tmp, baseline / LAST_TREE)
-    except OSError:
-        pass
-    return sha
+    return _store(workspace, baseline, tracked=_tracked(baseline), leave_out=_test_outputs(baseline) if patch else None).sha
 
 
-#: The hash of the tree the last ``save_tree`` stored, in the baseline database (the agent's
-#: commands cannot write it): the files a run ended with, as its last patch was taken from them.
+#: The hash of the tree the last save stored (``snapshot``'s baseline, then each ``save_tree``), in
+#: the baseline database (the agent's commands cannot write it): the files a run ended with.
 LAST_TREE = "horizon-last-tree"
 
 
 def last_saved_tree(baseline: Path) -> str:
-    """The tree hash the last ``save_tree`` into ``baseline`` returned; "" when none is recorded
-    (a run made before the record existed, or one that never saved)."""
+    """The tree hash the last save into ``baseline`` stored (``LAST_TREE``); "" when none is
+    recorded (a run made before the record existed)."""
     try:
         sha = (baseline / LAST_TREE).read_text().strip()
     except OSError:
