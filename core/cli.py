@@ -129,21 +129,26 @@ class StepPrinter:
         from core.state import Usage
 
         self.usage = Usage()
-        self.latency = 0.0
+        self.model_s = 0.0  # the step's model call, shown on its first tool line
         self.console = out or console
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "model":
             self.usage = data["total"]
+            self.model_s = data.get("model_s", 0.0)
             if data["message"].content and not data["message"].tool_calls:
                 self.console.print(f"[dim]step {data['step']:>3}[/]  [yellow]text[/] {_safe(_short(data['message'].content))}")
         elif kind == "tool":
             call = data["call"]
             head = "(no tool call)" if call is None else f"{_short(call.name, 60)}({_short(call.arguments, 60)})"
             colour = "red" if data["is_error"] else "green"
+            # a model call of a tenth of a second or more is named beside the tool's own seconds
+            # (an embedded model's step is mostly the model: 30-60 s on 2 cores)
+            model = f"  model {self.model_s:.1f}s +" if self.model_s >= 0.1 else ""
+            self.model_s = 0.0
             self.console.print(
                 f"[dim]step {data['step']:>3}[/]  [bold]{_safe(head)}[/]  [{colour}]→ {_safe(_short(data['output'], 70))}[/]"
-                f"  [dim]{self.usage.total_tokens:,} tok  {data['duration_s']:.1f}s[/]"
+                f"  [dim]{self.usage.total_tokens:,} tok{model}  {data['duration_s']:.1f}s[/]"
             )
         elif kind == "verify":
             r = data["reward"]
@@ -361,9 +366,15 @@ def resume(
 
 
 @app.command()
-def runs() -> None:
+def runs(
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="newest runs to list"),
+    every: bool = typer.Option(False, "--all", help="list every run"),
+) -> None:
     """List runs, newest first ("killed": its process died; continue it with agent resume)."""
     from core.catalog import list_runs  # the runs catalog: no run store is opened (issue 31)
+
+    rows = list_runs()
+    shown = rows if every else rows[:limit]
 
     # Fixed columns at their natural widths; the task gets what is left (on 80 columns, a few words).
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -372,12 +383,14 @@ def runs() -> None:
         table.add_column(name, no_wrap=True, min_width=width)
     room = max(8, console.width - sum(widths.values()) - 3 * len(widths) - 4)
     table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=room)
-    for r in list_runs():
+    for r in shown:
         table.add_row(
             _safe(r["run_id"]), _safe(r.get("plugin")), _safe(r.get("status")), _safe(r.get("exit_status")),
             _reward_text(r.get("reward"), r.get("reward_status"), 2), str(r.get("steps") or 0), _safe(_short(r.get("task"), 50)),
         )
     console.print(table)
+    if len(shown) < len(rows):  # a terminal shows a screenful, not a thousand rows (like gh run list's 20)
+        console.print(f"[dim]… {len(rows) - len(shown):,} older runs not listed: agent runs --all, or -n N for the newest N[/]")
 
 
 @app.command()

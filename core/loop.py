@@ -219,7 +219,8 @@ class Episode:
             )
             self.append(message)
         total = state.usage + usage
-        self.on_event("model", {"step": step, "message": message, "usage": usage, "total": total})
+        self.on_event("model", {"step": step, "message": message, "usage": usage, "total": total,
+                                "model_s": time.perf_counter() - start})
         return {
             "step": step,
             "n_messages": index + 1,

@@ -174,3 +174,48 @@ def test_the_embedded_model_runs_a_short_episode_and_says_what_it_showed(notes_p
     run_id = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{4})", served.output).group(1)
     assert json.loads(runner.invoke(app, ["show", run_id, "--json"]).output)["run"]["config"]["limits"]["max_steps"] == 30
     assert "embedded model ran" not in served.output
+
+
+def test_the_step_line_names_the_model_calls_seconds_beside_the_tools():
+    """An embedded model's step is mostly the model call: its seconds are on the step's first tool line
+    (issue 30: the line showed only the tool's 0.3 s of a 40 s step); a scripted turn shows none."""
+    from rich.console import Console
+
+    from core.cli import StepPrinter
+    from core.state import Message, ToolCall, Usage
+
+    out = Console(record=True, width=200)
+    printer = StepPrinter(out)
+    calls = [ToolCall(id="a", name="view_file", arguments='{"path": "x"}'), ToolCall(id="b", name="finish", arguments="{}")]
+    printer("model", {"step": 1, "message": Message(role="assistant", content=None, tool_calls=calls),
+                      "usage": Usage(), "total": Usage(prompt_tokens=900, completion_tokens=20), "model_s": 41.7})
+    for call in calls:
+        printer("tool", {"step": 1, "call": call, "output": "ok", "is_error": False, "duration_s": 0.3})
+    printer("model", {"step": 2, "message": Message(role="assistant", content=None, tool_calls=calls[:1]),
+                      "usage": Usage(), "total": Usage(prompt_tokens=900, completion_tokens=20), "model_s": 0.001})
+    printer("tool", {"step": 2, "call": calls[0], "output": "ok", "is_error": False, "duration_s": 0.2})
+    first, second, third = out.export_text().splitlines()
+    assert first.endswith("920 tok  model 41.7s +  0.3s"), first
+    assert second.endswith("920 tok  0.3s") and third.endswith("920 tok  0.2s"), (second, third)
+
+
+def test_runs_lists_the_newest_fifty_and_says_how_many_more(notes_plugin, tmp_path, monkeypatch, script):
+    """Issue 31: a thousand rows are not a listing; the newest 50 are, with a line naming the rest."""
+    import shutil
+
+    monkeypatch.setenv("HORIZON_HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("notes\n")
+    made = runner.invoke(app, ["run", notes_plugin, "answer", "--repo", str(repo), "--policy", "scripted", "--script", str(script)])
+    assert made.exit_code == 0, made.output
+    (first,) = (tmp_path / "home" / "runs").iterdir()
+    for i in range(3):  # copies of a real run are runs of their own (the catalog adds folders it has no row for)
+        shutil.copytree(first, first.with_name(f"20261207-0000{i:02d}-copy{i}"))
+    listed = runner.invoke(app, ["runs", "-n", "2"])
+    assert listed.exit_code == 0, listed.output
+    assert "2 older runs not listed: agent runs --all" in listed.output, listed.output
+    assert sum(" finished " in line for line in listed.output.splitlines()) == 2, listed.output
+    every = runner.invoke(app, ["runs", "--all"])
+    assert "older runs" not in every.output, every.output
+    assert sum(" finished " in line for line in every.output.splitlines()) == 4, every.output
