@@ -813,7 +813,7 @@ def server_cmd(
 def plugins() -> None:
     """List the installed plugins (entry-point group horizon.plugins): version, tools, what each does, and
     what a plugin that cannot load is missing. Read from each plugin's manifest: no plugin is loaded."""
-    from core.plugin import describe_plugin, discover
+    from core.plugin_index import describe_plugin, discover  # no plugin, pydantic or reward type imported
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("plugin", no_wrap=True)
