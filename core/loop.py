@@ -97,6 +97,9 @@ class Episode:
         self.critic = critic
         self.stop_requested = False  # set by the runner's Ctrl-C handler; checked between nodes
         self.tool_schemas = env.tool_schemas
+        short = getattr(env.plugin, "small_model_tools", None)
+        if short and getattr(policy, "small_model", False):  # the embedded model: the plugin's short list (core.plugin)
+            self.tool_schemas = [s for s in env.tool_schemas if s["function"]["name"] in short]
         self.history: list[Message] = store.messages()
         records = store.tool_call_records()
         # A tool observation's images (paths relative to the run folder, kept in its data): sent

@@ -90,6 +90,10 @@ class Plugin(Protocol):
     - ``heavy_episodes: bool``: an episode holds a heavy process of its own (the 3D plugin's
       Blender worker); ``agent eval --backend ray`` runs such episodes in a Ray actor each,
       reused for the next one, instead of a Ray task. Default False.
+    - ``small_model_tools: tuple[str, ...]``: the names of the tools a small embedded model is
+      offered (the zero-setup default, ``core.policy.embedded``, whose 135M model reads a long
+      tool list slowly and picks from it at random); a model server's policy gets every tool.
+      Default: every tool for every policy.
 
     CLI commands: a package adds ``agent NAME ...`` by registering a typer app in the
     ``horizon.commands`` entry-point group (``COMMANDS_GROUP``), e.g. the 3D plugin's
@@ -214,6 +218,12 @@ def check_plugin(plugin: Any, label: str) -> None:
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise wrong("tools", f"two tools share a name: {sorted({n for n in names if names.count(n) > 1})}")
+    short = getattr(plugin, "small_model_tools", None)
+    if short is not None:
+        if not isinstance(short, tuple) or not short or not all(isinstance(n, str) for n in short):
+            raise wrong("small_model_tools", "must be a non-empty tuple of tool names")
+        if unknown := [n for n in short if n not in names]:
+            raise wrong("small_model_tools", f"names no tool of the plugin: {unknown}")
 
 
 def heavy_episodes(names: set[str] | list[str]) -> frozenset[str]:

@@ -8,6 +8,11 @@ Small models do not emit tool calls reliably, so every reply is decoded under a 
 that admits exactly ``{"name": <a tool>, "arguments": <that tool's arguments>}``: each call it makes is
 well-formed JSON naming a real tool. A reply cut off by the token limit can still be incomplete;
 the loop treats that as a malformed output.
+
+Sized for a 135M model: the loop offers it the plugin's ``small_model_tools`` when the plugin has
+such a list (``small_model`` below; the coding plugin's five tools), and its first call may not be
+``finish`` (``look_first``): asked to fix a bug, SmolLM2-135M called ``finish`` at its first step in
+every try, so the episode showed no tool at work.
 """
 
 from __future__ import annotations
@@ -140,7 +145,11 @@ class EmbeddedPolicy:
         temperature: sampling temperature.
         seed: sampling seed, for repeatable runs.
         n_threads: CPU threads; default all cores.
+        look_first: leave ``finish`` out of the first call's choices (when other tools are offered).
     """
+
+    #: the loop offers a small model the plugin's ``small_model_tools`` (``core.loop``)
+    small_model = True
 
     def __init__(
         self,
@@ -151,7 +160,9 @@ class EmbeddedPolicy:
         temperature: float = 0.2,
         seed: int = 0,
         n_threads: int | None = None,
+        look_first: bool = True,
     ) -> None:
+        self.look_first = look_first
         self.model_path = model_path or bundled_model_path()
         self.name = f"embedded:{self.model_path.name}"
         self.n_ctx = n_ctx
@@ -198,6 +209,10 @@ class EmbeddedPolicy:
         """
         llm = self._load()
         start = time.perf_counter()
+        step = sum(1 for m in messages if m["role"] == "assistant")
+        if self.look_first and step == 0:  # the first call acts before it may finish
+            acting = [t for t in tools if t["function"]["name"] != "finish"]
+            tools = acting or tools
         plain = self._fit(llm, to_plain_chat(messages, tools))
         kwargs: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed}
         if tools:
@@ -205,7 +220,6 @@ class EmbeddedPolicy:
         resp = llm.create_chat_completion(messages=plain, **kwargs)
         choice = resp["choices"][0]
         text = choice["message"].get("content") or ""
-        step = sum(1 for m in messages if m["role"] == "assistant")
         message = Message(role="assistant", content=text)
         call = read_call(text)
         if call is not None:  # else cut off by max_tokens: kept as text, the loop reports it as malformed

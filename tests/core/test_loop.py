@@ -211,3 +211,40 @@ def test_a_reply_cut_at_the_token_limit_is_named_as_such(notes_folder, notes_plu
     with closing(open_store(result.run_id)) as store:
         nudge = [m for m in store.messages() if m.role == "user"][1].content
     assert nudge.startswith("Your reply was cut off at the completion-token limit")
+
+
+def test_a_small_model_is_offered_the_plugins_short_tool_list(notes_folder, notes_plugin):
+    """Issue 30: a policy marked ``small_model`` (the embedded 135M model) gets the plugin's
+    ``small_model_tools``; any other policy gets every tool; a short list naming no tool is refused."""
+    import pytest
+
+    from core.errors import PluginContractError
+    from core.plugin import check_plugin, load_plugin
+
+    class Recording(ScriptedPolicy):
+        small_model = True
+
+        def __init__(self, turns):
+            super().__init__(turns)
+            self.offered: list[list[str]] = []
+
+        def complete(self, messages, tools):
+            self.offered.append([t["function"]["name"] for t in tools])
+            return super().complete(messages, tools)
+
+    plugin = load_plugin(notes_plugin)
+    plugin.small_model_tools = ("view_file", "finish")
+    check_plugin(plugin, "notes")  # the contract accepts it
+    turns = [{"tool": "view_file", "arguments": {"path": "log.md"}}, {"tool": "finish", "arguments": {"summary": "x"}}]
+    for small, expected in ((True, ["view_file", "finish"]), (False, ["view_file", "write_file", "edit_file", "shell", "finish"])):
+        policy = Recording(turns)
+        policy.small_model = small
+        started = Run.start(Task(plugin=notes_plugin, instruction="x", repo=notes_folder), policy, policy_config={"kind": "test"},
+                            limits=Limits(), pricing=Pricing(), plugin=plugin)
+        result = started.execute()
+        started.close()
+        assert result.exit_status == ExitStatus.SUBMITTED
+        assert policy.offered == [expected, expected], (small, policy.offered)
+    plugin.small_model_tools = ("view_file", "grep")
+    with pytest.raises(PluginContractError, match=r"small_model_tools.*names no tool of the plugin: \['grep'\]"):
+        check_plugin(plugin, "notes")

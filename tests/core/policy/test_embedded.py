@@ -85,3 +85,15 @@ def test_a_run_on_string_is_closed_by_the_grammar_not_cut_off():
     assert resp.finish_reason != "length", resp.message.content
     (call,) = resp.message.tool_calls
     assert call.name == "finish" and len(json.loads(call.arguments)["summary"]) <= 300
+
+
+def test_the_first_call_acts_before_it_may_finish(policy):
+    """Issue 30: asked to fix a bug, SmolLM2-135M called ``finish`` first in every try; its first call
+    now chooses among the other tools (``look_first``); a plugin whose only tool is finish keeps it."""
+    messages = [{"role": "system", "content": "You fix bugs."}, {"role": "user", "content": "Finish now: call finish."}]
+    first = policy.complete(messages, TOOLS)
+    if first.finish_reason != "length":
+        assert [c.name for c in first.message.tool_calls] == ["view_file"]
+    alone = policy.complete(messages, TOOLS[1:])  # finish is the only tool: it stays offered
+    if alone.finish_reason != "length":
+        assert [c.name for c in alone.message.tool_calls] == ["finish"]
