@@ -10,9 +10,10 @@ well-formed JSON naming a real tool. A reply cut off by the token limit can stil
 the loop treats that as a malformed output.
 
 Sized for a 135M model: the loop offers it the plugin's ``small_model_tools`` when the plugin has
-such a list (``small_model`` below; the coding plugin's five tools), and its first call may not be
-``finish`` (``look_first``): asked to fix a bug, SmolLM2-135M called ``finish`` at its first step in
-every try, so the episode showed no tool at work.
+such a list (``small_model`` below; the coding plugin's five tools), it sees and may fill only
+each tool's required arguments (``essential``), and its first call may not be ``finish``
+(``look_first``): asked to fix a bug, SmolLM2-135M called ``finish`` at its first step in every
+try, so the episode showed no tool at work.
 """
 
 from __future__ import annotations
@@ -77,6 +78,17 @@ def _string_count(schema: Any) -> int:
     own = 1 if schema.get("type") == "string" else 0
     nested = sum(_string_count(v) for v in (schema.get("properties") or {}).values())
     return own + nested + _string_count(schema.get("items"))
+
+
+def essential(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` (an OpenAI function schema) with only its required arguments: the others keep their
+    defaults. A 135M model fills every optional argument it is shown, and wrongly (``max_results:
+    1000000`` past its maximum, five times over), and a shorter schema is a smaller grammar."""
+    fn = spec["function"]
+    parameters = fn.get("parameters") or {"type": "object"}
+    required = list(parameters.get("required") or [])
+    kept = {k: v for k, v in (parameters.get("properties") or {}).items() if k in required}
+    return {**spec, "function": {**fn, "parameters": {**parameters, "properties": kept, "required": required}}}
 
 
 def tool_call_schema(tools: list[dict[str, Any]], *, string_chars: int = CALL_STRING_CHARS) -> dict[str, Any]:
@@ -213,6 +225,7 @@ class EmbeddedPolicy:
         if self.look_first and step == 0:  # the first call acts before it may finish
             acting = [t for t in tools if t["function"]["name"] != "finish"]
             tools = acting or tools
+        tools = [essential(t) for t in tools]
         plain = self._fit(llm, to_plain_chat(messages, tools))
         kwargs: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed}
         if tools:

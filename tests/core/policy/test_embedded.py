@@ -97,3 +97,15 @@ def test_the_first_call_acts_before_it_may_finish(policy):
     alone = policy.complete(messages, TOOLS[1:])  # finish is the only tool: it stays offered
     if alone.finish_reason != "length":
         assert [c.name for c in alone.message.tool_calls] == ["finish"]
+
+
+def test_the_model_sees_and_fills_only_required_arguments():
+    """SmolLM2 filled ``search_code``'s optional ``max_results`` with 1,000,000 (past its maximum) in five
+    calls running; it is shown only the required arguments, and the others keep their defaults."""
+    from core.policy.embedded import essential
+
+    (view, _) = [essential(t) for t in TOOLS]
+    assert view["function"]["parameters"]["properties"] == {"path": {"type": "string"}}
+    assert view["function"]["parameters"]["required"] == ["path"]
+    assert "start_line" not in to_plain_chat([{"role": "system", "content": "S"}], [view])[0]["content"]
+    assert TOOLS[0]["function"]["parameters"]["properties"].keys() == {"path", "start_line"}  # the loop's copy is untouched
