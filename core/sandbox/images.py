@@ -188,6 +188,14 @@ def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = Non
     return "\n".join(lines) + "\n", swapped
 
 
+def _distribution_note(image: str) -> str:
+    """What an Ubuntu image's stand-in lacks, for the set-up text ('' for any other image)."""
+    if "ubuntu" not in image.lower():
+        return ""
+    return (" (Debian 12 bookworm, not Ubuntu: apt has Debian's package versions, so an Ubuntu version pin such as "
+            "gfortran=4:13.2.0-7ubuntu1 is not found, and there are no PPAs or add-apt-repository)")
+
+
 def context_digest(context: Path, dockerfile_text: str, salt: str = "") -> str:
     """A digest of a build: the (derived) Dockerfile, every file of the context (path, mode, bytes) and ``salt``."""
     digest = hashlib.sha256(dockerfile_text.encode() + b"\0" + salt.encode())
@@ -217,7 +225,8 @@ def build_task_image(engine: Engine, name: str, dockerfile: Path, context: Path,
     salt = " ".join(f"{image}={engine.text(['image', 'inspect', '--format', '{{.Id}}', tag])}" for image, tag in sorted(swapped.items()))
     safe = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
     tag = f"horizon-task/{safe[:100]}:{context_digest(context, text, salt)}"
-    notes = [f"base image {image} is not available here; the local {local} stood in for it" for image, local in swapped.items()]
+    notes = [f"base image {image} is not available here; the local {local} stood in for it{_distribution_note(image)}"
+             for image, local in swapped.items()]  # fmt: skip
     if engine.has_image(tag):
         mark_used(tag)
         return BuiltImage(tag, swapped, False, notes)
