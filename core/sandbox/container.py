@@ -27,7 +27,6 @@ the container: the container's own cpus/memory limits are.
 from __future__ import annotations
 
 import shlex
-import threading
 import uuid
 from pathlib import Path, PurePosixPath
 
@@ -130,11 +129,14 @@ class ContainerSandbox:
             self.engine.call(["rm", "-f", self.name], check=False, timeout_s=120)  # a container created before the refusal
             container = self.engine.text([*args, *command], timeout_s=300)
             self.storage_mode = "measured"
-        self._watch = StorageWatch(self.engine, container, self.workspace, self.storage_bytes, layer=self.storage_mode == "measured")
+        self._watch = StorageWatch(self.engine, container, self.workspace, self.storage_bytes, layer=self.storage_mode == "measured").start()
         return container
 
     def close(self) -> None:
         """Remove the container (and everything written in it outside the workspace); safe to call twice."""
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self.container is not None:
             self.engine.call(["rm", "-f", self.container], check=False, timeout_s=120)
             self.container = None
@@ -212,20 +214,19 @@ class ContainerSandbox:
         timeout = max(1.0, float(limits.timeout_s))
         inner = ["timeout", "-s", "KILL", f"{timeout:g}", *argv]
         variables = dict(env or {})
-        watch, stop, token = self._watch, threading.Event(), uuid.uuid4().hex
+        watch, token = self._watch, uuid.uuid4().hex
         if watch is not None:  # the storage limit: this command's processes carry a marker the watcher can find
             variables[MARKER] = token
             watch.begin(token)
-            watch.watch(token, stop)
         full = self._exec_argv(inner, cwd=where, env=variables, interactive=stdin is not None)
         runs = self.scratch / SCRATCH_WRITABLE
         try:
             done = run_captured(full, env=_client_env(), cwd=None, stdin=stdin, timeout_s=timeout + GRACE_S,
                                 output_bytes=limits.output_bytes, output_dir=runs, on_timeout=kill_group)  # fmt: skip
         except OSError as exc:
+            if watch is not None:
+                watch.end(token)
             raise SandboxUnavailable(f"the container engine's client {self.engine.path} cannot run: {exc}") from None
-        finally:
-            stop.set()
         code = done.returncode
         broke = watch.end(token) if watch is not None else None
         timed_out = done.timed_out or (code == 137 and done.duration_s >= timeout - 0.5)

@@ -84,6 +84,22 @@ def test_storage_limit_stops_what_writes_past_it(engine, debian, tmp_path):
         freed = sandbox.shell("rm -f /tmp/big /tmp/s* /app/blob && echo freed")
         assert freed.ok and freed.stdout == "freed\n", freed
         assert sandbox.shell("dd if=/dev/zero of=/tmp/again bs=1M count=10 status=none").ok
+        if sandbox.storage_mode == "measured":
+            # a writer left in the background, without the marker, is stopped too, between commands
+            started = sandbox.shell("env -u HORIZON_COMMAND sh -c 'i=0; while true; do i=$((i+1)); "
+                                    "dd if=/dev/zero of=/tmp/bg$i bs=1M count=4 status=none; sleep 0.2; done' > /dev/null 2>&1 &")  # fmt: skip
+            assert started.ok, started
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and sandbox._watch.stops_all == 0:
+                time.sleep(0.5)
+            assert sandbox._watch.stops_all >= 1
+            time.sleep(3)  # nothing writes any more: the use stays where the stop left it
+            left = sandbox.shell("ls /tmp | grep -c '^bg'; pgrep -f 'while tru[e]|sleep 12[0]' || echo none; pgrep -x sleep")
+            count, gone, alive = left.stdout.split()[:3]
+            # the writer and the earlier command's sleep are gone, the container's own sleep is left;
+            # the writer was stopped within seconds of passing 50 MiB (10 MiB were there already)
+            assert gone == "none" and alive.isdigit() and int(count) * 4 < 100, left
+            assert sandbox.shell("ls /tmp | grep -c '^bg'").stdout.split()[0] == count
 
 
 def test_image_cache_limit_reads_its_variable(monkeypatch):
@@ -132,3 +148,15 @@ def test_the_image_cache_evicts_the_least_recently_used_task_images(engine, debi
     finally:
         for tag in tags:
             engine.call(["rmi", "-f", tag], check=False)
+
+
+def test_a_tasks_storage_mb_reaches_its_container(engine, debian, tmp_path):
+    from core.sandbox import open_container
+
+    (tmp_path / "ws").mkdir()
+    spec = {"image": debian, "workdir": "/app", "storage_mb": 50.0, "allow_internet": False}
+    with open_container(spec, tmp_path / "ws", tmp_path / "scratch") as sandbox:
+        assert sandbox.storage_bytes == LIMIT and sandbox.storage_mode in ("quota", "measured")
+        over = sandbox.shell("dd if=/dev/zero of=/tmp/big bs=1M count=80 status=none")
+        assert over.exit_code != 0 and ("storage limit exceeded" in over.stderr or "No space left" in over.stderr), over
+    assert sandbox._watch is None and sandbox.container is None
