@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,7 @@ from core.errors import UserError
 from core.sandbox import SandboxLimits
 from core.sandbox.container import ContainerSandbox
 from core.sandbox.engine import engine_or_none, find_engine
-from core.sandbox.images import (IMAGE_CACHE_VARIABLE, cached_images, ensure_base, evict_images, image_cache_limit,
-                                 mark_used)  # fmt: skip
+from core.sandbox.images import IMAGE_CACHE_VARIABLE, cached_images, ensure_base, evict_images, image_cache_limit, mark_used
 from plugins.coding.terminal_bench.container import resources
 
 LIMIT = 50 << 20
