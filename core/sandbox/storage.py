@@ -158,6 +158,8 @@ class StorageWatch:
         used = self.used()
         if used <= self.limit_bytes or low is None or used <= low:
             return
+        if self.keep is None:  # no command has run: the image's ENTRYPOINT setting up; nothing of the agent's to stop
+            return
         with self._lock:
             token = self.current if self.current is not None and self.current not in self.killed else None
             if token is not None:
@@ -170,7 +172,7 @@ class StorageWatch:
         if token is not None:
             kill_marked(self.engine, self.container, token)
         else:
-            kill_all(self.engine, self.container, self.keep if self.keep is not None else {1})
+            kill_all(self.engine, self.container, self.keep)
 
     def start(self) -> StorageWatch:
         """Start the watcher (a daemon thread, until ``stop``)."""
