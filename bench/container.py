@@ -13,7 +13,9 @@ Work: the test fixture task ``tests/plugins/coding/data/harbor/apt-and-pip`` (a 
    time once the image is in the engine's store (what every later load of the task costs).
 3. Container start: ``ContainerSandbox.start`` + ``close`` (run, remove), median.
 4. One step: ``true`` and ``bash -c 'ls'`` through ``ContainerSandbox.run`` (``ENGINE exec``) and
-   through ``BwrapSandbox.run``, beside a bare ``subprocess.run``; medians.
+   through ``BwrapSandbox.run``, beside a bare ``subprocess.run``; medians. ``true`` again in a
+   container with a 1 GiB storage limit (``core.sandbox.storage``: the engine's quota, or measured
+   before and after each command, which is what this row costs).
 
 Targets (printed, never asserted): build from cache under 3 s; container start under 2 s; a step's
 overhead in the container under 150 ms. The exit status is non-zero only when the benchmark
@@ -121,6 +123,17 @@ def main() -> int:
                 rows.append((label, results))
         finally:
             box.close()
+        # the same step under a storage limit ([environment] storage_mb): the engine's quota, or measured
+        limited = ContainerSandbox(engine, first.tag, workspace, scratch, workdir="/app", storage_bytes=1 << 30).start()
+        try:
+
+            def in_limited() -> None:
+                if not limited.run(["true"]).ok:
+                    failures.append("true failed in the container with a storage limit")
+
+            storage_row = (f"one step: true, storage limit ({limited.storage_mode})", median_s(in_limited, commands))
+        finally:
+            limited.close()
 
     table = Table(title=f"container tasks on {engine.name} ({'quick' if args.quick else 'full'}: {starts} starts, {commands} commands)")
     for column in ("measure", "container", "bubblewrap", "bare process", "target"):
@@ -134,6 +147,7 @@ def main() -> int:
         bw = results["bwrap"]
         table.add_row(f"one step: {label}", f"{results['container'] * 1000:.0f} ms", f"{bw * 1000:.0f} ms" if bw is not None else "n/a",
                       f"{results['bare'] * 1000:.1f} ms", "container < 150 ms")  # fmt: skip
+    table.add_row(storage_row[0], f"{storage_row[1] * 1000:.0f} ms", "-", "-", "container < 150 ms")
     console.print(table)
     if failures:
         console.print("[red]broken:[/] " + "; ".join(dict.fromkeys(failures)))

@@ -171,7 +171,9 @@ def open_sandbox(
 def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: SandboxLimits | None = None) -> Sandbox:
     """A started ``ContainerSandbox`` (``core.sandbox.container``) for a task whose metadata's
     ``container`` is ``spec``: ``image``, ``workdir``, and optionally ``cpus``, ``memory_bytes``,
-    ``allow_internet`` (default False), ``task_env`` (variables of every command).
+    ``allow_internet`` (default False), ``task_env`` (variables of every command), ``storage_mb``
+    (what the commands may write: the engine's quota where it has one, else measured;
+    ``core.sandbox.storage``).
 
     Raises:
         UserError: no container engine answers (what to install or start).
@@ -179,11 +181,14 @@ def open_container(spec: dict, workspace: Path, scratch: Path, *, limits: Sandbo
     """
     from core.sandbox.container import ContainerSandbox
     from core.sandbox.engine import find_engine
+    from core.sandbox.images import mark_used
 
     sandbox = ContainerSandbox(find_engine(), spec["image"], workspace, scratch, workdir=spec["workdir"], limits=limits,
                                allow_network=bool(spec.get("allow_internet", False)), cpus=spec.get("cpus"),
-                               memory_bytes=spec.get("memory_bytes"), env=spec.get("task_env") or None)  # fmt: skip
+                               memory_bytes=spec.get("memory_bytes"), env=spec.get("task_env") or None,
+                               storage_bytes=int(spec["storage_mb"] * 2**20) if spec.get("storage_mb") else None)  # fmt: skip
     sandbox.spec = dict(spec)  # what else the task's plugin reads (a separate verifier's image)
+    mark_used(spec["image"])  # the image cache's order (core.sandbox.images.evict_images)
     return sandbox.start()
 
 

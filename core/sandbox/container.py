@@ -13,6 +13,9 @@ that sets the environment up and then ``exec "$@"`` works) and removed at ``clos
   protocol's layout);
 * ``--network none`` unless the task allows the internet; ``--cpus`` and ``--memory`` from the
   task's ``[environment]`` (the memory limit covers the whole container, not each command);
+  its storage limit is ``--storage-opt size=`` where the engine's storage driver supports it
+  (overlay on XFS with project quotas) and is measured otherwise: a command that writes past it
+  is stopped (``core.sandbox.storage``);
 * each command is ``ENGINE exec`` with its environment, working folder (a host path in the
   workspace is mapped to ``workdir``) and standard input, under coreutils ``timeout`` inside the
   container (its process group is killed at the deadline) and a host-side deadline a little later.
@@ -31,6 +34,7 @@ from core.errors import SandboxUnavailable, UserError
 from core.sandbox.base import SCRATCH_WRITABLE, ProcessResult, SandboxLimits
 from core.sandbox.engine import Engine
 from core.sandbox.process import decode_head, kill_group, run_captured
+from core.sandbox.storage import MARKER
 
 #: Seconds the host waits past a command's own deadline before it kills the ``exec`` client.
 GRACE_S = 15.0
@@ -48,6 +52,9 @@ class ContainerSandbox:
         limits: default limits of each command (its ``timeout_s`` and ``output_bytes`` apply).
         allow_network: False: ``--network none``.
         cpus: ``--cpus`` (None: unlimited); memory_bytes: ``--memory`` (None: unlimited).
+        storage_bytes: what the commands may write, the workspace included (None: unlimited;
+            ``core.sandbox.storage``); ``storage_mode`` says how it is enforced once started:
+            ``"quota"`` (the engine's ``--storage-opt size``) or ``"measured"``.
         env: environment of every command (the image's own ENV applies besides).
 
     Raises:
@@ -58,7 +65,7 @@ class ContainerSandbox:
 
     def __init__(self, engine: Engine, image: str, workspace: Path, scratch: Path, *, workdir: str, limits: SandboxLimits | None = None,
                  allow_network: bool = False, cpus: float | None = None, memory_bytes: int | None = None,
-                 env: dict[str, str] | None = None):  # fmt: skip
+                 env: dict[str, str] | None = None, storage_bytes: int | None = None):  # fmt: skip
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ValueError(f"sandbox workspace is not a folder: {workspace}")
@@ -70,6 +77,9 @@ class ContainerSandbox:
         self.limits = limits or SandboxLimits()
         self.allow_network, self.cpus, self.memory_bytes = allow_network, cpus, memory_bytes
         self.env = dict(env or {})
+        self.storage_bytes = int(storage_bytes) if storage_bytes else None
+        self.storage_mode: str | None = None
+        self._watch = None
         self.name = f"horizon-{uuid.uuid4().hex[:12]}"
         self.container: str | None = None
         self.spec: dict = {}  # the task's container metadata, when opened from it (``open_container``)
@@ -94,15 +104,39 @@ class ContainerSandbox:
             args += ["--cpus", f"{self.cpus:g}"]
         if self.memory_bytes:
             args += ["--memory", str(int(self.memory_bytes)), "--memory-swap", str(int(self.memory_bytes))]
+        # The image's ENTRYPOINT runs (a task's set-up, as Harbor keeps it) with this command in place of CMD.
+        command = [self.image, "sh", "-c", "sleep infinity"]
         try:
-            # The image's ENTRYPOINT runs (a task's set-up, as Harbor keeps it) with this command in place of CMD.
-            self.container = self.engine.text([*args, self.image, "sh", "-c", "sleep infinity"], timeout_s=300)
+            if self.storage_bytes:
+                self.container = self._start_with_storage(args, command)
+            else:
+                self.container = self.engine.text([*args, *command], timeout_s=300)
         except UserError as exc:
             raise SandboxUnavailable(f"the task's container could not start: {exc}") from None
         return self
 
+    def _start_with_storage(self, args: list[str], command: list[str]) -> str:
+        """Start with ``--storage-opt size=`` (the engine's quota), or without it and measured
+        where the engine's storage driver refuses the option (``core.sandbox.storage``)."""
+        from core.sandbox.storage import UNSUPPORTED, StorageWatch
+
+        try:
+            container = self.engine.text([*args, "--storage-opt", f"size={self.storage_bytes}", *command], timeout_s=300)
+            self.storage_mode = "quota"
+        except UserError as exc:
+            if not UNSUPPORTED.search(str(exc)):
+                raise
+            self.engine.call(["rm", "-f", self.name], check=False, timeout_s=120)  # a container created before the refusal
+            container = self.engine.text([*args, *command], timeout_s=300)
+            self.storage_mode = "measured"
+        self._watch = StorageWatch(self.engine, container, self.workspace, self.storage_bytes, layer=self.storage_mode == "measured").start()
+        return container
+
     def close(self) -> None:
         """Remove the container (and everything written in it outside the workspace); safe to call twice."""
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self.container is not None:
             self.engine.call(["rm", "-f", self.container], check=False, timeout_s=120)
             self.container = None
@@ -179,21 +213,33 @@ class ContainerSandbox:
         where = self.workdir if cwd is None else (cwd if isinstance(cwd, str) else self.inside(cwd))
         timeout = max(1.0, float(limits.timeout_s))
         inner = ["timeout", "-s", "KILL", f"{timeout:g}", *argv]
-        full = self._exec_argv(inner, cwd=where, env=dict(env or {}), interactive=stdin is not None)
+        variables = dict(env or {})
+        watch, token = self._watch, uuid.uuid4().hex
+        if watch is not None:  # the storage limit: this command's processes carry a marker the watcher can find
+            variables[MARKER] = token
+            watch.begin(token)
+        full = self._exec_argv(inner, cwd=where, env=variables, interactive=stdin is not None)
         runs = self.scratch / SCRATCH_WRITABLE
         try:
             done = run_captured(full, env=_client_env(), cwd=None, stdin=stdin, timeout_s=timeout + GRACE_S,
                                 output_bytes=limits.output_bytes, output_dir=runs, on_timeout=kill_group)  # fmt: skip
         except OSError as exc:
+            if watch is not None:
+                watch.end(token)
             raise SandboxUnavailable(f"the container engine's client {self.engine.path} cannot run: {exc}") from None
         code = done.returncode
+        broke = watch.end(token) if watch is not None else None
         timed_out = done.timed_out or (code == 137 and done.duration_s >= timeout - 0.5)
         if code == 126 and b"OCI runtime exec failed" in done.stderr:
             raise SandboxUnavailable(f"the container {self.name} cannot run commands: {decode_head(done.stderr, done.stderr_bytes).strip()}")
         if code == 137 and not timed_out:
             code = -9
+        stderr = decode_head(done.stderr, done.stderr_bytes)
+        if broke:
+            sep = "\n" if stderr and not stderr.endswith("\n") else ""
+            code, stderr = code or 1, f"{stderr}{sep}{broke}\n"
         return ProcessResult(argv=list(argv), exit_code=code, stdout=decode_head(done.stdout, done.stdout_bytes),
-                             stderr=decode_head(done.stderr, done.stderr_bytes), stdout_bytes=done.stdout_bytes,
+                             stderr=stderr, stdout_bytes=done.stdout_bytes,
                              stderr_bytes=done.stderr_bytes, timed_out=timed_out, duration_s=done.duration_s)  # fmt: skip
 
     def shell(self, command: str, **kwargs: object) -> ProcessResult:

@@ -145,12 +145,15 @@ class BuiltImage:
         stand_ins: ``{FROM image: the local image used instead}``.
         built: True when this call built it (False: found in the engine's store).
         notes: what was done, for the episode's set-up text.
+        evicted: the task images removed after this build to keep the cache within its bound
+            (``evict_images``).
     """
 
     tag: str
     stand_ins: dict[str, str] = field(default_factory=dict)
     built: bool = False
     notes: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
 
 
 def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = None) -> tuple[str, dict[str, str]]:
@@ -185,6 +188,14 @@ def derived_dockerfile(engine: Engine, text: str, *, log: list[str] | None = Non
     return "\n".join(lines) + "\n", swapped
 
 
+def _distribution_note(image: str) -> str:
+    """What an Ubuntu image's stand-in lacks, for the set-up text ('' for any other image)."""
+    if "ubuntu" not in image.lower():
+        return ""
+    return (" (Debian 12 bookworm, not Ubuntu: apt has Debian's package versions, so an Ubuntu version pin such as "
+            "gfortran=4:13.2.0-7ubuntu1 is not found, and there are no PPAs or add-apt-repository)")
+
+
 def context_digest(context: Path, dockerfile_text: str, salt: str = "") -> str:
     """A digest of a build: the (derived) Dockerfile, every file of the context (path, mode, bytes) and ``salt``."""
     digest = hashlib.sha256(dockerfile_text.encode() + b"\0" + salt.encode())
@@ -197,22 +208,27 @@ def context_digest(context: Path, dockerfile_text: str, salt: str = "") -> str:
 
 def build_task_image(engine: Engine, name: str, dockerfile: Path, context: Path, *, timeout_s: float = 1800.0) -> BuiltImage:
     """The image of a task's Dockerfile, built (with the network: builds download packages) unless
-    the engine holds it already; the task's files are not changed.
+    the engine holds it already; the task's files are not changed. Its use is recorded
+    (``mark_used``), and after a build the least recently used task images beyond the cache's
+    bound are removed (``image_cache_limit``, ``evict_images``).
 
     Args:
         name: the task's name (part of the tag).
         dockerfile: its Dockerfile; context: its build context.
 
     Raises:
-        UserError: a stand-in cannot be built, or the build fails (the engine's output's tail).
+        UserError: a stand-in cannot be built, the build fails (the engine's output's tail), or
+            ``HORIZON_IMAGE_CACHE_MB`` is neither a size nor ``unlimited``.
     """
     log: list[str] = []
     text, swapped = derived_dockerfile(engine, dockerfile.read_text(encoding="utf-8-sig"), log=log)
     salt = " ".join(f"{image}={engine.text(['image', 'inspect', '--format', '{{.Id}}', tag])}" for image, tag in sorted(swapped.items()))
     safe = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
     tag = f"horizon-task/{safe[:100]}:{context_digest(context, text, salt)}"
-    notes = [f"base image {image} is not available here; the local {local} stood in for it" for image, local in swapped.items()]
+    notes = [f"base image {image} is not available here; the local {local} stood in for it{_distribution_note(image)}"
+             for image, local in swapped.items()]  # fmt: skip
     if engine.has_image(tag):
+        mark_used(tag)
         return BuiltImage(tag, swapped, False, notes)
     with tempfile.TemporaryDirectory(prefix="horizon-build-") as tmp:
         derived = Path(tmp) / "Dockerfile"
@@ -221,7 +237,10 @@ def build_task_image(engine: Engine, name: str, dockerfile: Path, context: Path,
     if done.returncode != 0:
         said = (done.stderr + done.stdout).decode(errors="replace").strip()[-3000:]
         raise UserError(f"{dockerfile}: the image could not be built ({engine.name} build, exit code {done.returncode}): {said}")
-    return BuiltImage(tag, swapped, True, [*log, *notes])
+    mark_used(tag)
+    limit = image_cache_limit()
+    evicted = evict_images(engine, limit, keep=(tag,)) if limit is not None else []
+    return BuiltImage(tag, swapped, True, [*log, *notes], evicted)
 
 
 def image_config(engine: Engine, tag: str) -> dict:
@@ -245,3 +264,160 @@ def export_workdir(engine: Engine, tag: str, workdir: str, dest: Path) -> None:
             raise UserError(f"{engine.name} cp of {workdir} out of {tag} failed: {done.stderr.decode(errors='replace')[-1000:]}")
     finally:
         engine.call(["rm", "-f", cid], check=False)
+
+
+# -- the cache of task images: bounded, least recently used first out -----------------------------
+
+#: The environment variable that bounds the task images' cache, in MiB (``unlimited``: no bound).
+IMAGE_CACHE_VARIABLE = "HORIZON_IMAGE_CACHE_MB"
+#: The bound when the variable is not set (MiB).
+DEFAULT_IMAGE_CACHE_MB = 20480
+#: The repository prefix of the task images (the only images ever evicted; ``horizon-base/`` never is).
+TASK_PREFIX = "horizon-task/"
+#: An image used (loaded or started) this recently is not evicted: an evaluation's own images
+#: survive while its other tasks load.
+RECENT_S = 3600.0
+_DOCKER_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+
+
+@dataclass
+class CachedImage:
+    """One task image in the engine's store.
+
+    Attributes:
+        tag: ``horizon-task/NAME:DIGEST``.
+        bytes: what removing it frees (its layers no other image shares; Podman: its whole size).
+        last_used: when Horizon last loaded a task or started a container from it (seconds since
+            the epoch; its creation time where this ``$HORIZON_HOME`` never used it).
+        containers: containers made from it (it is not removed while there are any).
+    """
+
+    tag: str
+    bytes: int
+    last_used: float
+    containers: int = 0
+
+
+def image_cache_limit() -> int | None:
+    """The task images' cache bound in bytes (``HORIZON_IMAGE_CACHE_MB``, default
+    ``DEFAULT_IMAGE_CACHE_MB``), or None for ``unlimited``.
+
+    Raises:
+        UserError: the variable is neither a positive number nor ``unlimited``.
+    """
+    text = os.environ.get(IMAGE_CACHE_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_IMAGE_CACHE_MB << 20
+    if text.lower() == "unlimited":
+        return None
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = -1.0
+    if mb <= 0:
+        raise UserError(f"{IMAGE_CACHE_VARIABLE}={text}: it must be a positive number of MiB (the task images' cache bound) or unlimited")
+    return int(mb * 2**20)
+
+
+def _uses(home: Path | None) -> Path:
+    from core.paths import horizon_home
+
+    return (home or horizon_home()) / "cache" / "image-use"
+
+
+def mark_used(tag: str, home: Path | None = None) -> None:
+    """Record that ``tag`` was used now (the file ``$HORIZON_HOME/cache/image-use/TAG``'s time)."""
+    folder = _uses(home)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / tag.replace("/", "%2F")
+        path.touch()
+        os.utime(path)
+    except OSError:
+        pass  # the record only orders evictions: a read-only home costs nothing else
+
+
+def _docker_bytes(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMGT]?B)\s*", text)
+    return int(float(match.group(1)) * _DOCKER_UNITS[match.group(2).upper()]) if match else 0
+
+
+def _created(text: str) -> float:
+    """Seconds since the epoch of the engine's ``2026-12-07 18:16:04 +0000 UTC`` (0 when unreadable)."""
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(" ".join(text.split()[:3]), "%Y-%m-%d %H:%M:%S %z").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def cached_images(engine: Engine, *, prefix: str = TASK_PREFIX, home: Path | None = None) -> list[CachedImage]:
+    """The task images whose tag starts with ``prefix`` in the engine's store, least recently used first.
+
+    Docker's sizes are ``system df -v``'s unique sizes; Podman's are each image's whole size (an
+    over-count: layers shared with the base images are counted in each).
+    """
+    import json
+
+    rows = []
+    if engine.name == "docker":
+        done = engine.call(["system", "df", "-v", "--format", "{{json .Images}}"], check=False, timeout_s=300)
+        if done.returncode == 0:
+            for row in json.loads(done.stdout.decode(errors="replace") or "[]") or []:
+                rows.append((f"{row.get('Repository')}:{row.get('Tag')}", _docker_bytes(str(row.get("UniqueSize", ""))),
+                             _created(str(row.get("CreatedAt", ""))), int(str(row.get("Containers") or 0).strip() or 0)))  # fmt: skip
+    if not rows:
+        done = engine.call(["images", "--format", "{{.Repository}}:{{.Tag}}\t{{.Size}}\t{{.CreatedAt}}"], check=False, timeout_s=300)
+        for line in done.stdout.decode(errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3:
+                rows.append((parts[0].removeprefix("localhost/"), _docker_bytes(parts[1].replace(" ", "")), _created(parts[2]), 0))
+    uses = _uses(home)
+    out = []
+    for tag, size, created, containers in rows:
+        if not tag.startswith(prefix) or tag.endswith(":<none>"):
+            continue
+        try:
+            used = (uses / tag.replace("/", "%2F")).stat().st_mtime
+        except OSError:
+            used = created
+        out.append(CachedImage(tag, size, used, containers))
+    return sorted(out, key=lambda image: image.last_used)
+
+
+def evict_images(engine: Engine, limit_bytes: int, *, keep: tuple[str, ...] = (), prefix: str = TASK_PREFIX,
+                 home: Path | None = None, now: float | None = None) -> list[str]:  # fmt: skip
+    """Remove task images, least recently used first, until those left hold at most ``limit_bytes``.
+
+    Never removed: an image outside ``horizon-task/`` (the stand-in bases ``horizon-base/*`` and
+    everything else), one in ``keep``, one a container was made from, one used in the last
+    ``RECENT_S`` seconds; so the cache can stay over the bound while those are all that is left.
+
+    Args:
+        prefix: only tags starting with it are considered (under ``horizon-task/``: a test's own).
+
+    Returns:
+        The tags removed.
+
+    Raises:
+        ValueError: ``prefix`` is not under ``horizon-task/``.
+    """
+    import time
+
+    if not prefix.startswith(TASK_PREFIX):
+        raise ValueError(f"only task images ({TASK_PREFIX}...) are evicted, not {prefix!r}")
+    images = cached_images(engine, prefix=prefix, home=home)
+    total = sum(image.bytes for image in images)
+    now = time.time() if now is None else now
+    removed = []
+    for image in images:
+        if total <= limit_bytes:
+            break
+        if image.tag in keep or image.containers or now - image.last_used < RECENT_S:
+            continue
+        if engine.call(["rmi", image.tag], check=False, timeout_s=300).returncode == 0:
+            total -= image.bytes
+            removed.append(image.tag)
+            (_uses(home) / image.tag.replace("/", "%2F")).unlink(missing_ok=True)
+    return removed

@@ -37,8 +37,8 @@ DEFAULT_BUILD_TIMEOUT_S = 1800.0
 
 def resources(config: dict[str, Any], path: Path) -> dict[str, Any]:
     """A Harbor task's ``[environment]`` as the container's resources: ``cpus``, ``memory_bytes``
-    (``memory_mb``, or ``memory`` like ``"2G"``), ``storage_mb`` (recorded: not enforced, see
-    ``docs/limitations.md``), ``allow_internet`` (default True, as Harbor's), ``task_env`` (``[environment.env]``: every
+    (``memory_mb``, or ``memory`` like ``"2G"``), ``storage_mb`` (or ``storage`` like ``"10G"``:
+    the container's storage limit, ``core.sandbox.storage``), ``allow_internet`` (default True, as Harbor's), ``task_env`` (``[environment.env]``: every
     command's variables) and ``build_timeout_s``.
 
     Raises:
@@ -57,14 +57,21 @@ def resources(config: dict[str, Any], path: Path) -> dict[str, Any]:
         return float(value)
 
     out["cpus"] = number("cpus")
-    memory_mb = number("memory_mb")
-    if memory_mb is None and isinstance(table.get("memory"), str):  # schema 1.0's "2G"
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", table["memory"], re.IGNORECASE)
+
+    def size_mb(key: str, example: str) -> float | None:  # schema 1.0's memory = "2G", storage = "10G"
+        if not isinstance(table.get(key), str):
+            return None
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", table[key], re.IGNORECASE)
         if not match:
-            raise UserError(f"{path} is not a valid task file: [environment] memory {table['memory']!r} is not a size like 2G")
-        memory_mb = float(match.group(1)) * {"": 1 / 2**20, "K": 1 / 1024, "M": 1, "G": 1024, "T": 2**20}[match.group(2).upper()]
+            raise UserError(f"{path} is not a valid task file: [environment] {key} {table[key]!r} is not a size like {example}")
+        return float(match.group(1)) * {"": 1 / 2**20, "K": 1 / 1024, "M": 1, "G": 1024, "T": 2**20}[match.group(2).upper()]
+
+    memory_mb = number("memory_mb")
+    if memory_mb is None:
+        memory_mb = size_mb("memory", "2G")
     out["memory_bytes"] = int(memory_mb * 2**20) if memory_mb else None
-    out["storage_mb"] = number("storage_mb")
+    storage_mb = number("storage_mb")
+    out["storage_mb"] = storage_mb if storage_mb is not None else size_mb("storage", "10G")
     out["build_timeout_s"] = number("build_timeout_sec") or DEFAULT_BUILD_TIMEOUT_S
     env = table.get("env") or {}
     if not isinstance(env, dict):
@@ -144,6 +151,9 @@ def prepare_container(task: TerminalBenchTask, reason: str, home: Path | None = 
                         "folder, which cannot be /; give the Dockerfile a WORKDIR")  # fmt: skip
     env = dict(str(e).split("=", 1) for e in config.get("Env") or [] if "=" in str(e))
     cache = (home or horizon_home()) / "cache" / "terminal-bench"
+    for tag in built.evicted:  # their starting trees go with the images
+        for tree in cache.glob(f"*-{tag.rsplit(':', 1)[1]}"):
+            shutil.rmtree(tree, ignore_errors=True)
     start = cache / f"{task.name}-{built.tag.rsplit(':', 1)[1]}"
     if not start.is_dir():
         partial = cache / f".{start.name}.{os.getpid()}.partial"

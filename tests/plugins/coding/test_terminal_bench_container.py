@@ -194,3 +194,17 @@ def test_the_stand_ins_have_uv_where_astral_sh_would_put_it(engine, base_images)
     done = engine.call(["run", "--rm", base_images["debian"], "sh", "-c", "/root/.local/bin/uv --version && /root/.local/bin/uvx --version && uv --version"])
     lines = done.stdout.decode().split("\n")
     assert lines[0].startswith("uv ") and lines[1].startswith("uv") and lines[2] == lines[0], lines
+
+
+def test_an_ubuntu_images_stand_in_says_it_is_debian(engine, base_images, tmp_path):
+    """tb1's mcmc-sampling-stan and rstan-to-pystan pin Ubuntu 24.04's package versions
+    (``gfortran=4:13.2.0-7ubuntu1``), which the Debian stand-in cannot have: the set-up text says so."""
+    from core.sandbox.images import build_task_image
+
+    (tmp_path / "Dockerfile").write_text(f"FROM ubuntu:24.04\nWORKDIR /app\nRUN echo {tmp_path.name} > /app/made\n")
+    built = build_task_image(engine, "ubuntu-note", tmp_path / "Dockerfile", tmp_path)
+    try:
+        assert built.notes[-1].startswith(f"base image ubuntu:24.04 is not available here; the local {base_images['debian']} stood in for it")
+        assert "not Ubuntu" in built.notes[-1] and "Ubuntu version pin" in built.notes[-1], built.notes
+    finally:
+        engine.call(["rmi", "-f", built.tag], check=False)
