@@ -10,6 +10,7 @@ from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.manifest import DESCRIPTION
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
+from plugins.threed.structure import read_request
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
 
 SYSTEM_PROMPT = """\
@@ -95,8 +96,9 @@ class ThreeDPlugin:
         request = f"{spec.request} {task.instruction}"
         folder = ctx.scratch / "verify-meshes"
         try:
-            # contacts and the camera's view are measured only when the task states the object
-            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
+            # contacts and the camera's view are measured only when the task states the object or the words name one
+            relations = spec.assembly is not None or read_request(request).applies
+            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": relations},
                                         save=False, timeout_s=300)
             looked = None
             if look.applies(spec, request):  # the look (materials, lighting) is rendered only when the task's words ask for it
