@@ -120,8 +120,8 @@ def separating(right: RewardResult, twin: RewardResult) -> str:
 
 
 def boxes_only(verdict: RewardResult) -> float:
-    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*``."""
-    values = [c.value for n, c in verdict.components.items() if not n.startswith("assembly/")]
+    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*`` and ``structure/*``."""
+    values = [c.value for n, c in verdict.components.items() if not n.startswith(("assembly/", "structure/"))]
     return sum(values) / len(values)
 
 
@@ -166,7 +166,7 @@ def main() -> int:
             console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s, reward "
                           f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s, drop test {COSTS[-1]['drop']:.2f} s")
             least = WORDS_MARGIN if obj in WORDS_OBJECTS else 0.0
-            if margin <= least:
+            if margin <= 0 or margin < least:
                 failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}"
                                 + (f" by more than {least:g}" if least else ""))
     if args.markdown:

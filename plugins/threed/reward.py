@@ -308,7 +308,8 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         else:
             summary = f"{what}, so the reward is capped at {GATE_CAP:g} of the rest ({told}); {summary}"
     if unjudged or unseen:
-        summary += f"; not judged: {', '.join([*(n.split('/')[-1] for n in unjudged), *(n.split('/')[-1] for n in unseen)])}"
+        short = [n.removeprefix("assembly/") for n in unjudged] + [n.split("/")[-1] for n in unseen]
+        summary += f"; not judged: {', '.join(short)}"
     components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
                   for n, c in named.items()}
     for name, why in unjudged.items():  # weight 0: listed, never averaged in, never a free 1.0
