@@ -97,7 +97,7 @@ class ThreeDPlugin:
         folder = ctx.scratch / "verify-meshes"
         try:
             # contacts and the camera's view are measured only when the task states the object or the words name one
-            relations = spec.assembly is not None or read_request(request).applies
+            relations = spec.assembly is not None or read_request(f"{spec.request}. {task.instruction}").applies
             exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": relations},
                                         save=False, timeout_s=300)
             looked = None

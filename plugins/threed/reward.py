@@ -192,7 +192,7 @@ def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list
                    request: str) -> tuple[dict[str, Check], dict[str, str]]:
     """The whole-object checks the request's words ask (``plugins.threed.structure``), without the
     ones the task's ``assembly`` states itself."""
-    asked = structure.read_request(f"{request} {spec.request}")
+    asked = structure.read_request(f"{spec.request}. {request}")
     present, expected = structure_parts(spec, exported, meshes)
     a = spec.assembly
     scale = checks.UNIT_TO_M[spec.unit]
@@ -203,8 +203,13 @@ def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list
         stated |= {"on_floor"} if a.on_floor else set()
         stated |= {"cavity"} if a.cavity else set()
     distances = assembly.contact_distances(exported["contacts"]) if "contacts" in exported else None
-    return structure.structure_checks(asked, present, expected, distances, tol,
-                                      (a.floor_z * scale) if a else 0.0, stated)
+    if a is not None:
+        floor_z = a.floor_z * scale
+    elif spec.objects or not present:
+        floor_z = 0.0
+    else:  # free-form: the ground at z = 0, or the lowest surface the artist modelled below it (a table top, a floor slab)
+        floor_z = min(0.0, min(float(m.bounds[0][2]) for m in present.values()))
+    return structure.structure_checks(asked, present, expected, distances, tol, floor_z, stated)
 
 
 #: Tools that look at or save the scene without changing it: calling only these builds nothing.

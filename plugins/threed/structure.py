@@ -20,9 +20,10 @@ so the reward derives one from the words (``read_request``) and the scene's obje
 
 The checks (each a ``checks.Check``; lengths in metres), measured on the meshes:
 
-- ``parts``: every counted part has its count (bodies of the objects named for it); a part the
-  words name that no object is named for fails when the artist named other parts (so names are
-  used); nothing is counted in a scene that names no part.
+- ``parts``: every part the words count ("four legs") has that count (bodies of the objects named
+  for it; none when no object is); a part named without a number ("a round base") is listed with
+  what was found, not judged (a lamp joined into one object named ``Base`` holds its shade too);
+  nothing is counted in a scene that names no part.
 - ``distinct``: no two parts are coincident (their boolean intersection, by manifold3d, holds at
   least ``COINCIDENT_SHARE`` of the smaller one's volume: four legs stacked at one place) and no
   two parts of a kind that stands apart (legs, shelves) touch each other (shelves fused into one
@@ -32,8 +33,9 @@ The checks (each a ``checks.Check``; lengths in metres), measured on the meshes:
   side panel, a leg through the seat). A part sunk into another and ending inside it (a pole in a
   solid shade, a handle in a mug's wall) is a joint, not passing through.
 - ``connected``, ``on_floor``, ``cavity``: ``plugins.threed.assembly``'s own checks, on the parts
-  the scene holds, with parts of the kinds that stand on the floor (legs, sides, a base) as the
-  ones that must reach it (else the lowest part), and a vessel's cavity (the part named for the
+  the scene holds: the lowest part on the floor (z = 0 with a task file; in a free-form scene z = 0
+  or the lowest surface modelled below it, a table top the object stands on), every part of a kind
+  that stands (legs, sides, a base) on the level the lowest of them reaches, and a vessel's cavity (the part named for the
   vessel or ``body``, else the largest) holding the volume the words give ("holding 250 ml"), or
   ``VESSEL_SHARE`` of its bounding box.
 
@@ -243,10 +245,8 @@ def part_counts(asked: Asked, kinds: dict[str, str], meshes: dict[str, trimesh.T
         n = have.get(kind, 0)
         want = asked.counts.get(kind)
         judged[kind] = {"found": n, "asked": want if want is not None else "at least 1"}
-        if want is not None and n != want:
+        if want is not None and n != want:  # only a number counts: a part named with "a" may be inside another object
             problems.append(f"{n} {kind}{'s' if n != 1 else ''} (asked {want})")
-        elif n == 0 and kind in asked.named:
-            problems.append(f"no {kind} (the request names one; no object is named for it)")
     ok = not problems
     told = ", ".join(f"{v['found']} {k}" for k, v in judged.items())
     message = f"the parts the request names are there: {told}" if ok else "; ".join(problems)
@@ -286,6 +286,24 @@ def through(measured: dict[str, Any]) -> Check:
     return Check("through", ok, 1.0 if ok else 0.0, message,
                  {"pairs": [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in p.items()} for p in measured["pairs"]],
                   "not_measured": measured["open"]})
+
+
+def on_floor(meshes: dict[str, trimesh.Trimesh], standing: list[str], floor_z_m: float, tolerance_m: float) -> Check:
+    """``on_floor``: the object's lowest part rests on the floor and no part sinks below it
+    (``assembly.on_floor``), and every part of a kind that stands (``standing``: legs, sides, a
+    base) reaches the level the lowest of them stands on (a leg lifted off the floor, while the
+    others stand on it or on a modelled table top, floats)."""
+    whole = assembly.on_floor(meshes, [], floor_z_m, tolerance_m)
+    if not standing:
+        return whole
+    level = min(float(meshes[n].bounds[0][2]) for n in standing)
+    feet = assembly.on_floor({n: meshes[n] for n in standing}, standing, level, tolerance_m)
+    if whole.passed and feet.passed:
+        return Check("on_floor", True, 1.0, f"{', '.join(standing[:6])} stand{'s' if len(standing) == 1 else ''} on one level; {whole.message}",
+                     {**whole.detail, "standing_level_z_m": level})
+    failing = [c for c in (whole, feet) if not c.passed]
+    return Check("on_floor", False, min(c.value for c in failing), "; ".join(c.message for c in failing),
+                 {**whole.detail, "standing_level_z_m": level})
 
 
 def _vessel_part(asked: Asked, meshes: dict[str, trimesh.Trimesh]) -> str:
@@ -346,8 +364,7 @@ def structure_checks(asked: Asked, meshes: dict[str, trimesh.Trimesh], expected:
         else:
             skipped["connected"] = "the object has one part"
     if "on_floor" not in skipped:
-        standing = [n for n, k in kinds.items() if k in FLOOR_KINDS]
-        found["on_floor"] = assembly.on_floor(meshes, standing, floor_z_m, tolerance_m)
+        found["on_floor"] = on_floor(meshes, [n for n, k in kinds.items() if k in FLOOR_KINDS], floor_z_m, tolerance_m)
     if "cavity" not in skipped:
         if asked.vessel is None:
             skipped["cavity"] = "the request names no vessel (a mug, cup, glass, vase, bowl...)"
