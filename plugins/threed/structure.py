@@ -28,10 +28,12 @@ The checks (each a ``checks.Check``; lengths in metres), measured on the meshes:
   least ``COINCIDENT_SHARE`` of the smaller one's volume: four legs stacked at one place) and no
   two parts of a kind that stands apart (legs, shelves) touch each other (shelves fused into one
   slab).
-- ``through``: no part passes through another: the smaller part minus the larger falls into two or
-  more pieces each holding at least ``THROUGH_SHARE`` of its volume (a shelf poking out through a
-  side panel, a leg through the seat). A part sunk into another and ending inside it (a pole in a
-  solid shade, a handle in a mug's wall) is a joint, not passing through.
+- ``through``: no part passes through another: the smaller part minus the larger (manifold3d's
+  boolean difference) falls into two or more pieces of at least ``THROUGH_SHARE`` of its volume,
+  the second largest under ``STUB_SHARE`` (a stub poking out: a shelf through a side panel, a leg
+  through the seat). A part sunk into another and ending inside it (a pole in a solid shade, a
+  handle in a mug's wall) is a joint; one that continues well past it on both sides (a back leg
+  rising through the seat into a post, crossing rails) is construction.
 - ``connected``, ``on_floor``, ``cavity``: ``plugins.threed.assembly``'s own checks, on the parts
   the scene holds: the lowest part on the floor (z = 0 with a task file; in a free-form scene z = 0
   or the lowest surface modelled below it, a table top the object stands on), every part of a kind
@@ -59,6 +61,10 @@ from plugins.threed.checks import Check
 COINCIDENT_SHARE = 0.5
 #: A piece of a part outside another holding this share of its volume counts as one side of it.
 THROUGH_SHARE = 0.01
+#: ... and a part out on two sides passes through when the smaller side holds less than this share: a
+#: stub poking out (a board through a side panel, a leg through the seat). Two large sides are a part
+#: that continues (a back leg rising through the seat into a post, two rails crossing).
+STUB_SHARE = 0.25
 #: Without a volume in the words, a vessel holds at least this share of its bounding box.
 VESSEL_SHARE = 0.05
 #: Parts closer than this (m) touch, as ``assembly.contact_tolerance``'s default.
@@ -221,10 +227,10 @@ def overlaps(meshes: dict[str, trimesh.Trimesh]) -> dict[str, Any]:
                 continue
             small, large = (a, b) if va <= vb else (b, a)
             ms, ml, vs = (ma, mb, va) if va <= vb else (mb, ma, vb)
-            pieces = [p.volume() for p in (ms - ml).decompose()]
-            outside = sum(1 for p in pieces if p >= THROUGH_SHARE * vs)
+            pieces = sorted((p.volume() / vs for p in (ms - ml).decompose()), reverse=True)
+            outside = [p for p in pieces if p >= THROUGH_SHARE]
             pairs.append({"a": a, "b": b, "overlap_m3": float(inter), "share": float(inter / vs), "smaller": small, "larger": large,
-                          "outside_pieces": outside})
+                          "outside_pieces": len(outside), "stub_share": float(outside[1]) if len(outside) > 1 else 0.0})
     return {"pairs": pairs, "open": sorted(n for n, s in solids.items() if s is None)}
 
 
@@ -275,14 +281,15 @@ def distinct(measured: dict[str, Any], kinds: dict[str, str], distances: dict[fr
 
 def through(measured: dict[str, Any]) -> Check:
     """``through``: no part passes through another (the smaller minus the larger in two or more pieces)."""
-    crossing = [p for p in measured["pairs"] if p["share"] < COINCIDENT_SHARE and p["outside_pieces"] >= 2]
+    crossing = [p for p in measured["pairs"] if p["share"] < COINCIDENT_SHARE and p["outside_pieces"] >= 2 and p["stub_share"] < STUB_SHARE]
     ok = not crossing
     sunk = [p for p in measured["pairs"] if p not in crossing]
     if ok:
-        message = "no part passes through another" + (f" ({len(sunk)} sunk into another and ending inside it)" if sunk else "")
+        message = "no part passes through another" + (f" ({len(sunk)} sunk into another, ending inside it or continuing past it)"
+                                                      if sunk else "")
     else:
         message = "; ".join(f"{p['smaller']} passes through {p['larger']} ({p['overlap_m3'] * 1e6:.1f} cm³ inside it, "
-                            f"{p['outside_pieces']} pieces outside)" for p in crossing[:4])
+                            f"a stub of {p['stub_share']:.0%} of it out the other side)" for p in crossing[:4])
     return Check("through", ok, 1.0 if ok else 0.0, message,
                  {"pairs": [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in p.items()} for p in measured["pairs"]],
                   "not_measured": measured["open"]})

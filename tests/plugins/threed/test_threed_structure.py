@@ -142,7 +142,7 @@ def test_boards_passing_through_the_sides_fail_and_boards_between_them_pass(scen
         cube(scene_ctx, f"Board.{i + 1}", [0.86, 0.3, 0.02], [0, 0, z])  # 3 cm out past each side
     wide = judge(scene_ctx, request, "wide")
     crossing = wide.components["structure/through"]
-    assert crossing.value == 0 and "Board.1 passes through Side.L" in crossing.detail["message"]
+    assert crossing.value == 0 and "Board.1 passes through Side.L" in crossing.detail["message"] and "stub of 3%" in crossing.detail["message"]
     assert wide.reward <= GATE_CAP
 
 
@@ -159,3 +159,31 @@ def test_a_task_assembly_adds_to_the_derived_checks_and_states_its_own(scene_ctx
     assert verdict.components["assembly/connected"].weight > 0 and verdict.components["structure/connected"].weight == 0
     assert "assembly/connected" in verdict.components["structure/connected"].detail["message"]
     assert verdict.components["structure/parts"].value < 1 and verdict.reward <= GATE_CAP
+
+
+def box(size, centre):
+    import trimesh
+
+    mesh = trimesh.creation.box(size)
+    mesh.apply_translation(centre)
+    return mesh
+
+
+def test_a_stub_poking_through_passes_through_a_part_continuing_past_does_not():
+    """Boolean volumes (manifold3d) on meshes, not boxes: a leg 2 cm out through the seat passes
+    through it; a back leg rising through the seat into a 45 cm post continues past it; a leg
+    ending inside the seat is a joint; two legs in one place coincide."""
+    seat = box([0.45, 0.45, 0.04], [0, 0, 0.43])
+    cases = {
+        "poking": box([0.04, 0.04, 0.47], [0.2, 0.2, 0.235]),
+        "post": box([0.04, 0.04, 0.9], [0.2, 0.2, 0.45]),
+        "sunk": box([0.04, 0.04, 0.43], [0.2, 0.2, 0.215]),
+    }
+    verdicts = {what: structure.through(structure.overlaps({"Seat": seat, "Leg.BR": leg})) for what, leg in cases.items()}
+    assert [w for w, c in verdicts.items() if not c.passed] == ["poking"], {w: c.message for w, c in verdicts.items()}
+    assert verdicts["poking"].detail["pairs"][0]["stub_share"] == pytest.approx(0.02 / 0.47, abs=1e-3)
+    legs = {"Leg.FL": box([0.04, 0.04, 0.41], [0, 0, 0.205]), "Leg.FR": box([0.04, 0.04, 0.41], [0, 0, 0.205])}
+    same = structure.distinct(structure.overlaps(legs), {"Leg.FL": "leg", "Leg.FR": "leg"}, {}, 0.002)
+    assert not same.passed and same.detail["coincident"][0]["share"] == pytest.approx(1.0, abs=1e-6)
+    apart = {"Leg.FL": legs["Leg.FL"], "Leg.FR": box([0.04, 0.04, 0.41], [0.3, 0, 0.205])}
+    assert structure.distinct(structure.overlaps(apart), {"Leg.FL": "leg", "Leg.FR": "leg"}, {}, 0.002).passed
