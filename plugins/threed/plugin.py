@@ -34,9 +34,11 @@ How to work:
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed
-solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and, where the
-task states them, checks of the whole object: parts that must touch do, it rests on the floor and
-stands, it holds water, it is symmetric, and the camera sees it unhidden. A thing that must stand
+solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and checks of
+the whole object, from the request's words and where the task states them: the parts asked (name
+each after its part: Leg.FL, Seat, Shelf.2), none coincident or poking through another, all joined,
+resting on the floor, a cup that holds water, symmetric, seen unhidden by the camera. A failed
+whole-object check caps the score far below a build that passes. A thing that must stand
 (a chair, table, lamp, bookcase, glass...) is dropped on a floor in a rigid-body simulation:
 parts that touch are glued together, loose ones fall; one that tips over or falls apart scores little.
 """

@@ -15,7 +15,19 @@ bodies joined through non-manifold edges too; 3: the whole-object checks below; 
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
 a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below;
-6: the look gates the reward, below; 7: the drop test gates it, below).
+6: the look gates the reward, below; 7: the drop test gates it, below; 8: the whole-object checks
+derived from the request's words, and every failed whole-object check gates it, below).
+
+The structure the words ask (``plugins.threed.structure``, version 8, with or without an
+``assembly``): ``structure/parts`` (the counts the words give), ``distinct`` (no coincident parts,
+no fused shelves), ``through`` (no part poking through another; manifold3d boolean volumes),
+``connected``, ``on_floor`` and ``cavity`` (a vessel holds something), on the task's objects or,
+free-form, every visible mesh a lighting preset did not make. An ``assembly`` adds to them; its
+``connected``, ``on_floor`` and ``cavity`` replace the derived ones. They weigh as the assembly's.
+
+The gate (version 8, extending version 7's drop test): when any check in ``GATED`` fails (the
+derived ones, ``assembly/connected``, ``on_floor``, ``cavity``, ``physics/stands``),
+``reward = GATE_CAP * mean`` (0.25), once however many fail.
 
 Does it stand (``plugins.threed.physics``, when the words name a thing that must stand: a chair,
 table, lamp, bookcase, glass...): the worker drops the object on a floor in Blender's rigid body
