@@ -87,6 +87,8 @@ PART_WORDS: dict[str, tuple[str, ...]] = {
     "door": ("door", "doors"),
 }
 _WORD_KIND = {w: k for k, words in PART_WORDS.items() for w in words}
+#: Part kinds' plurals where not "+s".
+PLURALS = {"shelf": "shelves", "back": "backs"}
 #: Only these part words count in a request (a "post" or "stand" there is rarely a part).
 _REQUEST_ONLY_NAMES = {"post", "posts", "slat", "slats", "spindle", "spindles", "splat", "stand", "foot"}
 
@@ -252,7 +254,7 @@ def part_counts(asked: Asked, kinds: dict[str, str], meshes: dict[str, trimesh.T
         want = asked.counts.get(kind)
         judged[kind] = {"found": n, "asked": want if want is not None else "at least 1"}
         if want is not None and n != want:  # only a number counts: a part named with "a" may be inside another object
-            problems.append(f"{n} {kind}{'s' if n != 1 else ''} (asked {want})")
+            problems.append(f"{n} {kind if n == 1 else PLURALS.get(kind, kind + 's')} (asked {want})")
     ok = not problems
     told = ", ".join(f"{v['found']} {k}" for k, v in judged.items())
     message = f"the parts the request names are there: {told}" if ok else "; ".join(problems)
