@@ -190,14 +190,26 @@ def assembly_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, lis
 
 
 def structure_parts(spec: TaskSpec, exported: dict[str, Any], meshes: dict[str, tuple[trimesh.Trimesh, list[str | None]]]
-                    ) -> tuple[dict[str, trimesh.Trimesh], list[str]]:
-    """The object's parts in the scene and every part it should have: the task's assembly parts (its
-    objects), or in a free-form scene every visible mesh a lighting preset did not make."""
+                    ) -> tuple[dict[str, trimesh.Trimesh], list[str], float]:
+    """The object's parts in the scene, every part it should have, and the floor's height (m): the
+    task's assembly parts (its objects) on ``assembly.floor_z`` (0), or in a free-form scene every
+    visible mesh a lighting preset did not make, less the supports it stands on (a floor plane, a
+    table top: ``structure.supports``), on the highest support's top, else on z = 0 (or the lowest
+    point, when it is below that)."""
     if spec.objects:
         expected = spec.assembly_parts()
+        floor_z = spec.assembly.floor_z * checks.UNIT_TO_M[spec.unit] if spec.assembly else 0.0
+        return {p: meshes[p][0] for p in expected if p in meshes}, expected, floor_z
+    expected = [m["name"] for m in exported["meshes"] if not m.get("preset")]
+    present = {p: meshes[p][0] for p in expected if p in meshes}
+    under = structure.supports(present, structure.CONTACT_TOLERANCE_M)
+    if under:
+        floor_z = max(float(present[n].bounds[1][2]) for n in under)
+        present = {n: m for n, m in present.items() if n not in under}
+        expected = [n for n in expected if n not in under]
     else:
-        expected = [m["name"] for m in exported["meshes"] if not m.get("preset")]
-    return {p: meshes[p][0] for p in expected if p in meshes}, expected
+        floor_z = min([0.0, *(float(m.bounds[0][2]) for m in present.values())])
+    return present, expected, floor_z
 
 
 def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list[str | None]]], exported: dict[str, Any],
@@ -205,7 +217,7 @@ def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list
     """The whole-object checks the request's words ask (``plugins.threed.structure``), without the
     ones the task's ``assembly`` states itself."""
     asked = structure.read_request(f"{spec.request}. {request}")
-    present, expected = structure_parts(spec, exported, meshes)
+    present, expected, floor_z = structure_parts(spec, exported, meshes)
     a = spec.assembly
     scale = checks.UNIT_TO_M[spec.unit]
     tol = a.contact_tolerance * scale if a else structure.CONTACT_TOLERANCE_M
@@ -215,12 +227,6 @@ def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list
         stated |= {"on_floor"} if a.on_floor else set()
         stated |= {"cavity"} if a.cavity else set()
     distances = assembly.contact_distances(exported["contacts"]) if "contacts" in exported else None
-    if a is not None:
-        floor_z = a.floor_z * scale
-    elif spec.objects or not present:
-        floor_z = 0.0
-    else:  # free-form: the ground at z = 0, or the lowest surface the artist modelled below it (a table top, a floor slab)
-        floor_z = min(0.0, min(float(m.bounds[0][2]) for m in present.values()))
     return structure.structure_checks(asked, present, expected, distances, tol, floor_z, stated)
 
 

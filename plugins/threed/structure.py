@@ -35,8 +35,10 @@ The checks (each a ``checks.Check``; lengths in metres), measured on the meshes:
   handle in a mug's wall) is a joint; one that continues well past it on both sides (a back leg
   rising through the seat into a post, crossing rails) is construction.
 - ``connected``, ``on_floor``, ``cavity``: ``plugins.threed.assembly``'s own checks, on the parts
-  the scene holds: the lowest part on the floor (z = 0 with a task file; in a free-form scene z = 0
-  or the lowest surface modelled below it, a table top the object stands on), every part of a kind
+  the scene holds: the lowest part on the floor (z = 0 with a task file; in a free-form scene the
+  top of a support the artist modelled, ``supports``: a floor plane, a table top the object stands
+  on, which is then no part of the object; else z = 0, or the object's lowest point when it is
+  below that), every part of a kind
   that stands (legs, sides, a base) on the level the lowest of them reaches, and a vessel's cavity (the part named for the
   vessel or ``body``, else the largest) holding the volume the words give ("holding 250 ml"), or
   ``VESSEL_SHARE`` of its bounding box.
@@ -295,6 +297,27 @@ def through(measured: dict[str, Any]) -> Check:
     return Check("through", ok, 1.0 if ok else 0.0, message,
                  {"pairs": [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in p.items()} for p in measured["pairs"]],
                   "not_measured": measured["open"]})
+
+
+#: A support is at most this thick for its width (a floor plane, a table top the object stands on).
+SUPPORT_THINNESS = 0.1
+
+
+def supports(meshes: dict[str, trimesh.Trimesh], tolerance_m: float) -> list[str]:
+    """The parts of a free-form scene the object stands on, not parts of it: a thin part (height at
+    most ``SUPPORT_THINNESS`` of its width) whose top is at or below the others' lowest point and
+    whose footprint covers theirs (a floor plane, a table top the lamp stands on)."""
+    found = []
+    for name, m in meshes.items():
+        others = [o for n, o in meshes.items() if n != name]
+        if not others or m.extents[2] > SUPPORT_THINNESS * max(float(m.extents[0]), float(m.extents[1])):
+            continue
+        lo = np.min([o.bounds[0] for o in others], axis=0)
+        hi = np.max([o.bounds[1] for o in others], axis=0)
+        if m.bounds[1][2] <= lo[2] + tolerance_m and np.all(m.bounds[0][:2] <= lo[:2] + tolerance_m) \
+                and np.all(m.bounds[1][:2] >= hi[:2] - tolerance_m):
+            found.append(name)
+    return found
 
 
 def on_floor(meshes: dict[str, trimesh.Trimesh], standing: list[str], floor_z_m: float, tolerance_m: float) -> Check:

@@ -187,3 +187,30 @@ def test_a_stub_poking_through_passes_through_a_part_continuing_past_does_not():
     assert not same.passed and same.detail["coincident"][0]["share"] == pytest.approx(1.0, abs=1e-6)
     apart = {"Leg.FL": legs["Leg.FL"], "Leg.FR": box([0.04, 0.04, 0.41], [0.3, 0, 0.205])}
     assert structure.distinct(structure.overlaps(apart), {"Leg.FL": "leg", "Leg.FR": "leg"}, {}, 0.002).passed
+
+
+def test_the_low_table_scripts_scored_with_the_request_alone(tmp_path):
+    """examples/threed's low table (a modelled floor plane under it: a support, no part of the
+    table) passes every derived check with only its request in task.json; the same script with
+    one leg 10 cm short, standing on the floor and touching nothing else, fails ``connected``."""
+    import json
+
+    from core.policy.scripted import load_script
+    from tests.plugins.threed.test_threed_runs import EXAMPLES, run_episode, without_renders
+
+    request = json.loads((EXAMPLES / "low-table" / "task.json").read_text())["request"]
+    folder = tmp_path / "task"  # not tmp_path itself: the run's home is under it
+    folder.mkdir()
+    (folder / "task.json").write_text(json.dumps({"request": request}))
+    scored = {}
+    for name in ("low-table", "low-table-short-leg"):
+        result, stored = run_episode(folder, without_renders(load_script(EXAMPLES / f"{name}.jsonl")))
+        scored[name] = (result.reward, stored["rewards"])
+    reward, rewards = scored["low-table"]
+    derived = {n: c for n, c in rewards.items() if n.startswith("structure/") and c["weight"] > 0}
+    assert set(derived) == {"structure/parts", "structure/distinct", "structure/through", "structure/connected", "structure/on_floor"}
+    assert all(c["value"] == 1.0 for c in derived.values()), derived
+    assert "all 5 parts joined" in derived["structure/connected"]["detail"]["message"]  # the Floor plane is not one of them
+    short, short_rewards = scored["low-table-short-leg"]
+    assert "Leg.BR" in short_rewards["structure/connected"]["detail"]["message"]
+    assert short <= 0.25 * reward + 1e-9 and reward - short >= 0.3
