@@ -305,12 +305,13 @@ SUPPORT_THINNESS = 0.1
 
 def supports(meshes: dict[str, trimesh.Trimesh], tolerance_m: float) -> list[str]:
     """The parts of a free-form scene the object stands on, not parts of it: a thin part (height at
-    most ``SUPPORT_THINNESS`` of its width) whose top is at or below the others' lowest point and
-    whose footprint covers theirs (a floor plane, a table top the lamp stands on)."""
+    most ``SUPPORT_THINNESS`` of its width) not named for a part (``part_kind``: a wide flat
+    ``Base`` is the lamp's) whose top is at or below the others' lowest point and whose footprint
+    covers theirs (a floor plane, a table top the lamp stands on)."""
     found = []
     for name, m in meshes.items():
         others = [o for n, o in meshes.items() if n != name]
-        if not others or m.extents[2] > SUPPORT_THINNESS * max(float(m.extents[0]), float(m.extents[1])):
+        if not others or part_kind(name) is not None or m.extents[2] > SUPPORT_THINNESS * max(float(m.extents[0]), float(m.extents[1])):
             continue
         lo = np.min([o.bounds[0] for o in others], axis=0)
         hi = np.max([o.bounds[1] for o in others], axis=0)
