@@ -91,8 +91,8 @@ PART_WORDS: dict[str, tuple[str, ...]] = {
 _WORD_KIND = {w: k for k, words in PART_WORDS.items() for w in words}
 #: Part kinds' plurals where not "+s".
 PLURALS = {"shelf": "shelves", "back": "backs"}
-#: Only these part words count in a request (a "post" or "stand" there is rarely a part).
-_REQUEST_ONLY_NAMES = {"post", "posts", "slat", "slats", "spindle", "spindles", "splat", "stand", "foot"}
+#: Part words that name a part only in an object's name (a "post" or "stand" in a request is rarely a part).
+_NAME_ONLY_WORDS = {"post", "posts", "slat", "slats", "spindle", "spindles", "splat", "stand", "foot"}
 
 #: object word -> the part kinds it has (each at least one unless the words count it).
 OBJECT_PARTS: dict[str, tuple[str, ...]] = {
@@ -149,7 +149,7 @@ def read_request(text: str) -> Asked:
             asked.objects.append(w)
             asked.implied.update(OBJECT_PARTS[w])
         kind = _WORD_KIND.get(w)
-        if kind is None or w in _REQUEST_ONLY_NAMES or nxt in OBJECT_PARTS:  # "side table": a table
+        if kind is None or w in _NAME_ONLY_WORDS or nxt in OBJECT_PARTS:  # "side table": a table
             continue
         for back in range(1, 4):  # a count or article at most two words before the part word
             if i - back < 0:
