@@ -260,7 +260,7 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
     (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``);
     with ``dropped`` (``physics_probe.drop_test``'s answer, or ``{"error": ...}``) whether it stands
-    (``physics/stands``, a gate: ``physics.gate``).
+    (``physics/stands``, one of the checks that gate it: ``GATED``, ``GATE_CAP``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
