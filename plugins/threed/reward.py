@@ -260,7 +260,9 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
     (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``);
     with ``dropped`` (``physics_probe.drop_test``'s answer, or ``{"error": ...}``) whether it stands
-    (``physics/stands``, one of the checks that gate it: ``GATED``, ``GATE_CAP``).
+    (``physics/stands``, one of the checks that gate it: ``GATED``, ``GATE_CAP``). ``request`` (the
+    run's words, with ``spec.request``) also says which whole-object checks are derived
+    (``derived_checks``, ``plugins.threed.structure``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
