@@ -1,19 +1,26 @@
 """Does the 3D reward rank a right build above its plausible wrong twin?
 
     .venv/bin/python bench/threed_reward.py                  # all pairs (bench/threed_reward_data/pairs.py)
-    .venv/bin/python bench/threed_reward.py --quick          # CI: 4 pairs, the two known false positives first
+    .venv/bin/python bench/threed_reward.py --words          # only the pairs scored with the request alone
+    .venv/bin/python bench/threed_reward.py --quick          # CI: 4 request-alone pairs
     .venv/bin/python bench/threed_reward.py --markdown       # the table as Markdown (bench/README.md)
     .venv/bin/python bench/threed_reward.py --previews DIR --only chair/legs-stacked,...   # also render PNGs
 
 Every build is a fresh episode on a task folder holding the object's ``task.json``: the plugin's
 own ``setup``, then the build's calls through the plugin's typed tools (the functions a model
-calls), then the plugin's ``reward`` (``threed-geometry/7``; the cost of its look renders and drop test is printed). Each right build is built once and
+calls), then the plugin's ``reward`` (``threed-geometry/8``; the cost of its look renders and drop test is printed). Each right build is built once and
 compared with each of its twins. The table gives both rewards, the margin, what the twin scores on
 the per-object and scene checks alone (what version 2 judged: the boxes), and the component that
 separates the pair most (the largest weighted drop from right to twin).
 
-The exit status is non-zero when any twin is not strictly below its right build, when a right
-build fails a check of its own, or when a tool call of a build fails.
+Two sets of pairs: the ``assembly`` ones (``OBJECTS``/``TWINS``: task files that state the
+object's parts, sizes and assembly) and the request-alone ones (``WORDS_OBJECTS``/``WORDS_TWINS``,
+named ``words-*``: ``task.json`` holds only the request, so the whole-object checks are the ones
+the reward derives from the words and the scene, ``plugins/threed/structure.py``).
+
+The exit status is non-zero when any twin is not strictly below its right build (by at least
+``WORDS_MARGIN``, 0.3, for a request-alone pair), when a right build fails a check of its own,
+or when a tool call of a build fails.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from rich.console import Console
 from rich.table import Table
-from threed_reward_data.pairs import OBJECTS, QUICK, TWINS, Call
+from threed_reward_data.pairs import OBJECTS, QUICK, TWINS, WORDS_MARGIN, WORDS_OBJECTS, WORDS_TWINS, Call
 
 from core.plugin import Task
 from core.reward import RewardResult, Trajectory
@@ -113,8 +120,8 @@ def separating(right: RewardResult, twin: RewardResult) -> str:
 
 
 def boxes_only(verdict: RewardResult) -> float:
-    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*``."""
-    values = [c.value for n, c in verdict.components.items() if not n.startswith("assembly/")]
+    """What version 2 would have scored: the mean of the per-object and scene checks, without ``assembly/*`` and ``structure/*``."""
+    values = [c.value for n, c in verdict.components.items() if not n.startswith(("assembly/", "structure/"))]
     return sum(values) / len(values)
 
 
@@ -122,16 +129,18 @@ def main() -> int:
     """Build the pairs, print the table and the minimum separation; 1 when any twin is not below its right build."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="CI: the pairs in QUICK only")
+    parser.add_argument("--words", action="store_true", help="only the pairs scored with the request alone (words-*)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--only", default="", help="comma-separated object/twin pairs, e.g. chair/legs-stacked")
     parser.add_argument("--previews", type=Path, help="render each build of the selected pairs to DIR/<object>-<twin>.png (Eevee, 480x360)")
     args = parser.parse_args()
-    chosen = [(o, t) for o, t, _, _ in TWINS]
+    objects = {**OBJECTS, **WORDS_OBJECTS}
+    chosen = [(o, t) for o, t, _, _ in (WORDS_TWINS if args.words else [*TWINS, *WORDS_TWINS])]
     if args.quick:
         chosen = QUICK
     if args.only:
         chosen = [tuple(p.split("/", 1)) for p in args.only.split(",")]
-    twins = {(o, t): (why, make) for o, t, why, make in TWINS}
+    twins = {(o, t): (why, make) for o, t, why, make in [*TWINS, *WORDS_TWINS]}
     unknown = [p for p in chosen if p not in twins]
     if unknown:
         sys.exit(f"unknown pair(s) {unknown}; known: {', '.join(f'{o}/{t}' for o, t in twins)}")
@@ -140,7 +149,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="threed-reward-") as tmp:
         rights: dict[str, RewardResult] = {}
         for obj, twin_name in chosen:
-            task_json, make_right = OBJECTS[obj]
+            task_json, make_right = objects[obj]
             if obj not in rights:
                 png = args.previews / f"{obj}-right.png" if args.previews else None
                 rights[obj], seconds = build(task_json, make_right(), Path(tmp) / obj, png)
@@ -156,8 +165,10 @@ def main() -> int:
             rows.append((f"{obj}/{twin_name}", why, right.reward, twin.reward, margin, boxes_only(twin), separating(right, twin)))
             console.print(f"  {obj}/{twin_name}: {twin.reward:.3f} (margin {margin:+.3f}) in {seconds:.1f} s, reward "
                           f"{COSTS[-1]['reward']:.1f} s, look {COSTS[-1]['look']:.1f} s, drop test {COSTS[-1]['drop']:.2f} s")
-            if margin <= 0:
-                failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}")
+            least = WORDS_MARGIN if obj in WORDS_OBJECTS else 0.0
+            if margin <= 0 or margin < least:
+                failures.append(f"{obj}/{twin_name}: the twin scores {twin.reward:.3f}, not below {right.reward:.3f}"
+                                + (f" by more than {least:g}" if least else ""))
     if args.markdown:
         print("| pair | wrong twin | right | twin | margin | twin, boxes only (v2) | separated by |\n|---|---|---:|---:|---:|---:|---|")
         for pair, why, r, t, m, old, sep in rows:
@@ -174,7 +185,7 @@ def main() -> int:
     if looked:
         reward_s, look_s = (sorted(c[k] for c in looked) for k in ("reward", "look"))
         print(f"reward of the {len(looked)} builds whose task asks a look (of {len(COSTS)}): median {reward_s[len(looked) // 2]:.1f} s "
-              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/7) median {look_s[len(looked) // 2]:.1f} s "
+              f"(max {reward_s[-1]:.1f}), of which the look's renders (threed-geometry/8) median {look_s[len(looked) // 2]:.1f} s "
               f"(max {look_s[-1]:.1f})")
     dropped = sorted(c["drop"] for c in COSTS if c["drop"] > 0)
     if dropped:
@@ -182,6 +193,10 @@ def main() -> int:
               f"(max {dropped[-1]:.2f})")
     print(f"{len(rows)} pairs in {time.perf_counter() - started:.0f} s; minimum separation {min(margins):+.3f}; "
           f"twins below their right build: {sum(m > 0 for m in margins)}/{len(rows)}")
+    alone = [m for (pair, *_), m in zip(rows, margins, strict=True) if pair.startswith("words-")]
+    if alone:
+        print(f"with the request alone: {len(alone)} pairs, minimum separation {min(alone):+.3f}, "
+              f"{sum(m >= WORDS_MARGIN for m in alone)}/{len(alone)} by at least {WORDS_MARGIN:g}")
     for f in failures:
         print("FAIL", f)
     return 1 if failures else 0

@@ -240,5 +240,67 @@ TWINS: list[tuple[str, str, str, Callable[[], list[Call]]]] = [
     ("lamp", "wrong-scale", "built ten times too large", lambda: scaled(lamp(), 10.0)),
 ]
 
-#: Pairs for ``--quick`` (CI): the two known false positives and two more kinds of error.
-QUICK = [("chair", "legs-stacked"), ("chair", "in-default-cube"), ("mug", "solid"), ("lamp", "shade-floating")]
+
+# -- the request alone (threed-geometry/8) --------------------------------------------------------
+# task.json holds only the request: no objects, no assembly. The reward derives the whole-object
+# checks from the words and the scene (plugins/threed/structure.py); every right build must beat
+# its twin by at least WORDS_MARGIN.
+
+#: The least margin a right build must keep over its twin when only the request is given.
+WORDS_MARGIN = 0.3
+
+
+def words(request: str) -> dict[str, Any]:
+    return {"request": request}
+
+
+def moved(build: list[Call], name: str, dz: float = 0.0, **changes: Any) -> list[Call]:
+    """``build`` with object ``name`` raised by ``dz`` (m) and its other arguments changed."""
+    out = replace(build, name, **changes)
+    for tool, args in out:
+        if args.get("name") == name and "location" in args:
+            args["location"] = [*args["location"][:2], args["location"][2] + dz]
+    return out
+
+
+def solid_glass() -> list[Call]:
+    """The wine glass with its bowl filled in: the profile closes over the rim instead of going down inside."""
+    return [("lathe", {"name": "Glass", "profile": GLASS_PROFILE[:8] + [[0, 0.19]], "segments": 48}), material("Glass", "Glass", "glass")]
+
+
+WORDS_OBJECTS: dict[str, tuple[dict[str, Any], Callable[[], list[Call]]]] = {
+    "words-chair": (words("a four-legged wooden chair with a backrest, seat 45 cm high"), chair),
+    "words-table": (words("a dining table 1.2 m by 0.6 m, 0.75 m high, four square legs"), table),
+    "words-shelf": (words("a bookshelf 0.8 m wide, 0.3 m deep, 1 m tall, two side panels and four boards"), shelf),
+    "words-mug": (words("a ceramic mug with a handle, 8 cm across, 10 cm tall, holding at least 200 ml"), mug),
+    "words-lamp": (words("a table lamp: a round base, a thin pole, a conical shade, 60 cm tall"), lamp),
+    "words-glass": (words("a wine glass, 19 cm tall"), wine_glass),
+}
+
+#: (object, twin name, what is wrong, twin build), scored with the request alone.
+WORDS_TWINS: list[tuple[str, str, str, Callable[[], list[Call]]]] = [
+    ("words-chair", "legs-stacked", "all four legs stacked at the seat's centre", lambda: chair({n: (0.0, 0.0) for n in LEGS})),
+    ("words-chair", "leg-floating", "one leg lifted 4 cm off the floor", lambda: moved(chair(), "Leg.FR", 0.04)),
+    ("words-chair", "back-floating", "the backrest 10 cm above the seat", lambda: moved(chair(), "Back", 0.1)),
+    ("words-chair", "legs-through-seat", "legs 6 cm too long, poking up through the seat",
+     lambda: [(t, {**a, "size": [0.04, 0.04, 0.47], "location": [*a["location"][:2], 0.235]}) if a.get("name") in LEGS else (t, a)
+              for t, a in chair()]),
+    ("words-chair", "three-legs", "a leg missing (four asked)", lambda: without(chair(), "Leg.BR")),
+    ("words-chair", "tips-backward", "the back legs under the seat's middle: it tips over backwards",
+     lambda: chair({**LEGS, "Leg.BL": (-0.2, 0.0), "Leg.BR": (0.2, 0.0)})),
+    ("words-table", "legs-stacked", "all four legs at the top's centre", lambda: table({n: (0.0, 0.0) for n in TABLE_LEGS})),
+    ("words-table", "top-floating", "the top 5 cm above the legs", lambda: moved(table(), "Top", 0.05)),
+    ("words-shelf", "boards-fused", "the four boards stacked into one slab at the bottom",
+     lambda: shelf(boards={n: 0.03 + 0.02 * i for i, n in enumerate(BOARDS)})),
+    ("words-shelf", "boards-through-sides", "boards 6 cm too wide, passing through both side panels", lambda: shelf(board_width=0.86)),
+    ("words-shelf", "board-floating", "the boards 4 cm narrower, touching neither side", lambda: shelf(board_width=0.72)),
+    ("words-mug", "solid", "no cavity: a solid cylinder", lambda: without(mug(), "Inside")),
+    ("words-mug", "handle-floating", "the handle 3 cm away from the body", lambda: replace(mug(), "Handle", location=[0.096, 0, 0.055])),
+    ("words-lamp", "shade-floating", "the shade 15 cm above the pole", lambda: lamp(shade_at=[0, 0, 0.66])),
+    ("words-lamp", "pole-through-shade", "the pole 20 cm too long, sticking out of the shade's top",
+     lambda: replace(lamp(pole_at=[0, 0, 0.355]), "Pole", depth=0.65)),
+    ("words-glass", "solid", "the bowl filled in: a solid glass", solid_glass),
+]
+
+#: Pairs for ``--quick`` (CI): four of the request-alone pairs (threed-geometry/8's checks: coincident, cavity, floating, through).
+QUICK = [("words-chair", "legs-stacked"), ("words-mug", "solid"), ("words-lamp", "shade-floating"), ("words-shelf", "boards-through-sides")]

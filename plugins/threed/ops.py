@@ -767,12 +767,13 @@ def export_scene(args: dict[str, Any]) -> dict[str, Any]:
 def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
     """Write each renderable mesh object, modifiers applied, in world coordinates (m), to
     ``<folder>/<index>.npz`` (``vertices`` float64 (n, 3), ``triangles`` int64 (m, 3),
-    ``material_index`` int64 (m,)); return ``[{name, file, materials}]`` and the scene's lights/camera,
+    ``material_index`` int64 (m,)); return ``[{name, file, materials, preset}]`` (``preset``: a lighting preset made it) and the scene's lights/camera,
     and unless ``args["relations"]`` is False the meshes' ``contacts`` and the camera's ``view``
     (``probe.relations``)."""
     import numpy as np  # bpy ships numpy
 
     from plugins.threed import probe
+    from plugins.threed.ops_look import PRESET_TAG
 
     folder = args["folder"]
     os.makedirs(folder, exist_ok=True)
@@ -783,7 +784,7 @@ def mesh_data(args: dict[str, Any]) -> dict[str, Any]:
         slots = [s.material.name if s.material else None for s in obj.material_slots]
         path = os.path.join(folder, f"{i}.npz")
         np.savez(path, vertices=world, triangles=tris, material_index=mats)
-        out.append({"name": obj.name, "file": path, "materials": slots})
+        out.append({"name": obj.name, "file": path, "materials": slots, "preset": PRESET_TAG in obj})
         geometry.append((world, tris))
     scene = bpy.context.scene
     lights = [o.name for o in bpy.data.objects if o.type == "LIGHT"]

@@ -10,6 +10,7 @@ from plugins.threed.live import BlenderLink, parse_options
 from plugins.threed.manifest import DESCRIPTION
 from plugins.threed.reward import REWARD_VERSION, built_nothing, grade
 from plugins.threed.spec import load_spec
+from plugins.threed.structure import read_request
 from plugins.threed.tools import close_worker, save_task_inputs, task_folder, task_spec, threed_tools, worker
 
 SYSTEM_PROMPT = """\
@@ -33,9 +34,11 @@ How to work:
 5. inspect_scene again to compare dimensions with the request, fix what is off, then finish.
 
 The scene is saved after every change; the final scene is scored by geometry checks (closed
-solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and, where the
-task states them, checks of the whole object: parts that must touch do, it rests on the floor and
-stands, it holds water, it is symmetric, and the camera sees it unhidden. A thing that must stand
+solid, dimensions within tolerance, bodies, materials, face budget, lights, camera) and checks of
+the whole object, from the request's words and where the task states them: the parts asked (name
+each after its part: Leg.FL, Seat, Shelf.2), none coincident or poking through another, all joined,
+resting on the floor, a cup that holds water, symmetric, seen unhidden by the camera. A failed
+whole-object check caps the score far below a build that passes. A thing that must stand
 (a chair, table, lamp, bookcase, glass...) is dropped on a floor in a rigid-body simulation:
 parts that touch are glued together, loose ones fall; one that tips over or falls apart scores little.
 """
@@ -95,8 +98,9 @@ class ThreeDPlugin:
         request = f"{spec.request} {task.instruction}"
         folder = ctx.scratch / "verify-meshes"
         try:
-            # contacts and the camera's view are measured only when the task states the object
-            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": spec.assembly is not None},
+            # contacts and the camera's view are measured only when the task states the object or the words name one
+            relations = spec.assembly is not None or read_request(f"{spec.request}. {task.instruction}").applies
+            exported = worker(ctx).call("mesh_data", {"folder": str(folder), "relations": relations},
                                         save=False, timeout_s=300)
             looked = None
             if look.applies(spec, request):  # the look (materials, lighting) is rendered only when the task's words ask for it

@@ -15,7 +15,19 @@ bodies joined through non-manifold edges too; 3: the whole-object checks below; 
 successful tool calls never changed the scene scores 0 (``built_nothing``: the starting scene's
 light and camera would otherwise pass a task's light and camera checks for doing nothing), and
 a part missing from the scene joins no group of ``assembly/connected``; 5: the look checks below;
-6: the look gates the reward, below; 7: the drop test gates it, below).
+6: the look gates the reward, below; 7: the drop test gates it, below; 8: the whole-object checks
+derived from the request's words, and every failed whole-object check gates it, below).
+
+The structure the words ask (``plugins.threed.structure``, version 8, with or without an
+``assembly``): ``structure/parts`` (the counts the words give), ``distinct`` (no coincident parts,
+no fused shelves), ``through`` (no part poking through another; manifold3d boolean volumes),
+``connected``, ``on_floor`` and ``cavity`` (a vessel holds something), on the task's objects or,
+free-form, every visible mesh a lighting preset did not make. An ``assembly`` adds to them; its
+``connected``, ``on_floor`` and ``cavity`` replace the derived ones. They weigh as the assembly's.
+
+The gate (version 8, extending version 7's drop test): when any check in ``GATED`` fails (the
+derived ones, ``assembly/connected``, ``on_floor``, ``cavity``, ``physics/stands``),
+``reward = GATE_CAP * mean`` (0.25), once however many fail.
 
 Does it stand (``plugins.threed.physics``, when the words name a thing that must stand: a chair,
 table, lamp, bookcase, glass...): the worker drops the object on a floor in Blender's rigid body
@@ -55,12 +67,20 @@ import numpy as np
 import trimesh
 
 from core.api import RewardComponent, RewardResult
-from plugins.threed import assembly, checks, look, physics
+from plugins.threed import assembly, checks, look, physics, structure
 from plugins.threed.checks import Check
 from plugins.threed.spec import ObjectSpec, TaskSpec
 
 #: The version of this reward, stored with every verdict (``RewardResult.version``).
-REWARD_VERSION = "threed-geometry/7"
+REWARD_VERSION = "threed-geometry/8"
+
+#: Whole-object checks that gate the reward (``GATE_CAP``): a build failing any of them scores at most
+#: that share of what it would score (coincident or missing parts, a part passing through another, a
+#: floating part, a vessel that holds nothing, a thing that does not stand).
+GATED = ("structure/parts", "structure/distinct", "structure/through", "structure/connected", "structure/on_floor",
+         "structure/cavity", "assembly/connected", "assembly/on_floor", "assembly/cavity", "physics/stands")
+#: The cap: ``reward = GATE_CAP * mean`` when a gated check fails (the drop test's ``physics.PHYSICS_CAP``).
+GATE_CAP = physics.PHYSICS_CAP
 
 
 def _missing(name: str, spec: ObjectSpec) -> list[Check]:
@@ -169,6 +189,47 @@ def assembly_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, lis
     return found, skipped
 
 
+def structure_parts(spec: TaskSpec, exported: dict[str, Any], meshes: dict[str, tuple[trimesh.Trimesh, list[str | None]]]
+                    ) -> tuple[dict[str, trimesh.Trimesh], list[str], float]:
+    """The object's parts in the scene, every part it should have, and the floor's height (m): the
+    task's assembly parts (its objects) on ``assembly.floor_z`` (0), or in a free-form scene every
+    visible mesh a lighting preset did not make, less the supports it stands on (a floor plane, a
+    table top: ``structure.supports``), on the highest support's top, else on z = 0 (or the lowest
+    point, when it is below that)."""
+    if spec.objects:
+        expected = spec.assembly_parts()
+        floor_z = spec.assembly.floor_z * checks.UNIT_TO_M[spec.unit] if spec.assembly else 0.0
+        return {p: meshes[p][0] for p in expected if p in meshes}, expected, floor_z
+    expected = [m["name"] for m in exported["meshes"] if not m.get("preset")]
+    present = {p: meshes[p][0] for p in expected if p in meshes}
+    under = structure.supports(present, structure.CONTACT_TOLERANCE_M)
+    if under:
+        floor_z = max(float(present[n].bounds[1][2]) for n in under)
+        present = {n: m for n, m in present.items() if n not in under}
+        expected = [n for n in expected if n not in under]
+    else:
+        floor_z = min([0.0, *(float(m.bounds[0][2]) for m in present.values())])
+    return present, expected, floor_z
+
+
+def derived_checks(spec: TaskSpec, meshes: dict[str, tuple[trimesh.Trimesh, list[str | None]]], exported: dict[str, Any],
+                   request: str) -> tuple[dict[str, Check], dict[str, str]]:
+    """The whole-object checks the request's words ask (``plugins.threed.structure``), without the
+    ones the task's ``assembly`` states itself."""
+    asked = structure.read_request(f"{spec.request}. {request}")
+    present, expected, floor_z = structure_parts(spec, exported, meshes)
+    a = spec.assembly
+    scale = checks.UNIT_TO_M[spec.unit]
+    tol = a.contact_tolerance * scale if a else structure.CONTACT_TOLERANCE_M
+    stated = set()
+    if a is not None:
+        stated |= {"connected"} if a.connected else set()
+        stated |= {"on_floor"} if a.on_floor else set()
+        stated |= {"cavity"} if a.cavity else set()
+    distances = assembly.contact_distances(exported["contacts"]) if "contacts" in exported else None
+    return structure.structure_checks(asked, present, expected, distances, tol, floor_z, stated)
+
+
 #: Tools that look at or save the scene without changing it: calling only these builds nothing.
 LOOKING_TOOLS = frozenset({"inspect_scene", "render_preview", "export_scene", "finish"})
 
@@ -199,7 +260,9 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
     """Score the scene the worker exported (``ops.mesh_data``) against ``spec``; with ``looked``
     (``look_probe.look_data``'s answer) also the look the request's words ask (``plugins.threed.look``);
     with ``dropped`` (``physics_probe.drop_test``'s answer, or ``{"error": ...}``) whether it stands
-    (``physics/stands``, a gate: ``physics.gate``).
+    (``physics/stands``, one of the checks that gate it: ``GATED``, ``GATE_CAP``). ``request`` (the
+    run's words, with ``spec.request``) also says which whole-object checks are derived
+    (``derived_checks``, ``plugins.threed.structure``).
 
     Returns:
         A scored ``RewardResult`` (``REWARD_VERSION``); components are named ``"<object>/<check>"`` and ``"scene/<check>"``,
@@ -235,13 +298,16 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         named["scene/camera"] = Check("camera", cam is not None, 1.0 if cam else 0.0, f"camera {cam}" if cam else "no camera")
     seen, unseen = look.look_checks(spec, meshes, looked, request) if looked is not None else ({}, {})
     named.update(seen)
-    whole, unjudged = assembly_checks(spec, meshes, exported)
+    stated, unstated = assembly_checks(spec, meshes, exported)
+    derived, underived = derived_checks(spec, meshes, exported, request)
+    whole = {f"assembly/{n}": c for n, c in stated.items()} | {f"structure/{n}": c for n, c in derived.items()}
+    unjudged = {f"assembly/{n}": why for n, why in unstated.items()} | {f"structure/{n}": why for n, why in underived.items()}
     # the object as a whole weighs as much as all its parts' own checks together
     whole_weight = max(1.0, len(named) / len(whole)) if whole else 1.0
     weights = {n: 1.0 for n in named}
     for name, check in whole.items():
-        named[f"assembly/{name}"] = check
-        weights[f"assembly/{name}"] = whole_weight
+        named[name] = check
+        weights[name] = whole_weight
     standing = physics.check(dropped) if dropped is not None else None
     if standing is not None:
         named["physics/stands"], weights["physics/stands"] = standing, 1.0
@@ -256,18 +322,23 @@ def grade(spec: TaskSpec, exported: dict[str, Any], task_folder: Path, looked: d
         summary = f"{len(named) - len(failing)}/{len(named)} checks pass; failing: {', '.join(failing[:6])} ({failing[0]}: {first.message})"
     else:
         summary = f"all {len(named)} checks pass"
-    if standing is not None and not standing.passed:  # it must stand: a build that does not is capped far below
-        reward = physics.gate(reward, standing)
+    gates = [n for n in GATED if n in named and not named[n].passed]
+    if gates:  # the object as a whole is wrong: capped far below any build that passes (version 8; the drop test's, version 7)
+        reward *= GATE_CAP
+        told = "; ".join(f"{n}: {named[n].message}" for n in gates[:4])
+        what = "the object as a whole fails" if "physics/stands" not in gates else \
+            "it does not stand" + (" and the object as a whole fails" if len(gates) > 1 else "")
         if off_look:  # already 0: the look's summary stays first
-            summary += f"; it does not stand either ({standing.message})"
+            summary += f"; {what} too ({told})"
         else:
-            summary = f"it does not stand, so the reward is capped at {physics.PHYSICS_CAP:g} of the rest ({standing.message}); {summary}"
+            summary = f"{what}, so the reward is capped at {GATE_CAP:g} of the rest ({told}); {summary}"
     if unjudged or unseen:
-        summary += f"; not judged: {', '.join([*unjudged, *(n.split('/')[-1] for n in unseen)])}"
+        short = [n.removeprefix("assembly/") for n in unjudged] + [n.split("/")[-1] for n in unseen]
+        summary += f"; not judged: {', '.join(short)}"
     components = {n: RewardComponent(value=c.value, weight=weights[n], detail={"passed": c.passed, "message": c.message, **c.detail})
                   for n, c in named.items()}
     for name, why in unjudged.items():  # weight 0: listed, never averaged in, never a free 1.0
-        components[f"assembly/{name}"] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
+        components[name] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
     for name, why in unseen.items():
         components[name] = RewardComponent(value=0.0, weight=0.0, detail={"status": "not_applicable", "message": why})
     if standing is None:

@@ -58,7 +58,7 @@ def test_addon_runs_a_scripted_episode_into_the_open_scene(tmp_path):
     assert result["status"].startswith("submitted, reward 1.000") and not result["running"]
     assert result["error"] == "" and result["log_path"] == ""  # nothing went wrong: no message, the task folder is gone
     texts = [text for text, _ in result["log"]]
-    assert any("add_mesh: ok" in t for t in texts) and any(t.startswith("verify: all 49 checks pass") for t in texts)  # 48 + physics/stands (a table)
+    assert any("add_mesh: ok" in t for t in texts) and any(t.startswith("verify: all 52 checks pass") for t in texts)  # 48 + physics/stands (a table) + structure/parts, distinct, through
     assert result["undo_once"] == {"result": ["FINISHED"], "camera": False, "tabletop": True, "key": True}
     drawn = result["draw"]
     assert ["operator", {"idname": "horizon.run"}] in drawn and ["operator", {"idname": "horizon.stop"}] in drawn

@@ -147,4 +147,4 @@ def test_without_an_assembly_every_whole_object_check_is_listed_not_judged(scene
     judged = TaskSpec.model_validate({"objects": [{"name": "Top"}, {"name": "Leg0"}], "assembly": {"touch": [["Top", "Leg0"]]}})
     verdict = grade(judged, data, scene_ctx.workspace)
     assert verdict.components["assembly/contacts"].weight >= 1 and verdict.components["assembly/stands"].weight >= 1
-    assert verdict.components["assembly/cavity"].weight == 0 and verdict.version == "threed-geometry/7"
+    assert verdict.components["assembly/cavity"].weight == 0 and verdict.version == "threed-geometry/8"

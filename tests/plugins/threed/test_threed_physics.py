@@ -129,9 +129,12 @@ def test_the_reward_caps_a_chair_that_tips_over(scene_ctx):
     right, tipped = rewards["right"], rewards["two legs"]
     assert right.reward == 1.0 and right.components["physics/stands"].detail["verdict"] == "stands"
     assert tipped.components["physics/stands"].value == 0 and tipped.components["physics/stands"].detail["verdict"] == "tipped"
-    # 8 of 9 checks pass (the solids and their materials): 8/9, capped to a quarter of it
-    assert tipped.reward == pytest.approx(physics.PHYSICS_CAP * 8 / 9, abs=1e-6) and "does not stand" in tipped.summary
-    assert not tipped.correct and tipped.version == "threed-geometry/7"
+    # every check but the drop test passes (the solids, their materials, the structure the words ask): capped to a quarter
+    judged = [c for c in tipped.components.values() if c.weight > 0]
+    assert [n for n, c in tipped.components.items() if c.weight > 0 and c.value < 1] == ["physics/stands"]
+    mean = sum(c.weight * c.value for c in judged) / sum(c.weight for c in judged)
+    assert tipped.reward == pytest.approx(physics.PHYSICS_CAP * mean, abs=1e-6) and "does not stand" in tipped.summary
+    assert not tipped.correct and tipped.version == "threed-geometry/8"
 
 
 @pytest.mark.parametrize(("request_text", "word"), [
