@@ -173,15 +173,6 @@ def judge(data: dict[str, Any]) -> Check:
     return Check("stands", verdict == "stands", 1.0 if verdict == "stands" else 0.0, message, detail)
 
 
-def gate(reward: float, check: Check | None) -> float:
-    """The reward after the physics gate: ``reward`` when the build stands (or was not dropped),
-    else ``PHYSICS_CAP * reward``: a tipped, fallen-apart or unsettled build scores at most 0.25."""
-    if check is None or check.passed:
-        return reward
-    return PHYSICS_CAP * reward
-
-
-
 def applies(spec: Any, request: str) -> str | None:
     """Why this task gets the drop test (the word naming a thing that must stand), or None.
 
