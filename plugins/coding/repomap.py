@@ -41,7 +41,7 @@ from pathlib import Path
 import networkx as nx
 
 from plugins.coding.focus import TaskFocus, excluded_reason, is_test_file, subwords, task_focus
-from plugins.coding.symbols import FileIndex, index_file, repository_files
+from plugins.coding.symbols import FileIndex, _walk_order, repository_indexes
 
 #: Default budget of the map given at the start of an episode, in (estimated) tokens.
 DEFAULT_MAP_TOKENS = 1024
@@ -322,18 +322,22 @@ def index_repository(root: Path) -> tuple[dict[str, FileIndex], dict[str, str]]:
     """
     indexes: dict[str, FileIndex] = {}
     excluded: dict[str, str] = {}
-    for path, rel in repository_files(root):
-        reason = excluded_reason(rel, [])  # by path first: a vendored tree is never parsed
+    by_path: dict[str, str] = {}
+
+    def vendored(rel: str) -> bool:  # by path first: a vendored tree is never parsed
+        reason = excluded_reason(rel, [])
+        if reason is not None:
+            by_path[rel] = reason
+        return reason is not None
+
+    for _path, rel, index in repository_indexes(root, skip=vendored):
+        reason = excluded_reason(rel, index.lines)
         if reason is None:
-            index = index_file(path)
-            if index is None:
-                continue
-            reason = excluded_reason(rel, index.lines)
-            if reason is None:
-                indexes[rel] = index
-                continue
-        excluded[rel] = reason
-    return indexes, excluded
+            indexes[rel] = index
+        else:
+            excluded[rel] = reason
+    excluded.update(by_path)
+    return indexes, dict(sorted(excluded.items(), key=lambda item: _walk_order(item[0])))
 
 
 def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TOKENS) -> RepoMap:
