@@ -293,23 +293,23 @@ def _index_source(source: bytes, language: str) -> FileIndex:
 
 
 def _to_json(index: FileIndex) -> dict:
-    return {"language": index.language, "definitions": index.definitions, "uses": index.uses, "lines": index.lines}
+    """``index`` as JSON: uses as line numbers, negative for a call (compact, and fast to read back)."""
+    uses = {name: [-line if kind == "call" else line for line, kind in entries] for name, entries in index.uses.items()}
+    return {"language": index.language, "definitions": index.definitions, "uses": uses, "lines": index.lines}
 
 
 def _from_json(value: object) -> FileIndex | None:
-    """The ``FileIndex`` stored as ``value`` (``_to_json``), or None when it has another shape."""
+    """The ``FileIndex`` stored as ``value`` (``_to_json``), or None when it has another shape.
+
+    The shape is checked (the containers, each entry's length, the lines' type); damaged bytes
+    are caught before, by zlib's checksum (``code_cache.decode``).
+    """
     try:
         assert isinstance(value, dict)
         language, lines = value["language"], value["lines"]
         assert isinstance(language, str) and isinstance(lines, list) and all(type(line) is str for line in lines)
-        definitions = {}
-        for name, entries in value["definitions"].items():
-            definitions[name] = [(line, kind, owner) for line, kind, owner in entries]
-            assert all(type(line) is int and type(kind) is str and type(owner) is str for line, kind, owner in definitions[name])
-        uses = {}
-        for name, entries in value["uses"].items():
-            uses[name] = [(line, kind) for line, kind in entries]
-            assert all(type(line) is int and (kind == "call" or kind == "reference") for line, kind in uses[name])
+        definitions = {name: [(line, kind, owner) for line, kind, owner in entries] for name, entries in value["definitions"].items()}
+        uses = {name: [(-line, "call") if line < 0 else (line, "reference") for line in entries] for name, entries in value["uses"].items()}
     except (AssertionError, AttributeError, KeyError, TypeError, ValueError):
         return None
     return FileIndex(language, definitions, uses, lines)
