@@ -203,6 +203,16 @@ def _tree(root: Path) -> _Tree:
     return tree
 
 
+def forget_in_memory() -> None:
+    """Drop what this process holds (file indexes, file lists, the cache's open database): the
+    state of a new process, which reads the code index cache again (tests, benches)."""
+    with _lock:
+        _cache.clear()
+        _by_key.clear()
+        _trees.clear()
+    code_cache.forget_connections()
+
+
 def repository_files(root: Path) -> list[tuple[Path, str]]:
     """The repository's source files (``SOURCE_SUFFIXES``, ``.gitignore`` honoured) as ``(absolute, relative POSIX)`` pairs.
 
@@ -289,6 +299,9 @@ def _index_source(source: bytes, language: str) -> FileIndex:
             continue
         kind = "call" if start in calls else "reference"
         index.uses.setdefault(node.text.decode("utf-8", "replace"), []).append((node.start_point[0] + 1, kind))
+    # tree-sitter's captures come in no fixed order across patterns: sorted, the same source
+    # always gives the same index (and the same map).
+    index.uses = {name: sorted(entries) for name, entries in sorted(index.uses.items())}
     return index
 
 
