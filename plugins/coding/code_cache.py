@@ -94,6 +94,8 @@ def content_key(language: str, source: bytes) -> str:
 
 
 def _open(folder: Path) -> sqlite3.Connection | None:
+    from core.api import UserError, make_data_folder
+
     path = folder / "index.sqlite"
     key = str(path)
     con = _connections.get(key)
@@ -101,7 +103,7 @@ def _open(folder: Path) -> sqlite3.Connection | None:
         return con
     for attempt in (1, 2):
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_data_folder(folder)  # 0700, like the rest of Horizon's data
             con = sqlite3.connect(key, timeout=5, check_same_thread=False, isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
@@ -121,7 +123,7 @@ def _open(folder: Path) -> sqlite3.Connection | None:
             con.execute("SELECT root, data, used FROM trees LIMIT 0")
             _connections[key] = con
             return con
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, UserError) as exc:
             if con is not None:
                 con.close()
                 con = None

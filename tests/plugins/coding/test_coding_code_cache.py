@@ -84,11 +84,18 @@ def test_a_second_process_reads_the_stored_indexes_without_parsing(tmp_path, par
     assert result["parses"] == 0
     assert result["hits"] == [[h.path, h.line, h.kind] for h in first]
     assert result["map"] == repomap.build_repo_map(root, "UserService", 512).text
-    # The same in this process with its memory dropped.
+    # The same in this process with its memory dropped: nothing parsed, and the tree not walked
+    # (its file list and folder stamps were stored too).
     _new_process()
     parses.clear()
-    assert symbols.find_symbol(root, "UserService") == first
-    assert parses == []
+    walked: list[Path] = []
+    real_walk = symbols.iter_files
+    symbols.iter_files = lambda root_, start=None, **kw: walked.append(start) or real_walk(root_, start, **kw)
+    try:
+        assert symbols.find_symbol(root, "UserService") == first
+    finally:
+        symbols.iter_files = real_walk
+    assert parses == [] and walked == []
 
 
 def test_an_edited_file_is_indexed_again_and_only_it(tmp_path, parses):
