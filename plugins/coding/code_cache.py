@@ -69,21 +69,26 @@ def max_bytes() -> int:
 
 def indexer() -> bytes:
     """A digest of what makes an index: this cache's layout, the indexing code and queries
-    (``symbols.py``, ``languages.py``) and the tree-sitter packages loaded (their files' paths and sizes)."""
+    (``symbols.py``, ``languages.py``) and the installed tree-sitter packages (each one's file
+    path, size and mtime: an upgrade changes it), the same whichever grammars this process loaded."""
     global _indexer
     if _indexer is None:
-        import sys
+        import importlib.util
+
+        from plugins.coding.languages import _SPECS
 
         digest = hashlib.sha256(SCHEMA.encode())
         here = Path(__file__).resolve().parent
         for name in ("symbols.py", "languages.py"):
             digest.update((here / name).read_bytes())
-        for name in sorted(m for m in sys.modules if m.startswith("tree_sitter")):
-            file = getattr(sys.modules[name], "__file__", None) or ""
+        for package in sorted({"tree_sitter", *(spec.package for spec in _SPECS.values())}):
             try:
-                digest.update(f"{name}:{file}:{os.stat(file).st_size}".encode())
-            except OSError:
-                digest.update(name.encode())
+                found = importlib.util.find_spec(package)
+                origin = (found and found.origin) or ""
+                info = os.stat(origin)
+                digest.update(f"{package}:{origin}:{info.st_size}:{info.st_mtime_ns}".encode())
+            except (ImportError, OSError, ValueError):
+                digest.update(f"{package}:missing".encode())
         _indexer = digest.digest()
     return _indexer
 

@@ -201,3 +201,14 @@ def test_results_from_the_cache_are_those_of_parsing_afresh(tmp_path):
     assert symbols.find_symbol(root, "Segment") == first_hits
     again = repomap.build_repo_map(root, focus, 1024)
     assert again.text == first_map.text and again.ranking == first_map.ranking
+
+
+def test_the_key_does_not_depend_on_which_grammars_a_process_loaded():
+    """Two processes that loaded different grammars first still share the cache's keys."""
+    show = "from plugins.coding import code_cache; print(code_cache.content_key('python', b'x = 1\\n'))"
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    keys = {
+        subprocess.run([sys.executable, "-c", f"{first}; {show}"], capture_output=True, text=True, check=True, cwd=ROOT, env=env).stdout
+        for first in ("pass", "from plugins.coding.languages import grammar; grammar('java'); grammar('go')")
+    }
+    assert len(keys) == 1 and len(keys.pop().strip()) == 64
