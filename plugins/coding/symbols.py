@@ -145,7 +145,8 @@ def _load_tree(root: Path) -> _Tree | None:
                 return None
             absolute = os.path.join(base, rel)
             files.append((Path(absolute), rel))
-            known[absolute] = ((int(mtime), int(size)) if mtime is not None else None, key)
+            if key:
+                known[absolute] = ((int(mtime), int(size)) if mtime is not None else None, key)
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
     return _Tree(stamps, files, known)
@@ -153,10 +154,9 @@ def _load_tree(root: Path) -> _Tree | None:
 
 def _save_tree(root: Path, tree: _Tree) -> None:
     files = []
-    for path, rel in tree.files:
+    for path, rel in tree.files:  # every file, indexed or not (a vendored one is listed, never read)
         stamp, key = tree.known.get(str(path), (None, ""))
-        if key:
-            files.append([rel, *(stamp or (None, None)), key])
+        files.append([rel, *(stamp or (None, None)), key])
     code_cache.put_tree(str(root), {"v": 1, "stamps": [[p, *s] for p, s in tree.stamps.items()], "files": files})
     tree.dirty = False
 

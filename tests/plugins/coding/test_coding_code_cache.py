@@ -96,6 +96,13 @@ def test_a_second_process_reads_the_stored_indexes_without_parsing(tmp_path, par
     finally:
         symbols.iter_files = real_walk
     assert parses == [] and walked == []
+    # A vendored file is listed (and left out of the map) in a new process too, though never read.
+    vendored = root / "py" / "vendor" / "six.py"
+    vendored.parent.mkdir()
+    vendored.write_text("def vendored_helper():\n    return 1\n")
+    assert repomap.build_repo_map(root, "", 256).excluded == {"py/vendor/six.py": "vendored"}
+    _new_process()
+    assert repomap.build_repo_map(root, "", 256).excluded == {"py/vendor/six.py": "vendored"}
 
 
 def test_an_edited_file_is_indexed_again_and_only_it(tmp_path, parses):
