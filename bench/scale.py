@@ -32,6 +32,24 @@ made once and then saved by both), and the same save as a new process makes it (
 from disk, the baseline's paths listed again; the interpreter's start not counted). Wall and CPU
 time (this process's, plus its children's for git); the verdict is on CPU time, as above. The
 exit status is non-zero when Horizon's tree differs from git's for the same files.
+
+Code intelligence (``plugins/coding/symbols.py``, ``repomap.py``, the code index cache
+``code_cache.py``): the same scripted calls on the 11-file example (``examples/python-user-service``)
+and on a real source release: Django 5.1.4's sdist in full mode (6,809 files; fetched once with
+``pip download django==5.1.4 --no-deps --no-binary :all:`` into the sources cache,
+``$HORIZON_SOURCES_CACHE/pypi-sdists``, its SHA-256 checked; never into the repository;
+``--django PATH`` takes an unpacked tree instead), Jinja2 3.1.6 with ``--quick`` (the
+``jinja2-3.1.6-attr-sandbox`` task's starting tree, ``core.eval.sources.materialise``). Each tree is
+copied into the scratch folder first (its edits touch the copy). Rows: ``find_symbol`` and a focused
+repository map (``build_repo_map(root, focus, 1024)``) each cold (an empty cache, nothing in
+memory), as a new process with the cache on disk (memory dropped: ``symbols.forget_in_memory``),
+warm (median of 5 and 3), and right after a one-file edit; then ``find_symbol`` in a second copy of
+the tree (another repository, the same files: read from the cache). The bare tool is
+``rg -n -w NAME`` (``grep -rnw`` when rg is missing), median of 3, on the same tree. Wall and CPU
+time (this process's, plus children's for the bare tool); targets (on an idle machine, judged on
+CPU time, as above): ``find_symbol`` warm under 50 ms and the focused map warm under 1 s on the
+large tree. The exit status is non-zero when a call finds nothing or a new process's answer
+differs from the first one's.
 """
 
 from __future__ import annotations
@@ -295,17 +313,164 @@ def workspace_table(scratch: Path, sizes: list[int], saves: int) -> bool:
     return same_everywhere
 
 
+DJANGO_SDIST = "Django-5.1.4.tar.gz"
+DJANGO_SHA256 = "de450c09e91879fa5a307f696e57c851955c910a438a35e6b4c895e86bedc82a"
+QUICK_TASK = "jinja2-3.1.6-attr-sandbox"
+#: Per tree: the name find_symbol looks up and the map's focus (a task's wording).
+CODE_CALLS = {
+    "example": ("UserService", "UserService.get_user raises the wrong error in users/service.py"),
+    "django": ("get_queryset", "QuerySet.bulk_create ignores update_fields in django/db/models/query.py"),
+    "jinja2": ("Environment", "SandboxedEnvironment.getattr lets str.format through in jinja2/sandbox.py"),
+}
+
+
+def django_tree() -> Path:
+    """Django 5.1.4's unpacked sdist in the sources cache, downloaded with pip when missing (its SHA-256 checked).
+
+    Raises:
+        RuntimeError: pip cannot fetch it, or the archive is not the known one.
+    """
+    import hashlib
+
+    from core.eval.sources import sources_cache, unpack
+
+    folder = sources_cache() / "pypi-sdists"
+    tree = folder / "Django-5.1.4"
+    if (tree / "django" / "__init__.py").is_file():
+        return tree
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = folder / DJANGO_SDIST
+    if not archive.is_file():
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "django==5.1.4", "--no-deps", "--no-binary", ":all:",
+                               "-d", str(folder)], capture_output=True, text=True, check=False)  # fmt: skip
+        if proc.returncode != 0 or not archive.is_file():
+            raise RuntimeError(f"pip download django==5.1.4 failed: {(proc.stderr or proc.stdout).strip()[-300:]}; "
+                               "or give an unpacked tree with --django PATH")  # fmt: skip
+    if hashlib.sha256(archive.read_bytes()).hexdigest() != DJANGO_SHA256:
+        raise RuntimeError(f"{archive} is not Django 5.1.4's sdist (SHA-256 differs); delete it and run again")
+    partial = Path(tempfile.mkdtemp(prefix=".django-", dir=folder))
+    top = unpack(archive, partial, DJANGO_SDIST)
+    top.rename(tree)
+    shutil.rmtree(partial)
+    return tree
+
+
+def quick_tree() -> Path:
+    """The starting tree of the ``QUICK_TASK`` suite task (a real PyPI release), from the sources cache."""
+    from core.eval.sources import StartRecipe, materialise
+
+    recipe = json.loads((ROOT / "suites" / "coding" / QUICK_TASK / "task.json").read_text(encoding="utf-8"))["start"]
+    return materialise(StartRecipe.model_validate(recipe), name=QUICK_TASK).path
+
+
+def _bare_search(root: Path, name: str) -> list[str]:
+    rg = shutil.which("rg")
+    return [rg, "-n", "-w", "--no-heading", name, str(root)] if rg else ["grep", "-rnw", name, str(root)]
+
+
+def code_rows(root: Path, scratch: Path, name: str, focus: str) -> tuple[dict[str, tuple[float, float]], bool]:
+    """Time the scripted code-intelligence calls on a copy of ``root``; ``({operation: (wall s, CPU s)}, answers agree)``."""
+    from plugins.coding import code_cache, repomap, symbols
+
+    cache = scratch / f"code-index-{root.name}"
+    os.environ["HORIZON_CODE_INDEX_CACHE"] = str(cache)
+    repo = scratch / f"{root.name}-copy"
+    shutil.copytree(root, repo, symlinks=True)
+    edited = sorted(repo.rglob("*.py"))[len(list(repo.rglob("*.py"))) // 2]
+    rows: dict[str, tuple[float, float]] = {}
+    ok = True
+
+    def new_process(empty: bool) -> None:
+        symbols.forget_in_memory()
+        repomap._last_inputs = None
+        if empty:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    def once(label: str, fn):
+        wall, cpu, result = measured(fn)
+        rows[label] = (wall, cpu)
+        return result
+
+    def median(label: str, fn, times: int):
+        samples = [measured(fn)[:2] for _ in range(times)]
+        rows[label] = (statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples))
+
+    find = partial(symbols.find_symbol, repo, name)
+    build = partial(repomap.build_repo_map, repo, focus, 1024)
+    new_process(empty=True)
+    first = once("find_symbol, cold (empty cache)", find)
+    new_process(empty=False)
+    ok &= once("find_symbol, new process (cache on disk)", find) == first
+    median("find_symbol, warm (median of 5)", find, 5)
+    with open(edited, "a") as out:
+        out.write("\n\ndef scale_bench_added(x):\n    return x\n")
+    once("find_symbol after a one-file edit", find)
+    new_process(empty=True)
+    first_map = once("repo map with a focus, cold (empty cache)", build)
+    new_process(empty=False)
+    ok &= once("repo map with a focus, new process (cache on disk)", build).text == first_map.text
+    median("repo map with a focus, warm (median of 3)", build, 3)
+    with open(edited, "a") as out:
+        out.write("\n\ndef scale_bench_added_again(x):\n    return x\n")
+    once("repo map after a one-file edit", build)
+    other = scratch / f"{root.name}-another"
+    shutil.copytree(repo, other, symlinks=True)
+    new_process(empty=False)
+    ok &= len(once("find_symbol in another copy (same files, new process)", partial(symbols.find_symbol, other, name))) == len(first)
+    bare = f"bare tool: {'rg -n' if shutil.which('rg') else 'grep -rn'} -w NAME"
+    median(bare, partial(subprocess.run, _bare_search(repo, name), capture_output=True, check=False), 3)
+    size = sum(p.stat().st_size for p in cache.iterdir() if p.is_file())
+    rows["cache on disk (MiB)"] = (size / (1 << 20), 0.0)
+    ok &= bool(first) and bool(first_map.text)
+    new_process(empty=True)
+    os.environ.pop("HORIZON_CODE_INDEX_CACHE", None)
+    code_cache.forget_connections()
+    shutil.rmtree(repo)
+    shutil.rmtree(other)
+    return rows, ok
+
+
+def code_table(scratch: Path, quick: bool, django: Path | None) -> bool:
+    """Print the code-intelligence rows; return False when an answer was empty or differed."""
+    big_name = "jinja2" if quick else "django"
+    big = quick_tree() if quick else (django or django_tree())
+    files = sum(1 for p in big.rglob("*") if p.is_file())
+    small, ok_small = code_rows(ROOT / "examples" / "python-user-service", scratch, *CODE_CALLS["example"])
+    large, ok_large = code_rows(big, scratch, *CODE_CALLS[big_name])
+    bare = next(k for k in large if k.startswith("bare tool"))
+    print(f"\nCode intelligence: the 11-file example against {big.name} ({files:,} files), the same calls "
+          f"(find_symbol {CODE_CALLS[big_name][0]!r}; map focus {CODE_CALLS[big_name][1]!r}); wall and CPU ms; "
+          f"ratios on wall time; bare tool: `{bare.removeprefix('bare tool: ')}`\n")  # fmt: skip
+    print(f"| operation | example ms | {big_name} ms | {big_name} CPU ms | x example | x bare tool | target (CPU, {big_name}) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    base = large[bare][0]
+    targets = {"find_symbol, warm (median of 5)": 0.050, "repo map with a focus, warm (median of 3)": 1.0}
+    for label, (wall, cpu) in large.items():
+        if label.startswith("cache on disk"):
+            print(f"| code index cache on disk | {small[label][0]:.2f} MiB | {wall:.1f} MiB | - | - | - | - |")
+            continue
+        goal = targets.get(label)
+        verdict = "-" if goal is None or quick else ("met" if cpu <= goal else f"missed by {(cpu - goal) * 1000:.0f} ms")
+        if goal is not None and quick:
+            verdict = f"(full mode: {goal * 1000:.0f} ms on Django)"
+        print(f"| {label} | {small[label][0] * 1000:,.1f} | {wall * 1000:,.1f} | {cpu * 1000:,.1f} | {wall / small[label][0]:,.0f}x | "
+              f"{wall / base:,.1f}x | {verdict} |")  # fmt: skip
+    return ok_small and ok_large
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 start-ups each; the old way for 1 and 100 runs only")
     parser.add_argument("--real-runs", type=int, default=None, help="runs made through agent run (default 3, quick 2)")
-    parser.add_argument("--only", choices=["runs", "startup", "workspace"], action="append",
+    parser.add_argument("--only", choices=["runs", "startup", "workspace", "code"], action="append",
                         help="only these tables (repeatable; default all)")  # fmt: skip
     parser.add_argument("--files", type=int, action="append", help="workspace rows at this many files (repeatable; "
                         "default 1,000, 10,000 and, in full mode, 100,000)")  # fmt: skip
     parser.add_argument("--saves", type=int, help="saves after a one-file edit per size (default 10, quick 5)")
+    parser.add_argument("--django", type=Path, help="an unpacked Django 5.1.4 sdist for the code rows (default: "
+                        "fetched with pip into the sources cache)")  # fmt: skip
     args = parser.parse_args()
-    only = set(args.only or ["runs", "startup", "workspace"])
+    only = set(args.only or ["runs", "startup", "workspace", "code"])
     files = args.files or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
     saves = args.saves or (5 if args.quick else 10)
     repeat = 3 if args.quick else 10
@@ -324,6 +489,8 @@ def main() -> int:
             ok &= startup_table(home, repeat)
         if "workspace" in only:
             ok &= workspace_table(scratch, files, saves)
+        if "code" in only:
+            ok &= code_table(scratch, args.quick, args.django)
     except RuntimeError as exc:
         print(f"error: {exc}")
         return 1

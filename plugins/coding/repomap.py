@@ -3,7 +3,7 @@
 The idea is Aider's repository map (https://aider.chat/docs/repomap.html): tree-sitter finds
 each file's definitions and the identifiers it uses (``plugins.coding.symbols``); a file that
 uses a name defined in another file gets a weighted edge to it; PageRank over that graph
-(``networkx.pagerank``) ranks the files; each file's rank flows along its out-edges to the
+(``pagerank``, networkx's power iteration on NumPy arrays) ranks the files; each file's rank flows along its out-edges to the
 definitions it references; the top definitions are shown, grouped by file, until the budget
 is spent.
 
@@ -38,10 +38,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
-
 from plugins.coding.focus import TaskFocus, excluded_reason, is_test_file, subwords, task_focus
-from plugins.coding.symbols import FileIndex, index_file, repository_files
+from plugins.coding.symbols import FileIndex, _walk_order, repository_indexes
 
 #: Default budget of the map given at the start of an episode, in (estimated) tokens.
 DEFAULT_MAP_TOKENS = 1024
@@ -129,20 +127,66 @@ def _base_weight(name: str, definers: int) -> float:
     return 0.1 if name.startswith("_") or definers > GENERIC_NAME_FILES else 1.0
 
 
-#: The last repository's reference edges, reused while none of its file indexes changed (the
-#: indexes are cached per file, so an unchanged file keeps the same ``FileIndex`` object).
-_last_edges: tuple[tuple[tuple[str, FileIndex], ...], dict[tuple[str, str], dict[str, float]]] | None = None
+@dataclass
+class _RankingInputs:
+    """What ranking needs of one repository state, whatever the focus: made once per set of file
+    indexes (``_inputs``) and reused by every map of that state.
+
+    Attributes:
+        files: relative paths, the graph's nodes in order.
+        definers: ``{name: files defining it as a kind in MAP_KINDS}``.
+        source, target, name_id, definition_id, weight: one entry per (using file, defining
+            file, name): its weight before mentions (the module docstring's ``w``); arrays.
+        names: the names of ``name_id``; definitions: the ``(file, name)`` of ``definition_id``.
+        rows: every definition of a kind in ``MAP_KINDS``, in the order of the indexes:
+            ``(file, name, line, kind)``; ``row_*`` arrays hold, for each, its definition id (or
+            -1), file index, the file's definition count, the name's entries in the file, whether
+            the file is a test, whether it is a special method, its line, its name's position in
+            ``row_names`` and its file's position in path order.
+        row_names: the names of ``rows``; row_subwords: each one's ``focus.subwords``.
+    """
+
+    files: list[str]
+    definers: dict[str, set[str]]
+    source: object
+    target: object
+    name_id: object
+    definition_id: object
+    weight: object
+    names: list[str]
+    definitions: list[tuple[str, str]]
+    rows: list[tuple[str, str, int, str]]
+    row_definition: object
+    row_file: object
+    row_count: object
+    row_entries: object
+    row_test: object
+    row_dunder: object
+    row_line: object
+    row_name: object
+    row_path_order: object
+    row_names: list[str]
+    row_subwords: list[frozenset[str]]
 
 
-def _reference_edges(indexes: dict[str, FileIndex]) -> dict[tuple[str, str], dict[str, float]]:
-    """``{(using file, defining file): {name: weight before mentions}}`` for a repository."""
-    global _last_edges
+#: The last repository state's ranking inputs, reused while none of its file indexes changed (the
+#: indexes are cached per file and per content, so an unchanged file keeps the same ``FileIndex`` object).
+_last_inputs: tuple[tuple[tuple[str, FileIndex], ...], _RankingInputs] | None = None
+
+
+def _inputs(indexes: dict[str, FileIndex]) -> _RankingInputs:
+    """The ranking inputs of ``indexes`` (``_RankingInputs``), from the last call when they are the same objects."""
+    global _last_inputs
+    import numpy as np
+
     identity = tuple(indexes.items())
-    cached = _last_edges
+    cached = _last_inputs
     if cached is not None and len(cached[0]) == len(identity) and all(
         a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], identity, strict=True)
     ):
         return cached[1]
+    files = list(indexes)
+    position = {rel: i for i, rel in enumerate(files)}
     definers: dict[str, set[str]] = defaultdict(set)
     type_names: set[str] = set()
     for rel, index in indexes.items():
@@ -152,8 +196,11 @@ def _reference_edges(indexes: dict[str, FileIndex]) -> dict[tuple[str, str], dic
                 definers[name].add(rel)
             if kinds & TYPE_KINDS:
                 type_names.add(name)
-    edges: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    name_ids: dict[str, int] = {}
+    definition_ids: dict[tuple[str, str], int] = {}
+    source, target, name_id, definition_id, weight = [], [], [], [], []
     for rel, index in indexes.items():
+        here = position[rel]
         for name, uses in index.uses.items():
             targets = definers.get(name)
             if not targets:
@@ -163,22 +210,65 @@ def _reference_edges(indexes: dict[str, FileIndex]) -> dict[tuple[str, str], dic
             count = len(uses) if name in type_names else sum(1 for _line, kind in uses if kind == "call")
             if not count:
                 continue
-            weight = math.sqrt(count) * _base_weight(name, len(targets))
-            for target in targets:
-                if target != rel:  # a file using its own names says nothing about their importance
-                    edges[(rel, target)][name] = weight
-    _last_edges = (identity, dict(edges))
-    return _last_edges[1]
+            w = math.sqrt(count) * _base_weight(name, len(targets))
+            nid = name_ids.setdefault(name, len(name_ids))
+            for defining in sorted(targets, key=position.__getitem__):
+                if defining != rel:  # a file using its own names says nothing about their importance
+                    source.append(here)
+                    target.append(position[defining])
+                    name_id.append(nid)
+                    definition_id.append(definition_ids.setdefault((defining, name), len(definition_ids)))
+                    weight.append(w)
+    rows: list[tuple[str, str, int, str]] = []
+    columns: list[tuple[int, int, int, int, bool, bool, int, int]] = []
+    row_names: dict[str, int] = {}
+    for rel, index in indexes.items():
+        count = sum(len(entries) for entries in index.definitions.values()) or 1
+        test = is_test_file(rel)
+        here = position[rel]
+        for name, entries in index.definitions.items():
+            shown = [e for e in entries if e[1] in MAP_KINDS]
+            if not shown:
+                continue
+            dunder = name.startswith("__") and name.endswith("__") and name not in _CONSTRUCTORS
+            did = definition_ids.get((rel, name), -1)
+            nid = row_names.setdefault(name, len(row_names))
+            for line, kind, _container in shown:
+                rows.append((rel, name, line, kind))
+                columns.append((did, here, count, len(shown), test, dunder, line, nid))
+    path_order = np.empty(len(files), dtype=np.int64)
+    path_order[np.argsort(np.array(files, dtype=object), kind="stable")] = np.arange(len(files))
+    table = np.array(columns, dtype=np.int64).reshape(-1, 8)
+    made = _RankingInputs(
+        files=files,
+        definers=dict(definers),
+        source=np.array(source, dtype=np.int64),
+        target=np.array(target, dtype=np.int64),
+        name_id=np.array(name_id, dtype=np.int64),
+        definition_id=np.array(definition_id, dtype=np.int64),
+        weight=np.array(weight, dtype=float),
+        names=list(name_ids),
+        definitions=list(definition_ids),
+        rows=rows,
+        row_definition=table[:, 0],
+        row_file=table[:, 1],
+        row_count=table[:, 2].astype(float),
+        row_entries=table[:, 3].astype(float),
+        row_test=table[:, 4].astype(bool),
+        row_dunder=table[:, 5].astype(bool),
+        row_line=table[:, 6],
+        row_name=table[:, 7],
+        row_path_order=path_order[table[:, 1]],
+        row_names=list(row_names),
+        row_subwords=[frozenset(subwords(name)) for name in row_names],
+    )
+    _last_inputs = (identity, made)
+    return made
 
 
 def _definers(indexes: dict[str, FileIndex]) -> dict[str, set[str]]:
     """``{name: files defining it as a kind in MAP_KINDS}``."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for rel, index in indexes.items():
-        for name, entries in index.definitions.items():
-            if any(kind in MAP_KINDS for _line, kind, _owner in entries):
-                out[name].add(rel)
-    return out
+    return _inputs(indexes).definers
 
 
 def focus_files(focus: TaskFocus, definers: dict[str, set[str]], indexes: dict[str, FileIndex]) -> set[str]:
@@ -198,6 +288,39 @@ def focus_files(focus: TaskFocus, definers: dict[str, set[str]], indexes: dict[s
     return files
 
 
+def pagerank(size: int, source, target, weight, personalization=None, alpha: float = 0.85, max_iter: int = 100, tol: float = 1.0e-6):
+    """PageRank of a weighted directed graph of ``size`` nodes given as edge arrays, as ``networkx.pagerank`` computes it
+    (its SciPy power iteration: rows normalised, dangling nodes restart by the personalization).
+
+    Args:
+        size: number of nodes (0 .. size - 1).
+        source, target, weight: the edges as NumPy arrays (parallel edges add up).
+        personalization: the restart distribution (an array of ``size``, any positive scale), or None for uniform.
+
+    Returns:
+        A NumPy array of ``size`` ranks summing to 1, or None when the iteration did not converge in ``max_iter``.
+    """
+    import numpy as np
+    from scipy import sparse
+
+    if size == 0:
+        return np.zeros(0)
+    matrix = sparse.csr_array((weight, (source, target)), shape=(size, size))
+    out = np.asarray(matrix.sum(axis=1)).ravel()
+    scale = np.zeros(size)
+    scale[out != 0] = 1.0 / out[out != 0]
+    matrix = (sparse.dia_array((scale[np.newaxis, :], 0), shape=(size, size)).tocsr() @ matrix).tocsr()
+    x = np.repeat(1.0 / size, size)
+    p = np.repeat(1.0 / size, size) if personalization is None else np.asarray(personalization, dtype=float) / np.sum(personalization)
+    dangling = np.where(out == 0)[0]
+    for _ in range(max_iter):
+        last = x
+        x = alpha * (x @ matrix + sum(x[dangling]) * p) + (1 - alpha) * p
+        if np.absolute(x - last).sum() < size * tol:
+            return x
+    return None
+
+
 def rank_definitions(indexes: dict[str, FileIndex], focus: TaskFocus | None = None) -> list[RankedDefinition]:
     """Rank every definition of a repository by PageRank over its file reference graph, toward ``focus``.
 
@@ -211,63 +334,67 @@ def rank_definitions(indexes: dict[str, FileIndex], focus: TaskFocus | None = No
         each focus file, then the rest; each part highest rank first (ties: path, then line).
         Definitions nobody references get a small rank from their own file's PageRank, so that a
         file's API still appears when nothing calls it. The weights are in the module docstring.
+        The focus-independent part (the graph's edges, ``_RankingInputs``) is made once per
+        repository state.
     """
+    import numpy as np
+
     focus = focus or TaskFocus()
-    definers = _definers(indexes)
+    inputs = _inputs(indexes)
+    definers = inputs.definers
     boost = {n: MENTION_BOOST if len(definers.get(n, ())) <= FOCUS_DEFINERS else GENERIC_MENTION_BOOST for n in focus.names}
     in_focus = focus_files(focus, definers, indexes) & set(indexes)
-    edge_names: dict[tuple[str, str], dict[str, float]] = {}
-    for edge, names in _reference_edges(indexes).items():
-        if boost and not boost.keys().isdisjoint(names):
-            names = {n: w * boost.get(n, 1.0) for n, w in names.items()}
-        edge_names[edge] = names
-    graph = nx.DiGraph()
-    graph.add_nodes_from(indexes)
-    graph.add_weighted_edges_from((source, target, sum(names.values())) for (source, target), names in edge_names.items())
+    weight = inputs.weight
+    boosted = [(i, boost[n]) for i, n in enumerate(inputs.names) if n in boost] if boost else []
+    if boosted:
+        weight = weight.copy()
+        for nid, factor in boosted:
+            weight[inputs.name_id == nid] *= factor
+    size = len(inputs.files)
     personalization = None
     if in_focus:
-        base = 1.0 / max(1, len(indexes))
-        personalization = {rel: base + (MENTION_BOOST * base * len(indexes) / len(in_focus) if rel in in_focus else 0.0) for rel in indexes}
-    try:
-        file_rank = nx.pagerank(graph, weight="weight", personalization=personalization)
-    except nx.PowerIterationFailedConvergence:
-        file_rank = {rel: 1.0 / len(indexes) for rel in indexes}
-    definition_rank: dict[tuple[str, str], float] = defaultdict(float)
-    for source in graph.nodes:
-        out = graph.out_edges(source, data="weight")
-        total = sum(weight for _s, _t, weight in out)
-        for _s, target, _weight in out:  # the file's rank flows out in proportion to each name's weight
-            for name, share in edge_names[(source, target)].items():
-                definition_rank[(target, name)] += file_rank[source] * share / total
-    ranked: list[RankedDefinition] = []
-    for rel, index in indexes.items():
-        count = sum(len(entries) for entries in index.definitions.values()) or 1
-        weight = TEST_FILE_WEIGHT if rel not in in_focus and is_test_file(rel) else 1.0
-        for name, entries in index.definitions.items():
-            rank = definition_rank.get((rel, name), 0.0)
-            rank += 0.01 * file_rank.get(rel, 0.0) / count  # keeps unreferenced definitions in order of their file
-            rank *= weight * boost.get(name, 1.0)
-            if name.startswith("__") and name.endswith("__") and name not in _CONSTRUCTORS:
-                rank *= DUNDER_WEIGHT
-            if focus.words and not focus.words.isdisjoint(subwords(name)):
-                rank *= WORD_BOOST
-            entries = [e for e in entries if e[1] in MAP_KINDS]
-            for line, kind, _container in entries:
-                ranked.append(RankedDefinition(rel, name, line, kind, rank / len(entries)))
-    ranked.sort(key=lambda d: (-d.rank, d.path, d.line))
+        base = 1.0 / max(1, size)
+        personalization = np.array([base + (MENTION_BOOST * base * size / len(in_focus) if rel in in_focus else 0.0) for rel in inputs.files])
+    file_rank = pagerank(size, inputs.source, inputs.target, weight, personalization)
+    if file_rank is None:
+        file_rank = np.repeat(1.0 / max(1, size), size)
+    # The file's rank flows out along its edges in proportion to each name's weight.
+    total = np.bincount(inputs.source, weights=weight, minlength=size)
+    share = file_rank[inputs.source] * weight / np.where(total[inputs.source] > 0, total[inputs.source], 1.0)
+    definition_rank = np.bincount(inputs.definition_id, weights=share, minlength=len(inputs.definitions) + 1)
+    definition_rank[-1] = 0.0  # row_definition -1: nobody references it
+    focus_file = np.zeros(size + 1, dtype=bool)
+    focus_file[[i for i, rel in enumerate(inputs.files) if rel in in_focus]] = True
+    name_boost = np.ones(len(inputs.row_names))
+    word_boost = np.ones(len(inputs.row_names))
+    for i, name in enumerate(inputs.row_names):
+        if name in boost:
+            name_boost[i] = boost[name]
+        if focus.words and not focus.words.isdisjoint(inputs.row_subwords[i]):
+            word_boost[i] = WORD_BOOST
+    rank = definition_rank[inputs.row_definition]
+    rank = rank + 0.01 * file_rank[inputs.row_file] / inputs.row_count  # keeps unreferenced definitions in order of their file
+    rank = rank * (np.where(inputs.row_test & ~focus_file[inputs.row_file], TEST_FILE_WEIGHT, 1.0) * name_boost[inputs.row_name])
+    rank = np.where(inputs.row_dunder, rank * DUNDER_WEIGHT, rank)
+    rank = (rank * word_boost[inputs.row_name]) / inputs.row_entries
+    order = np.lexsort((inputs.row_line, inputs.row_path_order, -rank))
+    rows, ranks = inputs.rows, rank.tolist()
+    ranked = [RankedDefinition(*rows[i], ranks[i]) for i in order.tolist()]
     # The focus files come first: the model is about to read them anyway; a few lines each, so
     # that one large file cannot fill the map.
-    tier: dict[RankedDefinition, int] = {}
+    tier: dict[int, int] = {}
     listed: dict[str, int] = defaultdict(int)
-    for d in ranked:
-        if d.path not in in_focus:
-            continue
-        if d.name in boost:
-            tier[d] = 0
-        elif listed[d.path] < FOCUS_FILE_LINES:
-            tier[d] = 1
-            listed[d.path] += 1
-    ranked.sort(key=lambda d: tier.get(d, 2))  # stable: rank order within each tier
+    if in_focus:
+        for position, d in enumerate(ranked):
+            if d.path not in in_focus:
+                continue
+            if d.name in boost:
+                tier[position] = 0
+            elif listed[d.path] < FOCUS_FILE_LINES:
+                tier[position] = 1
+                listed[d.path] += 1
+        order = sorted(range(len(ranked)), key=lambda i: tier.get(i, 2))  # stable: rank order within each tier
+        ranked = [ranked[i] for i in order]
     return ranked
 
 
@@ -313,6 +440,10 @@ def render(ranking: list[RankedDefinition], indexes: dict[str, FileIndex], max_t
     return "\n".join(lines), shown
 
 
+#: ``{relative path: (its FileIndex, excluded_reason)}`` of the last indexes seen (the same object: the same lines).
+_reasons: dict[str, tuple[FileIndex, str | None]] = {}
+
+
 def index_repository(root: Path) -> tuple[dict[str, FileIndex], dict[str, str]]:
     """Index the project's own source files (``.gitignore`` honoured), from the per-file cache when unchanged.
 
@@ -322,18 +453,27 @@ def index_repository(root: Path) -> tuple[dict[str, FileIndex], dict[str, str]]:
     """
     indexes: dict[str, FileIndex] = {}
     excluded: dict[str, str] = {}
-    for path, rel in repository_files(root):
-        reason = excluded_reason(rel, [])  # by path first: a vendored tree is never parsed
-        if reason is None:
-            index = index_file(path)
-            if index is None:
-                continue
+    by_path: dict[str, str] = {}
+
+    def vendored(rel: str) -> bool:  # by path first: a vendored tree is never parsed
+        reason = excluded_reason(rel, [])
+        if reason is not None:
+            by_path[rel] = reason
+        return reason is not None
+
+    for _path, rel, index in repository_indexes(root, skip=vendored):
+        known = _reasons.get(rel)
+        if known is not None and known[0] is index:
+            reason = known[1]
+        else:
             reason = excluded_reason(rel, index.lines)
-            if reason is None:
-                indexes[rel] = index
-                continue
-        excluded[rel] = reason
-    return indexes, excluded
+            _reasons[rel] = (index, reason)
+        if reason is None:
+            indexes[rel] = index
+        else:
+            excluded[rel] = reason
+    excluded.update(by_path)
+    return indexes, dict(sorted(excluded.items(), key=lambda item: _walk_order(item[0])))
 
 
 def build_repo_map(root: Path, focus: str = "", max_tokens: int = DEFAULT_MAP_TOKENS) -> RepoMap:
