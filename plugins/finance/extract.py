@@ -100,6 +100,15 @@ class Column:
 #: "Shares used to compute diluted net income per share", "Weighted-average shares outstanding".
 SHARE_COUNT = re.compile(r"\bshares used\b|\b(weighted[- ]average|average) (number of )?(common |ordinary )?shares\b"
                          r"|\bnumber of (common |ordinary )?shares\b|\bshares outstanding\b")
+#: A share count printed in thousands whatever the statement's "(in millions)": Costco's "Shares used in
+#: calculation (000's)", "(shares in 000's)", "shares in thousands".
+SHARES_IN_THOUSANDS = re.compile(r"\(0{3}['’]?s\)|\bin 0{3}['’]?s\b|\bshares in thousands\b|\(in thousands(?: of shares)?\)", re.IGNORECASE)
+
+
+def share_scale(text: str, scale_word: str, scale: float) -> tuple[str, float]:
+    """The scale of a share count: thousands when ``text`` (its label, the caption over it) says
+    "(000's)" or "shares in thousands" (``SHARES_IN_THOUSANDS``), else ``(scale_word, scale)``."""
+    return ("thousands", 1e3) if SHARES_IN_THOUSANDS.search(text) else (scale_word, scale)
 
 
 @dataclass
