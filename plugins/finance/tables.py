@@ -463,7 +463,8 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
     section_period: Column | None = None
     for h in block["header"]:
         heading = " ".join(w.text for w in rows[h]).strip()
-        if _PERIOD_HEADING.match(heading) and not split[h][1]:  # "2022:" under the segment names, over the rows
+        if _PERIOD_HEADING.match(heading) and not split[h][1] and max(w.x1 for w in rows[h]) < left_edge:
+            # "2022:" in the labels' place, under the segment names and over the rows (not a column's header)
             section_period = column_period(heading.rstrip(":"))
             continue
         phrases = [p for p in _phrases(rows[h]) if not RUNNING_ROW.match(p.text.strip())]
@@ -496,7 +497,8 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
         label_words, values = split[n]
         if n not in value_rows:
             heading = " ".join(w.text for w in rows[n]).strip()
-            if _PERIOD_HEADING.match(heading):  # "2022:" over the rows of a segments-as-columns table
+            if _PERIOD_HEADING.match(heading) and max(w.x1 for w in rows[n]) < columns[0].x0:
+                # "2022:" in the labels' place, over the rows of a segments-as-columns table
                 section_period, pending = column_period(heading.rstrip(":")), []
                 continue
             pending = label_words if label_words and not _is_years_row(values) else []
