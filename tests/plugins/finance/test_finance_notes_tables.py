@@ -4,6 +4,7 @@ and the PDFium characters the table pass reads giving what pdfplumber's give."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pdfplumber
@@ -118,3 +119,26 @@ def test_pdfium_characters_give_the_table_facts_pdfplumbers_give():
             assert slow and [tuple(f[k] for k in key) for f in fast] == [tuple(f[k] for k in key) for f in slow]
             assert all(abs(a["x0"] - b["x0"]) < 0.5 and abs(a["top"] - b["top"]) < 1.5 for a, b in zip(fast, slow))
     doc.close()
+
+
+def test_pages_that_look_like_tables_but_yield_nothing_are_named_and_each_page_is_cached(tmp_path):
+    from plugins.finance.ingest import ingest_document
+    from plugins.finance.store import connect
+    from plugins.finance.tables import table_pass
+
+    path = FILINGS / "NETFLIX_2017_10K.pdf"
+    texts = _texts(path)
+    con = connect(tmp_path / "f.duckdb")
+    status = ingest_document(con, path, tmp_path / "cache")
+    con.close()
+    # the exhibit index (pp. 64-68: exhibit numbers, file numbers and dates in columns) gives no value, and says so
+    assert "no table values could be read there: p.64, p.65, p.68" in status.note
+    facts, pages, empty = table_pass(path, "f" * 64, texts, set(), tmp_path / "pages", "t")
+    assert {64, 65, 68} <= set(empty) and 25 in pages and facts
+    cached = tmp_path / "pages" / "pages" / f"{'f' * 64}-p25-t.json"
+    rows = json.loads(cached.read_text())
+    rows[0]["label"] = "read from the page cache"
+    cached.write_text(json.dumps(rows))
+    again, _, _ = table_pass(path, "f" * 64, texts, set(), tmp_path / "pages", "t")
+    assert next(f for f in again if f["page"] == 25)["label"] == "read from the page cache"
+    assert [f["fact_id"] for f in again] == [f["fact_id"] for f in facts] and facts[0]["fact_id"].startswith("NETFLIX_2017_10K:p")
