@@ -285,14 +285,21 @@ def dedupe_chars(chars: list[dict[str, Any]], tolerance: float = 1.0) -> list[di
     Returns:
         The characters kept, in their original order.
     """
-    grid: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    grid: dict[tuple[str, int, int], list[dict[str, Any]]] = {}  # keyed by text too: most cells hold no same character
     kept = []
     for c in chars:
-        kx, ky = int(c["x0"] // tolerance), int(c["top"] // tolerance)
-        near = (o for dx in (-1, 0, 1) for dy in (-1, 0, 1) for o in grid.get((kx + dx, ky + dy), ()))
-        if any(o["text"] == c["text"] and abs(o["x0"] - c["x0"]) <= tolerance and abs(o["top"] - c["top"]) <= tolerance for o in near):
+        text, x0, top = c["text"], c["x0"], c["top"]
+        kx, ky = int(x0 // tolerance), int(top // tolerance)
+        duplicate = False
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for o in grid.get((text, kx + dx, ky + dy), ()):
+                    if abs(o["x0"] - x0) <= tolerance and abs(o["top"] - top) <= tolerance:
+                        duplicate = True
+                        break
+        if duplicate:
             continue
-        grid.setdefault((kx, ky), []).append(c)
+        grid.setdefault((text, kx, ky), []).append(c)
         kept.append(c)
     return kept
 

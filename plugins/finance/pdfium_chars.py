@@ -55,11 +55,14 @@ def pdfium_page(document: Any, number: int) -> PdfiumPage:
         left, _, _, height = page.get_mediabox()  # pdfplumber measures from the media box's top-left corner
         chars: list[dict[str, Any]] = []
         rect = pdfium_c.FS_RECTF()
-        for i in range(textpage.count_chars()):
-            code = pdfium_c.FPDFText_GetUnicode(textpage, i)
+        count = textpage.count_chars()
+        whole = textpage.get_text_range(0, count) if count else ""
+        codes = [ord(ch) for ch in whole] if len(whole) == count else None  # one call, unless a surrogate pair shifts it
+        for i in range(count):
+            code = codes[i] if codes is not None else pdfium_c.FPDFText_GetUnicode(textpage, i)
             if code in (0, 10, 13):
                 continue
-            if pdfium_c.FPDFText_IsGenerated(textpage, i) == 1:
+            if code in (32, 0xfffe, 2) and pdfium_c.FPDFText_IsGenerated(textpage, i) == 1:
                 if code == 32 and chars:
                     # a space PDFium infers from a word gap breaks the word, as the PDF's own spaces do; it is put
                     # right after the character before it (PDFium's own box for it can start inside the next word)
