@@ -98,6 +98,10 @@ _PERIOD_HEADING = re.compile(r"^((fiscal|year|years|three months|six months|nine
                              r"[\w ,]*? )?(ended |ending )?([a-z]+\.? \d{1,2},? )?(19[5-9]\d|20[0-4]\d):?$", re.IGNORECASE)
 #: A column header's word that may sit left of the right-aligned numbers under it: a year, "First" (over "Quarter").
 _HEADER_WORD = re.compile(r"^((19[5-9]\d|20[0-4]\d)[,.]?|first|second|third|fourth|q[1-4])$", re.IGNORECASE)
+#: A column of lengths of time: "Weighted-Average Contractual Remaining (years)", "Remaining Life (in years)".
+_YEARS_COLUMN = re.compile(r"\((in )?years\)|\bin years\b|\b(remaining|contractual) (term|life)\b", re.IGNORECASE)
+#: A column of prices of one share or unit: "Weighted-Average Grant-Date Fair Value", "Exercise Price", "Average Price Paid".
+_UNIT_PRICE = re.compile(r"grant[- ]date fair value|exercise price|price paid|average price|fair value per", re.IGNORECASE)
 _TITLE = re.compile(r"^[A-Z][A-Z&,'’-]+(\s+[A-Z&,'’-]+)+$")  # "REGIONAL SALES RESULTS"
 _REGIONS = re.compile(r"^(united states|u\.\s?s\.|us|international|europe|emea|asia|asia pacific|apac|latin america|latam|lacc|north america|"
                       r"canada|china|japan|mexico|brazil|germany|united kingdom|uk|france|india|africa|middle east|americas|rest of (the )?world|"
@@ -635,8 +639,9 @@ def is_count(label: str, column_label: str, caption: str, raw: str) -> bool:
 def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[str, Any]]:
     """``facts`` rows for every value of ``tables`` (same provenance fields as the statements').
 
-    Per-share values (``LineItem.unit``), percentages (a ``%`` token, a percentage column, or
-    a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
+    Per-share values (``LineItem.unit``, or a price column with decimals: "Grant-Date Fair
+    Value", "Exercise Price"), lengths of time (a "(years)" column: unit ``years``), percentages
+    (a ``%`` token, a percentage column, or a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
     not scaled; other amounts take the table's scale. A column
     whose header names no year takes the period of the row heading above the value ("2022:" in a
     table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
@@ -652,6 +657,10 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
                 percent = raw.rstrip(")").endswith("%") or column.percent or line.label.lstrip().startswith("%")
                 per_share = bool(re.search(r"\beps\b|per (common |diluted )?share", column.label.lower()))
                 unit = "percent" if percent else "USD/share" if per_share else line.unit
+                if unit == "USD" and _YEARS_COLUMN.search(column.label):
+                    unit = "years"  # PepsiCo's "(years)" column under "(in thousands)": 1.24 years, not $1,240
+                elif unit == "USD" and "." in raw and _UNIT_PRICE.search(column.label):
+                    unit = "USD/share"  # a grant-date fair value of $143.02 a unit, not $143,020
                 if unit == "USD" and is_count(line.label, column.label, table.caption, raw):
                     unit = "count"
                 scale_word, scale = (table.scale_word, table.scale) if unit in ("USD", "shares") else ("units", 1.0)

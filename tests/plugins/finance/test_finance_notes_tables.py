@@ -142,3 +142,16 @@ def test_pages_that_look_like_tables_but_yield_nothing_are_named_and_each_page_i
     again, _, _ = table_pass(path, "f" * 64, texts, set(), tmp_path / "pages", "t")
     assert next(f for f in again if f["page"] == 25)["label"] == "read from the page cache"
     assert [f["fact_id"] for f in again] == [f["fact_id"] for f in facts] and facts[0]["fact_id"].startswith("NETFLIX_2017_10K:p")
+
+
+def test_years_and_unit_prices_in_a_thousands_table_are_not_scaled():
+    # PepsiCo p.89, RSUs and PSUs "(in thousands)": the remaining term in years and the grant-date fair value of one
+    # unit are not thousands of dollars (main: $1,240 and $143,020); the aggregate intrinsic value is
+    facts = facts_as_ingested(FINANCEBENCH / "PEPSICO_2022_10K.pdf", 89)
+    row = {f["column_index"]: f for f in facts if f["label"].startswith("Outstanding at December 31, 2022")}
+    term = next(f for f in row.values() if "(years)" in f["column_label"])
+    price = next(f for f in row.values() if "Grant-Date Fair Value" in f["column_label"])
+    value = next(f for f in row.values() if "Intrinsic Value" in f["column_label"])
+    assert (term["unit"], term["value"]) == ("years", 1.24)
+    assert (price["unit"], price["value"]) == ("USD/share", 143.02)
+    assert (value["unit"], value["value"]) == ("USD", 1_032_222e3)
