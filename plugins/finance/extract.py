@@ -100,6 +100,15 @@ class Column:
 #: "Shares used to compute diluted net income per share", "Weighted-average shares outstanding".
 SHARE_COUNT = re.compile(r"\bshares used\b|\b(weighted[- ]average|average) (number of )?(common |ordinary )?shares\b"
                          r"|\bnumber of (common |ordinary )?shares\b|\bshares outstanding\b")
+#: A share count printed in thousands whatever the statement's "(in millions)": Costco's "Shares used in
+#: calculation (000's)", "(shares in 000's)", "shares in thousands".
+SHARES_IN_THOUSANDS = re.compile(r"\(0{3}['’]?s\)|\bin 0{3}['’]?s\b|\bshares in thousands\b|\(in thousands(?: of shares)?\)", re.IGNORECASE)
+
+
+def share_scale(text: str, scale_word: str, scale: float) -> tuple[str, float]:
+    """The scale of a share count: thousands when ``text`` (its label, the caption over it) says
+    "(000's)" or "shares in thousands" (``SHARES_IN_THOUSANDS``), else ``(scale_word, scale)``."""
+    return ("thousands", 1e3) if SHARES_IN_THOUSANDS.search(text) else (scale_word, scale)
 
 
 @dataclass
@@ -276,14 +285,21 @@ def dedupe_chars(chars: list[dict[str, Any]], tolerance: float = 1.0) -> list[di
     Returns:
         The characters kept, in their original order.
     """
-    grid: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    grid: dict[tuple[str, int, int], list[dict[str, Any]]] = {}  # keyed by text too: most cells hold no same character
     kept = []
     for c in chars:
-        kx, ky = int(c["x0"] // tolerance), int(c["top"] // tolerance)
-        near = (o for dx in (-1, 0, 1) for dy in (-1, 0, 1) for o in grid.get((kx + dx, ky + dy), ()))
-        if any(o["text"] == c["text"] and abs(o["x0"] - c["x0"]) <= tolerance and abs(o["top"] - c["top"]) <= tolerance for o in near):
+        text, x0, top = c["text"], c["x0"], c["top"]
+        kx, ky = int(x0 // tolerance), int(top // tolerance)
+        duplicate = False
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for o in grid.get((text, kx + dx, ky + dy), ()):
+                    if abs(o["x0"] - x0) <= tolerance and abs(o["top"] - top) <= tolerance:
+                        duplicate = True
+                        break
+        if duplicate:
             continue
-        grid.setdefault((kx, ky), []).append(c)
+        grid.setdefault((text, kx, ky), []).append(c)
         kept.append(c)
     return kept
 

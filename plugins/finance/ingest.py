@@ -16,7 +16,9 @@ lists the statuses whose values are stored; test membership in it rather than ``
 
 The parse of a document depends only on its bytes and the parser, so it is cached as JSON under
 ``cache_dir/<sha256>-<PARSER_VERSION>.json``; ingesting the same filing again (another run,
-another test) only copies rows. ``HORIZON_FINANCE_CACHE`` moves the cache (default
+another test) only copies rows; the table pass also caches each page's facts
+(``cache_dir/pages/<sha256>-p<page>-<PARSER_VERSION>.json``). A page that looked like a table but
+gave no value is named in the document's ``note``. ``HORIZON_FINANCE_CACHE`` moves the cache (default
 ``$HORIZON_HOME/cache/finance``).
 """
 
@@ -44,18 +46,22 @@ from plugins.finance.extract import (
     extract_statements,
     open_document,
     page_texts,
+    share_scale,
 )
 from plugins.finance.locate import CONFIDENT, Location, locate
 from plugins.finance.store import write_document
-from plugins.finance.tables import extract_tables, table_facts
+from plugins.finance.tables import table_pass
 
 #: Part of the parse cache's key: bump it whenever parsing changes what is stored (9: located and
 #: scored statements, concepts by meaning with signs, every table's values; 10: table counts with unit count,
 #: no running headers in column labels or as rows, damage signs cached; 11: a utility's "Total capitalization
 #: and liabilities" is total liabilities and equity; 12: a caption's dates go to the column of their own year
 #: (PepsiCo's "December 31, 2022, December 25, 2021 and December 26, 2020"), "Shares used in per share
-#: calculation" lines are share counts, not per-share amounts).
-PARSER_VERSION = "12"
+#: calculation" lines are share counts, not per-share amounts; 13: notes tables read from PDFium characters, scale from
+#: the nearest caption or the filing's "tabular dollars are in millions", years and quarters in headers as periods,
+#: a year naming a row is its label, "2022:" row headings give segments-as-columns tables their period, share counts
+#: "(000's)" in thousands).
+PARSER_VERSION = "13"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``damaged``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 
@@ -88,13 +94,16 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("HORIZON_FINANCE_CACHE") or horizon_home() / "cache" / "finance")
 
 
-def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[str, Any]]], list[str], list[str]]:
+def parse_document(path: Path, sha256: str, cache_dir: Path | None = None
+                   ) -> tuple[int, dict[str, list[dict[str, Any]]], list[str], list[str], list[int]]:
     """Parse one PDF into table rows: the main statements (``extract``), then every other table
-    (``tables``: a cheap pass over the PDFium text picks the pages, pdfplumber parses them).
+    (``tables.table_pass``: a cheap pass over the PDFium text picks the pages, their PDFium
+    characters are parsed, each page's facts cached under ``cache_dir/pages`` when given).
 
     Returns:
         ``(page count, {"pages": [...], "facts": [...], "cells": [...], "statement_locations": [...]},
-        statement kinds found, signs of damage (``extract.damage_signs``))``.
+        statement kinds found, signs of damage (``extract.damage_signs``), pages the table pass
+        read that yielded no value)``.
 
     Raises:
         FilingError: unreadable, encrypted, or no text layer.
@@ -123,6 +132,8 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
         for i, line in enumerate(st.lines):
             unit = line.unit
             scale_word, scale = (st.scale_word, st.scale) if unit != "USD/share" else ("units", 1.0)
+            if unit == "shares":  # Costco prints its share counts in thousands under "(in millions)"
+                scale_word, scale = share_scale(f"{line.section} {line.label}", scale_word, scale)
             for col, raw, amount, cell in line.values:
                 column = st.columns[col]
                 facts.append({
@@ -138,10 +149,10 @@ def parse_document(path: Path, sha256: str) -> tuple[int, dict[str, list[dict[st
                 })
     # every other table (segments, notes, MD&A, releases), on the pages the statements did not take
     statement_pages = {p for st in statements for p in st.pages}
-    tables, _ = extract_tables(path, texts, statement_pages)
-    facts.extend(table_facts(name, sha256, tables))
+    other, _, empty = table_pass(path, sha256, texts, statement_pages, cache_dir, PARSER_VERSION)
+    facts.extend(other)
     rows["facts"] = facts
-    return len(texts), rows, [st.kind for st in statements], damage
+    return len(texts), rows, [st.kind for st in statements], damage, empty
 
 
 def location_row(doc_name: str, where: Location) -> dict[str, Any]:
@@ -210,6 +221,7 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
         if cached.is_file():
             saved = json.loads(cached.read_text())
             pages, rows, kinds, damage = saved["pages_count"], saved["rows"], saved["statements"], saved.get("damage", [])
+            empty = saved.get("empty_table_pages", [])
             for fact in rows["facts"]:  # the same bytes under another file name
                 fact["doc_name"] = name
                 fact["fact_id"] = f"{name}:{fact['fact_id'].split(':', 1)[1]}"
@@ -218,16 +230,22 @@ def ingest_document(con: duckdb.DuckDBPyConnection, path: Path, cache_dir: Path 
                     row["doc_name"] = name
             document["from_cache"] = True
         else:
-            pages, rows, kinds, damage = parse_document(path, sha)
+            pages, rows, kinds, damage, empty = parse_document(path, sha, cache_dir)
             cache_dir.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds, "damage": damage}))
+            tmp.write_text(json.dumps({"pages_count": pages, "rows": rows, "statements": kinds, "damage": damage,
+                                       "empty_table_pages": empty}))
             os.replace(tmp, cached)
         document.update(pages=pages, statements=",".join(kinds), status="ok" if kinds else "no_statements")
         blank = [r["page"] for r in rows["pages"] if not r["text"].strip()]
         if blank:
             listed = ", ".join(map(str, blank[:20])) + (" ..." if len(blank) > 20 else "")
             document["note"] = f"{len(blank)} page(s) have no text layer (scanned?) and were not read: {listed}; OCR them to include them"
+        if empty:  # a page that looked like a table (lines ending in numbers) but gave no value: say which
+            listed = ", ".join(f"p.{n}" for n in empty[:20]) + (" ..." if len(empty) > 20 else "")
+            note = (f"{len(empty)} page(s) look like tables (lines ending in numbers) but no table values could be read "
+                    f"there: {listed}; their text is searchable with search_filing")
+            document["note"] = f"{document['note']}; {note}" if document.get("note") else note
         if not kinds and damage:  # PDFium opened it by repairing it: what it read is not to be trusted as the filing
             document.update(status="damaged", error=(
                 f"{path.name}: the PDF is damaged ({'; '.join(damage)}), and no statement was recognised in what could be "

@@ -16,7 +16,7 @@ Tables (one row per ...)::
                 page (1-based), line number, the bounding box of the printed number
                 (x0, top, x1, bottom in PDF points from the page's top-left corner), the label and the whole line as printed, the raw token, the amount as
                 printed (sign from parentheses), scale word and multiplier, value = amount * scale
-                in the unit ('USD', 'USD/share', 'shares', 'percent', 'count': stores, employees), currency, period label ('FY2018',
+                in the unit ('USD', 'USD/share', 'shares', 'percent', 'count': stores, employees; 'years': a table's "(years)" column), currency, period label ('FY2018',
                 '2023-07-29' for an instant, '3M 2023-07-29', 'Q2 2023' for a quarter the header
                 names without a date, ' (restated)' / ' (as reported)' appended), fiscal year,
                 period end, months (the period's length: 12 for a fiscal year, 3 for a quarter, 6 or 9

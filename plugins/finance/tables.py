@@ -7,8 +7,9 @@ Two passes, as for the statements:
 
 1. A cheap pass over the PDFium text already read for every page (``table_pages``): a page may
    hold a table when at least ``MIN_TABLE_LINES`` of its lines end in two or more numeric tokens.
-2. Only those pages go through pdfplumber (``parse_table_page``): the positioned, de-duplicated
-   lines of ``extract`` (``_lines``, ``_merge_parentheses``), each split into a label and the run
+2. Only those pages are parsed (``parse_table_page``), from their PDFium characters
+   (``pdfium_chars``: the same characters and boxes pdfplumber reads, about twenty times faster):
+   the positioned, de-duplicated lines of ``extract`` (``_lines``, ``_merge_parentheses``), each split into a label and the run
    of numbers that ends it; consecutive value lines form a table; the numbers' x-extents are
    clustered into columns; each column's label is the header text printed over it (a phrase that
    spans several columns, "Twelve Months Ended June 30, 2023", belongs to each of them); the
@@ -44,24 +45,22 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import pdfplumber
-
 from plugins.finance.extract import (
     _DURATION,
     _YEAR,
     MONTHS,
     RUNNING_ROW,
     Column,
-    FilingError,
     LineItem,
     _lines,
     _merge_parentheses,
     _Word,
     duration_of,
+    share_scale,
 )
 from plugins.finance.numbers import SCALES, detect_scale, parse_number
 
-#: A page goes through pdfplumber when this many PDFium text lines end in two or more numbers.
+#: A page goes through the table pass when this many PDFium text lines end in two or more numbers.
 MIN_TABLE_LINES = 3
 #: Words closer than this (PDF points) to the label before them belong to the label ("Notes due 2025", "(5)").
 LABEL_GAP = 6.0
@@ -87,6 +86,22 @@ COUNT_WORDS = re.compile(r"\b(number of (?!shares)|stores|store count|employees|
 MONEY_WORDS = re.compile(r"\b(costs?|expenses?|sales|revenues?|income|profit|loss|tax|compensation|benefits?|plans?|projects?|"
                          r"related|assets?|liabilit|lease|payments?|capital|depreciation|amortization|impairment|charges?|"
                          r"stock|shares?|per|\$|dollars?|price|value|amounts?)", re.IGNORECASE)
+#: A filing's own statement of the scale of what follows: "Unless otherwise noted, tabular dollars are presented in
+#: millions" (PepsiCo), "(amounts in millions, except share ... data)" under a part's heading (Costco's notes and MD&A).
+_SCALE_DECLARATION = re.compile(r"(unless otherwise (noted|stated|indicated)|tabular (dollars|amounts)|all (dollar )?amounts)"
+                                r"[^.]{0,80}?\b(in|are) (thousands|millions|billions)\b", re.IGNORECASE)
+#: A part of a filing starts on this page: its scale declaration (or the lack of one) ends the previous part's.
+_PART_HEAD = re.compile(r"^\s*(item\s+\d+[a-z]?\b|notes to (the )?(condensed )?(consolidated )?financial statements)", re.IGNORECASE)
+#: A row heading inside a table naming the period of the rows under it ("2022:", "Year ended December 31, 2021"):
+#: segment tables with segments as columns (CVS, Verizon) print the year this way.
+_PERIOD_HEADING = re.compile(r"^((fiscal|year|years|three months|six months|nine months|twelve months|quarter|(first|second|third|fourth) quarter)"
+                             r"[\w ,]*? )?(ended |ending )?([a-z]+\.? \d{1,2},? )?(19[5-9]\d|20[0-4]\d):?$", re.IGNORECASE)
+#: A column header's word that may sit left of the right-aligned numbers under it: a year, "First" (over "Quarter").
+_HEADER_WORD = re.compile(r"^((19[5-9]\d|20[0-4]\d)[,.]?|first|second|third|fourth|q[1-4])$", re.IGNORECASE)
+#: A column of lengths of time: "Weighted-Average Contractual Remaining (years)", "Remaining Life (in years)".
+_YEARS_COLUMN = re.compile(r"\((in )?years\)|\bin years\b|\b(remaining|contractual) (term|life)\b", re.IGNORECASE)
+#: A column of prices of one share or unit: "Weighted-Average Grant-Date Fair Value", "Exercise Price", "Average Price Paid".
+_UNIT_PRICE = re.compile(r"grant[- ]date fair value|exercise price|price paid|average price|fair value per", re.IGNORECASE)
 _TITLE = re.compile(r"^[A-Z][A-Z&,'’-]+(\s+[A-Z&,'’-]+)+$")  # "REGIONAL SALES RESULTS"
 _REGIONS = re.compile(r"^(united states|u\.\s?s\.|us|international|europe|emea|asia|asia pacific|apac|latin america|latam|lacc|north america|"
                       r"canada|china|japan|mexico|brazil|germany|united kingdom|uk|france|india|africa|middle east|americas|rest of (the )?world|"
@@ -121,7 +136,9 @@ class Table:
         index: the table's position on the page (0 for the topmost).
         kind: its class (one of ``TABLE_CLASSES``).
         caption: the text lines printed just above its header (its title, when it has one).
-        scale_word, scale: from a caption such as "($ in millions)" above it, else the page's.
+        scale_word, scale: from a caption such as "($ in millions)" above it, else the nearest one printed
+            above it on its page, else the page's, else the filing's declaration for the part it is in
+            (``document_scales``); ``units`` when none says.
         columns: left to right.
         lines: its rows with values; ``LineItem.values`` hold ``(column index, raw token,
             amount as printed, token bbox)``.
@@ -135,6 +152,41 @@ class Table:
     scale: float
     columns: list[TableColumn]
     lines: list[LineItem] = field(default_factory=list)
+    #: per line (by ``LineItem.line_no``): the period of a row heading above it ("2022:"), for columns naming none.
+    row_periods: dict[int, Column] = field(default_factory=dict)
+
+
+def document_scales(texts: list[str]) -> list[tuple[str, float]]:
+    """The scale each page inherits from its filing, for tables that print none of their own.
+
+    A declaration ("Unless otherwise noted, tabular dollars are presented in millions"; a
+    "(amounts in millions, ...)" caption in a page's first lines) holds from its page to the next
+    page that starts a part ("Item 8", "Notes to Consolidated Financial Statements") without one.
+
+    Args:
+        texts: every page's PDFium text, index 0 for page 1.
+
+    Returns:
+        ``(scale word, multiplier)`` per page, ``("units", 1.0)`` where nothing is declared.
+    """
+    out: list[tuple[str, float]] = []
+    current = ("units", 1.0)
+    for text in texts:
+        head = [ln for ln in text.splitlines() if ln.strip() and not _RUNNING.search(ln)][:6]
+        found = ("units", 1.0)
+        if m := _SCALE_DECLARATION.search(re.sub(r"\s+", " ", text)):
+            found = (m[6].lower(), SCALES[m[6].lower()])
+        else:
+            for ln in head:
+                if re.search(r"\((amounts|dollars|\$)\s+in\s+(thousands|millions|billions)\b", ln, re.IGNORECASE):
+                    found = _scale(ln)
+                    break
+        if found[0] != "units":
+            current = found
+        elif any(_PART_HEAD.match(ln) for ln in head):
+            current = ("units", 1.0)
+        out.append(current)
+    return out
 
 
 # -- the cheap pass ----------------------------------------------------------------------------
@@ -175,6 +227,8 @@ def _split_row(row: list[_Word]) -> tuple[list[_Word], list[_Word]]:
         cut -= 1
     while 0 < cut < len(words) and words[cut].x0 - words[cut - 1].x1 < LABEL_GAP:
         cut += 1  # "Notes due 2025", "intangibles (5)": the number is part of the label
+    if cut == 0 and len(words) >= 2 and _YEAR.match(words[0].text) and not _is_years_row(words):
+        cut = 1  # "2023  $ 55" in a maturity schedule: the year names the row, it is no value
     return words[:cut], words[cut:]
 
 
@@ -241,19 +295,35 @@ def column_period(label: str) -> Column | None:
     year = int(years[-1])
     squeezed = re.sub(r"\s+", "", label).lower()
     months = None
+    quarter = re.search(r"\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter\b|\bq([1-4])\b|\b([1-4])q\b", label.lower())
+    if quarter:  # "Year Ended December 31, 2016 ... Second Quarter": the column is the quarter, not the year
+        n = quarter[2] or quarter[3] or str(["first", "second", "third", "fourth"].index(
+            {"1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth"}.get(quarter[1], quarter[1])) + 1)
+        end = _label_end(label, year)
+        fourth = n == "4"  # a fiscal year's end date is its fourth quarter's; the others' ends are not printed
+        return Column(center=0.0, fiscal_year=year, period_end=end if fourth or not _YEAR_END.search(label) else None,
+                      months=3, name=f"Q{n}")
     if m := _DURATION.search(squeezed):
         months = duration_of(m)
     elif re.search(r"\bq[1-4]\b|quarter", label.lower()):
         months = 3
     elif re.search(r"full year|fiscal year|year ended|years ended|twelve months", label.lower()):
         months = 12
-    end = None
+    return Column(center=0.0, fiscal_year=year, period_end=_label_end(label, year), months=months)
+
+
+#: A header naming the whole year a column's quarter belongs to ("Year Ended December 31, 2016").
+_YEAR_END = re.compile(r"\b(fiscal )?years? ended\b", re.IGNORECASE)
+
+
+def _label_end(label: str, year: int) -> date | None:
+    """The month and day a header prints ("June 30, 2023"), in ``year``; None when it prints none."""
     if m := re.search(r"\b(" + "|".join(k for k in MONTHS if len(k) > 3 or k == "may") + r")\.?\s+(\d{1,2}),?", label.lower()):
         try:
-            end = date(year, MONTHS[m[1]], int(m[2]))
+            return date(year, MONTHS[m[1]], int(m[2]))
         except ValueError:
-            end = None
-    return Column(center=0.0, fiscal_year=year, period_end=end, months=months)
+            return None
+    return None
 
 
 def classify(caption: str, header: str, labels: list[str], page_head: str, after_statements: bool = False) -> str:
@@ -287,14 +357,18 @@ def classify(caption: str, header: str, labels: list[str], page_head: str, after
     return "other"
 
 
-def parse_table_page(page: Any, page_number: int, page_text: str, after_statements: bool = False) -> list[Table]:
+def parse_table_page(page: Any, page_number: int, page_text: str, after_statements: bool = False,
+                     inherited: tuple[str, float] = ("units", 1.0)) -> list[Table]:
     """Find and parse the tables of one page.
 
     Args:
-        page: a pdfplumber page (its characters are de-duplicated by ``extract._lines``).
+        page: a pdfplumber page, or a ``pdfium_chars.PdfiumPage`` (only its ``chars`` are read; they are
+            de-duplicated by ``extract._lines``).
         page_number: its 1-based number.
         page_text: its PDFium text (for the scale caption and the running head).
         after_statements: the page follows the main statements' pages (see ``classify``).
+        inherited: the scale the filing declares for the part the page is in (``document_scales``),
+            for tables with no scale of their own or on their page.
 
     Returns:
         The tables, top to bottom; a table needs two or more value lines, one of them with two
@@ -303,6 +377,8 @@ def parse_table_page(page: Any, page_number: int, page_text: str, after_statemen
     """
     rows = [_merge_parentheses(r) for r in _lines(page)]
     page_scale = _scale(page_text)
+    if page_scale[0] == "units":
+        page_scale = inherited
     page_head = "\n".join([ln for ln in page_text.splitlines() if ln.strip()][:6])
     split = [_split_row(r) for r in rows]
     blocks: list[dict[str, Any]] = []
@@ -327,7 +403,11 @@ def parse_table_page(page: Any, page_number: int, page_text: str, after_statemen
         gap_rows = []
     tables = []
     for block in blocks:
-        table = _build_table(block, rows, split, page_number, page_scale, page_head, len(tables), after_statements)
+        first = block["header"][0] if block["header"] else block["value_rows"][0]
+        above = [_scale(" ".join(w.text for w in rows[j])) for j in range(first)]
+        stated = [found for found in above if found[0] != "units"]
+        scale = stated[-1] if stated else page_scale  # the nearest caption above it, else the page's
+        table = _build_table(block, rows, split, page_number, scale, page_head, len(tables), after_statements)
         if table is not None:
             tables.append(table)
     return tables
@@ -365,6 +445,10 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
             hit = [phrases[sum(center > b for b in bounds)]]
         elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing:
             hit = phrases
+        if not hit and not spread:  # a year centred over its column but short of its numbers ("2022" over "$ 461")
+            near = [p for p in phrases if _HEADER_WORD.match(p.text) and abs(p.center - center) < 0.5 * spacing
+                    and not any(min(p.x1, o.x1 + 3) - max(p.x0, o.x0 - 3) > 0 for o in columns)]
+            hit = sorted(near, key=lambda p: abs(p.center - center))[:1]
         for p in hit:
             c.label = f"{c.label} {p.text}".strip()
 
@@ -378,13 +462,22 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
     extents = _cluster_columns([(i, split[i][1]) for i in value_rows])
     columns = [TableColumn(x0, x1) for x0, x1 in extents]
     left_edge = min(c.x0 for c in columns)
+    label_right = max((w.x1 for i in value_rows for w in split[i][0]), default=0.0)
     header_text, caption_lines = [], []
+    section_period: Column | None = None
     for h in block["header"]:
+        heading = " ".join(w.text for w in rows[h]).strip()
+        if _PERIOD_HEADING.match(heading) and not split[h][1] and max(w.x1 for w in rows[h]) < left_edge:
+            # "2022:" in the labels' place, under the segment names and over the rows (not a column's header)
+            section_period = column_period(heading.rstrip(":"))
+            continue
         phrases = [p for p in _phrases(rows[h]) if not RUNNING_ROW.match(p.text.strip())]
         for p in phrases:  # a "Table of Contents" link printed over the header joins the phrase next to it
             p.text = re.sub(r"\s+", " ", _RUNNING.sub(" ", p.text)).strip()
         phrases = [p for p in phrases if p.text]
-        in_zone = [p for p in phrases if (p.center >= left_edge - 5 or p.x1 > left_edge - 3) and not _SCALE_CAPTION.search(p.text)
+        in_zone = [p for p in phrases if (p.center >= left_edge - 5 or p.x1 > left_edge - 3
+                                          or (_HEADER_WORD.match(p.text) and p.x0 > label_right))  # "2021" left of its numbers
+                   and not _SCALE_CAPTION.search(p.text)
                    and not _TITLE.match(p.text)
                    and not (p.x0 < left_edge - 5 and len(p.text.split()) >= 6)]  # a sentence introducing the table
         outside = " ".join(p.text for p in phrases if p not in in_zone)
@@ -402,10 +495,16 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
         scale_word, scale = page_scale
     lines: list[LineItem] = []
     pending: list[_Word] = []
+    row_periods: dict[int, Column] = {}
     first, last = block["value_rows"][0], block["value_rows"][-1]
     for n in range(first, last + 1):
         label_words, values = split[n]
         if n not in value_rows:
+            heading = " ".join(w.text for w in rows[n]).strip()
+            if _PERIOD_HEADING.match(heading) and max(w.x1 for w in rows[n]) < columns[0].x0:
+                # "2022:" in the labels' place, over the rows of a segments-as-columns table
+                section_period, pending = column_period(heading.rstrip(":")), []
+                continue
             pending = label_words if label_words and not _is_years_row(values) else []
             continue
         if not label_words and not pending and len(values) == 1:
@@ -426,14 +525,16 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
         lines.append(LineItem(page=page_number, line_no=n + 1, bbox=tuple(round(v, 2) for v in bbox),
                               label=" ".join(w.text for w in words), raw_text=" ".join(w.text for w in rows[n]),
                               values=sorted(cells.values()), section=""))
+        if section_period is not None:
+            row_periods[n + 1] = section_period
     kind = classify(caption, " ".join(header_text), [ln.label for ln in lines], page_head, after_statements)
-    return Table(page_number, index, kind, caption, scale_word, scale, columns, lines)
+    return Table(page_number, index, kind, caption, scale_word, scale, columns, lines, row_periods)
 
 
 # -- a document --------------------------------------------------------------------------------
 
 def extract_tables(path: Path, texts: list[str], skip: set[int]) -> tuple[list[Table], list[int]]:
-    """Run the cheap pass, then parse the pages it picks with pdfplumber.
+    """Run the cheap pass, then parse the pages it picks from their PDFium characters (``pdfium_chars``).
 
     Args:
         path: the PDF.
@@ -444,22 +545,82 @@ def extract_tables(path: Path, texts: list[str], skip: set[int]) -> tuple[list[T
         ``(tables, pages parsed)``.
 
     Raises:
-        FilingError: pdfplumber cannot read the file.
+        FilingError: PDFium cannot read the file.
     """
     pages = table_pages(texts, skip)
-    if not pages:
-        return [], []
-    try:
-        pdf = pdfplumber.open(path)
-    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types for broken files
-        raise FilingError(f"{path.name}: pdfplumber cannot read it ({type(exc).__name__}: {exc}); the file may be damaged") from None
     tables: list[Table] = []
-    with pdf:
-        for number in pages:
-            page = pdf.pages[number - 1]
-            tables.extend(parse_table_page(page, number, texts[number - 1], after_statements=bool(skip) and number > max(skip)))
-            page.close()  # drop the page's parsed objects; a 10-K has hundreds of pages
+    if not pages:
+        return tables, pages
+    for number, found in _parse_pages(path, texts, skip, pages):
+        tables.extend(found)
     return tables, pages
+
+
+def _parse_pages(path: Path, texts: list[str], skip: set[int], pages: list[int]):
+    """Yield ``(page, tables)`` for each of ``pages``, read with PDFium."""
+    from plugins.finance.extract import open_document
+    from plugins.finance.pdfium_chars import pdfium_page
+
+    inherited = document_scales(texts)
+    doc = open_document(path)
+    try:
+        for number in pages:
+            yield number, parse_table_page(pdfium_page(doc, number), number, texts[number - 1],
+                                           after_statements=bool(skip) and number > max(skip), inherited=inherited[number - 1])
+    finally:
+        doc.close()
+
+
+def table_pass(path: Path, sha256: str, texts: list[str], skip: set[int], cache_dir: Path | None,
+               version: str) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """The ``facts`` rows of every table outside the main statements, each page cached on its own.
+
+    A page's facts are cached as JSON under ``cache_dir/pages/<sha256>-p<page>-<version>.json``
+    (the PDF's content hash, the page, the parser version), so a document whose parse is
+    interrupted, or re-parsed for another reason, reads again only the pages not yet cached.
+
+    Args:
+        path: the PDF; sha256: its content hash; texts: every page's PDFium text; skip: the main
+            statements' pages; cache_dir: the parse cache (None: no page cache); version: the
+            parser version (``ingest.PARSER_VERSION``).
+
+    Returns:
+        ``(facts, pages parsed, pages that yielded no value)``; facts carry ``doc_name`` = ``path.stem``.
+
+    Raises:
+        FilingError: PDFium cannot read the file.
+    """
+    import json
+    import os
+
+    name = path.stem
+    pages = table_pages(texts, skip)
+    folder = cache_dir / "pages" if cache_dir else None
+    facts: list[dict[str, Any]] = []
+    by_page: dict[int, list[dict[str, Any]]] = {}
+    todo = []
+    for number in pages:
+        cached = folder / f"{sha256}-p{number}-{version}.json" if folder else None
+        if cached is not None and cached.is_file():
+            by_page[number] = json.loads(cached.read_text())
+        else:
+            todo.append(number)
+    if todo:
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
+        for number, found in _parse_pages(path, texts, skip, todo):
+            rows = table_facts("", sha256, found)
+            by_page[number] = rows
+            if folder:
+                target = folder / f"{sha256}-p{number}-{version}.json"
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(json.dumps(rows))
+                os.replace(tmp, target)
+    for number in pages:
+        for row in by_page[number]:
+            facts.append({**row, "doc_name": name, "fact_id": f"{name}{row['fact_id']}"})
+    empty = [n for n in pages if not by_page[n]]
+    return facts, pages, empty
 
 
 def is_count(label: str, column_label: str, caption: str, raw: str) -> bool:
@@ -478,11 +639,14 @@ def is_count(label: str, column_label: str, caption: str, raw: str) -> bool:
 def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[str, Any]]:
     """``facts`` rows for every value of ``tables`` (same provenance fields as the statements').
 
-    Per-share values (``LineItem.unit``), percentages (a ``%`` token, a percentage column, or
-    a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
+    Per-share values (``LineItem.unit``, or a price column with decimals: "Grant-Date Fair
+    Value", "Exercise Price"), lengths of time (a "(years)" column: unit ``years``), percentages
+    (a ``%`` token, a percentage column, or a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
     not scaled; other amounts take the table's scale. A column
-    whose header names no year has no period (``period_label`` and ``fiscal_year`` NULL); its
-    header text is in ``column_label`` either way.
+    whose header names no year takes the period of the row heading above the value ("2022:" in a
+    table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
+    NULL); its header text is in ``column_label`` either way. Share counts captioned "(000's)" are
+    in thousands (``extract.share_scale``).
     """
     facts = []
     for table in tables:
@@ -493,12 +657,18 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
                 percent = raw.rstrip(")").endswith("%") or column.percent or line.label.lstrip().startswith("%")
                 per_share = bool(re.search(r"\beps\b|per (common |diluted )?share", column.label.lower()))
                 unit = "percent" if percent else "USD/share" if per_share else line.unit
+                if unit == "USD" and _YEARS_COLUMN.search(column.label):
+                    unit = "years"  # PepsiCo's "(years)" column under "(in thousands)": 1.24 years, not $1,240
+                elif unit == "USD" and "." in raw and _UNIT_PRICE.search(column.label):
+                    unit = "USD/share"  # a grant-date fair value of $143.02 a unit, not $143,020
                 if unit == "USD" and is_count(line.label, column.label, table.caption, raw):
                     unit = "count"
                 scale_word, scale = (table.scale_word, table.scale) if unit in ("USD", "shares") else ("units", 1.0)
+                if unit == "shares":  # "(shares in 000's)": Costco's share counts are in thousands
+                    scale_word, scale = share_scale(f"{table.caption} {line.label} {column.label}", scale_word, scale)
                 if unit == "USD/share" and re.search(r"\bcents\b", f"{column.label} {line.label}".lower()):
                     scale_word, scale = "cents", 0.01
-                period = column.period
+                period = column.period or table.row_periods.get(line.line_no)
                 facts.append({
                     "fact_id": f"{doc_name}:p{line.page}:l{line.line_no}:c{col}", "doc_name": doc_name, "sha256": sha256,
                     "statement": f"table:{table.kind}", "title": title, "page": line.page, "line_no": line.line_no,
