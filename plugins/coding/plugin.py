@@ -353,6 +353,16 @@ class CodingPlugin:
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
+        if final.timed_out and final.outcomes:
+            # A stopped final run reports the tests that ran (testing.TestRun.not_run); the rest are not verified,
+            # so the verdict is what it was when a stopped run reported nothing: 0.
+            return RewardResult(
+                reward=0.0, correct=False, version=REWARD_VERSION,
+                summary=(f"the final test run was stopped by its time limit ({final.budget_s:.0f} s) with {final.not_run} "
+                         "tests not run: nothing verified, reward 0"),
+                components={"fail_to_pass": RewardComponent(value=0.0, detail={"before": baseline["outcomes"], "after": final.outcomes,
+                                                                                "not_run": final.not_run})},
+            )  # fmt: skip
         return grade(
             baseline["outcomes"], final.outcomes, graded.edited_tests,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
