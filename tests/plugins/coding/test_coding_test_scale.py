@@ -182,3 +182,38 @@ def test_run_tests_on_start_runs_a_new_test_on_the_starting_code_and_now(python_
     assert (ctx.workspace / "users" / "service.py").read_text().count('(user.nickname or "")') == 1  # the workspace kept the fix
     refused = run_tests({"tests": [], "on_start": True}, ctx)
     assert refused.is_error and "on_start needs the tests" in refused.output
+
+
+# --------------------------------------------------------------------------- progress lines
+
+
+def test_set_up_says_what_it_is_doing_as_it_goes(tmp_path, examples_dir, python_repo, monkeypatch):
+    """The copy (with the repository's size first), the snapshot, the environment and the
+    baseline tests each get lines, and ``agent run``'s printer shows them as set-up lines."""
+    import io
+
+    from rich.console import Console
+
+    from core.cli import StepPrinter
+    from core.environment import Environment, tree_size
+
+    source = examples_dir / "python-user-service"
+    lines: list[str] = []
+    Environment.prepare(Task(plugin="coding", instruction="x", repo=source), tmp_path / "run", progress=lines.append)
+    files, size = tree_size(source)
+    assert files == sum(1 for p in source.rglob("*") if p.is_file() and ".git" not in p.parts) and size > 0
+    assert lines[0] == f"copying the repository: {files:,} files, {size / 2**20:,.1f} MiB ({source})", lines
+    assert lines[1].startswith("copied in ") and lines[2].startswith("snapshot of the starting files in "), lines
+
+    monkeypatch.setenv(testing_scale.WORKERS_ENV, "2")
+    ctx = python_repo.ctx
+    said: list[str] = []
+    ctx.progress = said.append
+    CodingPlugin().setup(Task(plugin="coding", instruction="display names"), ctx)
+    assert said[0].startswith("choosing the test environment") and said[1].startswith("test environment ready in "), said
+    assert said[2] == "baseline tests: running the pytest tests in 2 processes, time limit 120 s (3 test files, not measured yet)", said
+    assert said[-1].startswith("baseline tests: 26 results, 2 not passing, in "), said
+
+    out = io.StringIO()
+    StepPrinter(Console(file=out, width=200))("progress", {"text": said[-1]})
+    assert out.getvalue().strip() == f"setup      {said[-1]}"
