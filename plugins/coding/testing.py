@@ -976,14 +976,15 @@ def run_test_suite(
     selected = _check_selectors(tests or [])
     from plugins.coding import testing_scale
 
-    whole = not selected
-    processes = testing_scale.workers() if whole and framework == "pytest" else 1
-    key, reason = "", ""
-    if limits is None and whole and not os.environ.get(TEST_TIMEOUT_ENV, "").strip():
+    processes, key, reason = 1, "", ""
+    if not selected:  # a whole-suite run: spread over processes, its limit sized by the suite
         files = [f for f in test_files(root) if f.rsplit("/", 1)[-1] not in PYTEST_CONFIG_FILES]
         key = testing_scale.suite_key(framework, root, files)
-        budget, reason = testing_scale.suite_budget(sandbox.limits.timeout_s, key, len(files), processes)
-        limits = sandbox.limits.model_copy(update={"timeout_s": budget})
+        if framework == "pytest":
+            processes = testing_scale.processes_for(key, len(files))
+        if limits is None and not os.environ.get(TEST_TIMEOUT_ENV, "").strip():
+            budget, reason = testing_scale.suite_budget(sandbox.limits.timeout_s, key, len(files), processes)
+            limits = sandbox.limits.model_copy(update={"timeout_s": budget})
     limits = limits or default_limits(sandbox)
     if progress is not None:
         spread = f"{processes} processes" if processes > 1 else "one process"

@@ -13,7 +13,9 @@ grader's final run) uses ``workers()`` processes (the CPUs this process may use,
   (``testing.merge_runs``). Results equal a serial run's for a suite whose tests do not depend
   on one another's order across files.
 
-Runs given test ids stay serial: starting workers costs more than a few tests do.
+Runs given test ids stay serial: starting workers costs more than a few tests do; so does a
+suite measured at under ``PARALLEL_MIN_S`` of one process's work (``processes_for``), unless
+``$HORIZON_TEST_WORKERS`` asks for a number. There are never more processes than test files.
 
 Budget. A whole-suite run's time limit grows with the suite (``suite_budget``): at least the
 sandbox's ``timeout_s`` (120 s by default); before the suite was ever measured,
@@ -46,6 +48,8 @@ PER_FILE_S = 2.0
 MARGIN_S = 30.0
 #: The largest budget of one run, in seconds (30 minutes).
 MAX_BUDGET_S = 1800.0
+#: A suite whose last run took less than this many process-seconds runs in one process.
+PARALLEL_MIN_S = 10.0
 #: The cache's folder under ``$HORIZON_HOME/cache``.
 CACHE_DIR = "test-budgets"
 
@@ -60,6 +64,18 @@ def workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def processes_for(key: str, files: int) -> int:
+    """How many processes a whole-suite run of ``key`` uses: ``workers()``, at most one per test
+    file; 1 when the suite was measured at under ``PARALLEL_MIN_S`` process-seconds (starting the
+    others would cost more than they save) and ``$HORIZON_TEST_WORKERS`` is not set."""
+    count = min(workers(), max(1, files))
+    if count > 1 and not os.environ.get(WORKERS_ENV, "").strip():
+        last = measured(key)
+        if last is not None and not last.get("timed_out") and last["duration_s"] * int(last.get("workers") or 1) < PARALLEL_MIN_S:
+            return 1
+    return count
 
 
 def _site_packages(prefix: Path) -> list[Path]:

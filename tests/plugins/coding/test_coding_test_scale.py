@@ -115,6 +115,17 @@ def test_the_budget_grows_from_the_suite_s_files_then_from_its_measured_runs(mon
     assert testing_scale.suite_budget(120, key, 600, 2)[0] == 500
 
 
+def test_a_suite_measured_as_small_runs_in_one_process(monkeypatch):
+    monkeypatch.delenv(testing_scale.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(testing_scale, "workers", lambda: 4)  # this machine's CPUs stand for a bigger one's
+    key = "s" * 64
+    assert testing_scale.processes_for(key, 3) == 3  # never more processes than test files
+    testing_scale.record(key, duration_s=2.0, budget_s=120, timed_out=False, tests=40, processes=3)
+    assert testing_scale.processes_for(key, 3) == 1  # 6 process-seconds: not worth starting others
+    testing_scale.record(key, duration_s=20.0, budget_s=120, timed_out=False, tests=40, processes=3)
+    assert testing_scale.processes_for(key, 30) == 4
+
+
 def test_a_whole_suite_run_records_its_duration_for_the_next(python_repo):
     ctx = python_repo.ctx
     first = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
