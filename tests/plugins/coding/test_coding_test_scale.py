@@ -228,3 +228,23 @@ def test_set_up_says_what_it_is_doing_as_it_goes(tmp_path, examples_dir, python_
     out = io.StringIO()
     StepPrinter(Console(file=out, width=200))("progress", {"text": said[-1]})
     assert out.getvalue().strip() == f"setup      {said[-1]}"
+
+
+def test_agent_run_prints_the_set_up_progress(tmp_path):
+    """``agent run`` (scripted policy) shows the copy, snapshot, environment and baseline lines before the first step."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from core.cli import app
+
+    repo = Path(shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "python-user-service", tmp_path / "repo"))
+    script = Path(__file__).resolve().parents[3] / "examples" / "scripts" / "fix-python-npe.jsonl"
+    result = CliRunner().invoke(app, ["run", "coding", "fix NPE in user module", "--repo", str(repo), "--policy", "scripted",
+                                      "--script", str(script)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if line.startswith("setup ")]
+    assert any("copying the repository: " in line for line in said), result.output
+    assert any("snapshot of the starting files in " in line for line in said)
+    assert any("baseline tests: 26 results, 2 not passing" in line for line in said), result.output
+    assert result.output.index("copying the repository") < result.output.index("step ")
