@@ -223,11 +223,11 @@ class CodingPlugin:
         if run.timed_out:
             not_run = (f"{run.not_run} collected test{'' if run.not_run == 1 else 's'} did not run" if run.not_run
                        else "how many did not run is unknown")  # fmt: skip
-            why = f" ({run.budget_reason})" if run.budget_reason else ""
+            why = f", {run.budget_reason}" if run.budget_reason else ""
             listed = "".join(f"\n- {t}" for t in failing[:20]) + (f"\n... and {len(failing) - 20} more" if len(failing) > 20 else "")
             return (
-                f"The {run.framework} test suite did not finish: it was stopped by its time limit of {run.budget_s:.0f} s{why} "
-                f"after {run.duration_s:.0f} s, with {len(run.outcomes)} test results reported; {not_run}."
+                f"The {run.framework} test suite did not finish: it was stopped by the time limit after {run.duration_s:.0f} s "
+                f"(its limit: {run.budget_s:.0f} s{why}), with {len(run.outcomes)} test results reported; {not_run}."
                 + (f" {len(failing)} of the tests that ran fail now:{listed}" if failing else
                    " None of the tests that ran fails." if run.outcomes else "")
                 + " A test may hang, or the suite is large; run_tests with test ids runs only those."
@@ -353,9 +353,12 @@ class CodingPlugin:
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
+        if final.timed_out and final.outcomes and baseline.get("timed_out"):
+            return RewardResult.not_applicable(
+                REWARD_VERSION, "not verified: the test runs at set-up and at the end were both stopped by the time limit")
         if final.timed_out and final.outcomes:
             # A stopped final run reports the tests that ran (testing.TestRun.not_run); the rest are not verified,
-            # so the verdict is what it was when a stopped run reported nothing: 0.
+            # and the suite finished at the start: 0, as when a stopped run reported nothing.
             return RewardResult(
                 reward=0.0, correct=False, version=REWARD_VERSION,
                 summary=(f"the final test run was stopped by its time limit ({final.budget_s:.0f} s) with {final.not_run} "

@@ -1093,7 +1093,7 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
         limit = f" ({run.budget_s:.0f} s)" if run.budget_s else ""
         missing = (f"{run.not_run} collected test{'' if run.not_run == 1 else 's'} did not run; the outcomes are those of the "
                    "tests that ran" if run.not_run else "outcomes may be missing")  # fmt: skip
-        lines.append(f"The run was stopped by its time limit{limit}: {missing}. Run fewer tests (pass test ids).")
+        lines.append(f"The run was stopped by the time limit{limit}: {missing}. Run fewer tests (pass test ids).")
     bad = [t for t in run.not_passed if t not in failing_at_start]
     known = [t for t in run.not_passed if t in failing_at_start]
     broken = collection_errors(run)

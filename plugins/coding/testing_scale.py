@@ -145,7 +145,7 @@ def suite_budget(base_s: float, key: str, files: int, processes: int) -> tuple[f
         why = f"{files} test files, not measured yet"
     elif last.get("timed_out"):
         budget = max(base_s, 2 * float(last.get("budget_s") or last["duration_s"]))
-        why = f"the last run of this suite was stopped after {float(last['duration_s']):.0f} s"
+        why = f"the last run of this suite was stopped by its limit after {float(last['duration_s']):.0f} s"
     else:
         budget = max(base_s, 2 * float(last["duration_s"]) + MARGIN_S)
         why = f"the last run of this suite took {float(last['duration_s']):.0f} s"

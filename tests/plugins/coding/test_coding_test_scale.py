@@ -248,3 +248,42 @@ def test_agent_run_prints_the_set_up_progress(tmp_path):
     assert any("snapshot of the starting files in " in line for line in said)
     assert any("baseline tests: 26 results, 2 not passing" in line for line in said), result.output
     assert result.output.index("copying the repository") < result.output.index("step ")
+
+
+# --------------------------------------------------------------------------- a stopped final run
+
+
+def test_a_patch_that_makes_the_suite_hang_scores_0_though_some_tests_ran(tmp_path, monkeypatch):
+    """Set-up finishes; the patch makes ``add`` sleep, so the final run is stopped by its limit with
+    the other shard's test passed: not verified, reward 0 (never a reward from the tests that ran)."""
+    from core.policy import ScriptedPolicy
+    from core.runner import Run, open_store
+    from core.state import Limits, Pricing
+
+    monkeypatch.setenv("HORIZON_TEST_TIMEOUT_S", "20")
+    monkeypatch.setenv(testing_scale.WORKERS_ENV, "2")
+    repo = tmp_path / "repo"
+    for rel, text in {"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n',
+                      "calc/__init__.py": "", "calc/core.py": "def add(a, b):\n    return a - b\n",
+                      "calc/text.py": 'def shout(s):\n    return s.upper() + "!"\n',
+                      "tests/test_core.py": "from calc.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+                      "tests/test_text.py": 'from calc.text import shout\n\n\ndef test_shout():\n    assert shout("hi") == "HI!"\n'}.items():  # fmt: skip
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    turns = [{"tool": "edit_file", "arguments": {"path": "calc/core.py", "old_text": "    return a - b\n",
+                                                 "new_text": "    import time\n    time.sleep(10**6)\n    return a + b\n"}},
+             {"tool": "finish", "arguments": {"summary": "fixed add"}}]  # fmt: skip
+    started = Run.start(Task(plugin="coding", instruction="add is wrong", repo=repo), ScriptedPolicy(turns),
+                        policy_config={"kind": "scripted", "script": "inline"}, limits=Limits(max_steps=4), pricing=Pricing())  # fmt: skip
+    try:
+        result = started.execute()
+    finally:
+        started.close()
+    baseline = json.loads((started.folder / "scratch" / BASELINE_FILE).read_text())
+    assert not baseline["timed_out"] and baseline["outcomes"]["tests/test_core.py::test_add"] == "failed", baseline
+    from contextlib import closing
+
+    with closing(open_store(result.run_id)) as store:
+        detail = store.rewards()["fail_to_pass"]["detail"]
+    assert result.reward == 0.0 and detail["not_run"] == 1, detail
+    assert detail["after"] == {"tests/test_text.py::test_shout": "passed"}, detail  # what ran is recorded
