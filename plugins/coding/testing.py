@@ -773,10 +773,12 @@ def _sharded(
     ``HORIZON_SHARD=k/count`` (``verdict_plugin.shard_files``), merged (``merge_runs``)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def shard(index: int) -> TestRun:
-        folder = run_dir / f"shard-{index}"
+    folders = [run_dir / f"shard-{index}" for index in range(count)]
+    for folder in folders:  # all made before any process starts: none can plant another's folder
         folder.mkdir()
-        return _pytest_process(sandbox, root, folder, tests, limits, python, environment, extra,
+
+    def shard(index: int) -> TestRun:
+        return _pytest_process(sandbox, root, folders[index], tests, limits, python, environment, extra,
                                {"HORIZON_SHARD": f"{index}/{count}"}, readers)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="test-shard") as pool:
