@@ -82,7 +82,10 @@ def main() -> int:
             sharded, sharded_s = run(source, root / "sharded", cores, "900")
             same = serial.outcomes == sharded.outcomes and not serial.timed_out and not sharded.timed_out
             if not same:
-                problems.append(f"{name}: the sharded outcomes differ from the serial ones")
+                differ = sorted(t for t in set(serial.outcomes) | set(sharded.outcomes) if serial.outcomes.get(t) != sharded.outcomes.get(t))
+                shown = "; ".join(f"{t}: {serial.outcomes.get(t, 'absent')} alone, {sharded.outcomes.get(t, 'absent')} sharded"
+                                  for t in differ[:5])  # fmt: skip
+                problems.append(f"{name}: {len(differ)} sharded outcome(s) differ from the serial ones: {shown}")
             sized, _ = run(source, root / "sized", cores, None)  # sized from the sharded run just recorded
             table.add_row(name, str(len(serial.outcomes)), f"{serial_s:.1f}", f"{sharded_s:.1f}", f"{serial_s / sharded_s:.2f}x",
                           "yes" if same else "NO", f"{sized.budget_s:.0f}", sized.budget_reason)  # fmt: skip
