@@ -160,6 +160,8 @@ class StepPrinter:
                 self.console.print(f"[dim]setup      {_safe(line)}[/]")
             if len(lines) > 8:
                 self.console.print(f"[dim]setup      … {len(lines) - 8} more lines (agent show RUN_ID)[/]")
+        elif kind == "progress":  # a long set-up step (copy, snapshot, environment, baseline tests) as it goes
+            self.console.print(f"[dim]setup      {_safe(_short(data['text'], 140))}[/]")
         elif kind == "compaction":
             self.console.print(f"[dim]step {data['step']:>3}  history compacted: ~{data['tokens_before']:,} → ~{data['tokens_after']:,} tokens[/]")
         elif kind == "stopping":

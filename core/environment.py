@@ -34,6 +34,7 @@ is derived from the workspace and deleted when the call returns. The verl adapte
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -96,6 +97,29 @@ class Observation:
         return self.result.done
 
 
+def tree_size(root: Path) -> tuple[int, int]:
+    """Files and bytes under ``root`` (``lstat`` sizes; links not followed; a ``.git`` folder and
+    what cannot be read are left out): how big a copy will be, counted before it is made."""
+    files = size = 0
+    stack = [root]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git":
+                            stack.append(Path(entry.path))
+                        continue
+                    files += 1
+                    try:
+                        size += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+        except OSError:
+            continue
+    return files, size
+
+
 class Environment:
     """One episode of ``plugin`` on ``task`` in the workspace and sandbox of ``ctx`` (module docstring).
 
@@ -136,20 +160,32 @@ class Environment:
         self.calls = 0  # tool calls run so far (replayed ones included): names each call's saved output
 
     @staticmethod
-    def prepare(task: Task, folder: Path) -> None:
+    def prepare(task: Task, folder: Path, progress: Callable[[str], None] | None = None) -> None:
         """Lay out a new episode's files in ``folder``: ``workspace/`` (a copy of ``task.repo``,
         or empty), ``scratch/`` and ``baseline.git`` (the starting files, for the patch).
+
+        Args:
+            progress: told one line before and after the copy and the snapshot (the repository's
+                size first, so a big one's wait is known before it happens); None: silent.
 
         Raises:
             UserError: the repository is not a folder or cannot be copied (``core.workspace.copy_repository``).
         """
+        say = progress or (lambda text: None)
         (folder / "scratch").mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
         if task.repo is not None:
+            files, size = tree_size(task.repo)
+            say(f"copying the repository: {files:,} files, {size / 2**20:,.1f} MiB ({task.repo})")
             tracked = ws.copy_repository(task.repo, folder / "workspace")
+            say(f"copied in {time.monotonic() - started:.1f} s; saving the starting files (snapshot)")
         else:
             (folder / "workspace").mkdir()
             tracked = []
+        started = time.monotonic()
         ws.snapshot(folder / "workspace", folder / "baseline.git", tracked)
+        if task.repo is not None:
+            say(f"snapshot of the starting files in {time.monotonic() - started:.1f} s")
 
     @classmethod
     def open(cls, task: Task, folder: Path, *, isolated: bool = True, plugin: Plugin | None = None, journal: bool = False,

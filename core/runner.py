@@ -241,7 +241,8 @@ class Run:
             "keep_checkpoints": keep_checkpoints, "task_metadata": task.metadata,
         }
         try:
-            Environment.prepare(task, partial)
+            Environment.prepare(task, partial, progress=None if on_event is None else
+                                (lambda text: on_event("progress", {"text": text})))  # fmt: skip
             with closing(RunStore(partial / "trajectory.duckdb")) as store:
                 store.create_run(run_id, plugin=task.plugin, task=task.instruction, repo=str(task.repo or ""),
                                  policy=policy.name, config=config, steps=0)
@@ -274,6 +275,7 @@ class Run:
             # as JSON text (as create_run writes it): DuckDB cannot type a dict's empty parts (a tool without arguments)
             self.store.update_run(config=json.dumps({**config, "external_tools": [t.schema() for t in ep.env.mcp.tools],
                                                      "external_read_only": [t.name for t in ep.env.mcp.tools if t.read_only]}))  # fmt: skip
+        ep.env.ctx.progress = lambda text: ep.on_event("progress", {"text": text})  # the set-up's long steps
         opening = ep.env.reset()
         ep.on_event("setup", {"text": ep.env.setup_text})  # what the plugin found (failing tests, unreadable files)
         self.store.append_opening(opening)

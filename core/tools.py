@@ -73,6 +73,9 @@ class ToolContext:
             ``max_observation_chars``; every call of a reply has the whole of it), or None when
             unknown. The loop cuts a longer output itself; a tool that can cut on meaningful
             boundaries fits its output to this (``view_file``: whole lines, naming the rest).
+        progress: shows the user one line about a long step in progress (the set-up's copy,
+            environment build and baseline tests: ``agent run`` prints it as a ``setup`` line), or
+            None when nobody is watching; it may be called from another thread.
     """
 
     workspace: Path
@@ -81,6 +84,7 @@ class ToolContext:
     plugin_state: dict[str, Any] = field(default_factory=dict)
     baseline: Path | None = None
     output_limit: int | None = None
+    progress: Callable[[str], None] | None = None
 
     def resolve(self, relative: str) -> Path:
         """Resolve a model-given path inside the workspace.

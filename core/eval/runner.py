@@ -174,6 +174,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         now = time.monotonic()
+        if kind == "progress":  # a line while set-up runs: not the end of set-up
+            return
         if "setup" not in seen and "start" in seen:  # the first event follows the plugin's set-up
             seen["setup"] = now - seen["last"]
         if kind == "verify":

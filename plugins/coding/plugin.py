@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from core.api import (
@@ -145,7 +146,11 @@ class CodingPlugin:
         """
         if is_terminal_bench(task):  # graded by its own hidden tests (plugins.coding.terminal_bench)
             return setup_text(task, ctx.workspace)
+        say = ctx.progress or (lambda text: None)
+        started = time.monotonic()
+        say("choosing the test environment (building one with uv the first time can take minutes)")
         environment = self._environment(task, ctx)
+        say(f"test environment ready in {time.monotonic() - started:.1f} s; baseline tests next")
         tests = self._baseline(ctx, runs=int(task.metadata.get("baseline_runs", 1)), hidden_tests=bool(task.metadata.get("hidden_tests")))
         if environment:
             tests = f"{environment}\n{tests}"
@@ -201,6 +206,8 @@ class CodingPlugin:
             "outcomes": run.outcomes,
             "build_failed": run.build_failed,
             "timed_out": run.timed_out,
+            "not_run": run.not_run,
+            "budget_s": run.budget_s,
             "test_files": file_digests(ctx.workspace, test_files(ctx.workspace)),
             "original_tests": save_original_tests(ctx.workspace, ctx.scratch),
         }
@@ -217,14 +224,21 @@ class CodingPlugin:
                     + ", ".join(flaky[:10])) if flaky else ""  # fmt: skip
         failing = sorted(t for t, o in run.outcomes.items() if o in ("failed", "error"))
         if run.timed_out:
+            not_run = (f"{run.not_run} collected test{'' if run.not_run == 1 else 's'} did not run" if run.not_run
+                       else "how many did not run is unknown")  # fmt: skip
+            why = f", {run.budget_reason}" if run.budget_reason else ""
+            listed = "".join(f"\n- {t}" for t in failing[:20]) + (f"\n... and {len(failing) - 20} more" if len(failing) > 20 else "")
             return (
-                f"The {run.framework} test suite did not finish: it was stopped by the time limit after "
-                f"{run.duration_s:.0f} s, with {len(run.outcomes)} test results reported. A test may hang; "
-                "run_tests with test ids runs only those."
+                f"The {run.framework} test suite did not finish: it was stopped by the time limit after {run.duration_s:.0f} s "
+                f"(its limit: {run.budget_s:.0f} s{why}), with {len(run.outcomes)} test results reported; {not_run}."
+                + (f" {len(failing)} of the tests that ran fail now:{listed}" if failing else
+                   " None of the tests that ran fails." if run.outcomes else "")
+                + " A test may hang, or the suite is large; run_tests with test ids runs only those."
                 + ("" if run.framework != "pytest" or hidden_tests else
                    " Add a test that reproduces the problem (a test function in a new or existing test_*.py file) and run "
-                   "it to see it fail before you fix the code: the grader runs your test files alone on the starting code, "
-                   "where the test must fail, and with your change, where it must pass.")
+                   "it to see it fail before you fix the code (run_tests with on_start runs it on the starting code too): "
+                   "the grader runs your test files alone on the starting code, where the test must fail, and with your "
+                   "change, where it must pass.")
             )
         if run.build_failed and not run.outcomes:
             return f"The {run.framework} test suite does not build at the moment."
@@ -260,11 +274,16 @@ class CodingPlugin:
     @staticmethod
     def _test_run(ctx: ToolContext) -> TestRun:
         """The whole suite in the workspace; the files it creates there (reports, artefacts) stay
-        out of the patch (``record_test_outputs``)."""
+        out of the patch (``record_test_outputs``). Progress lines go to ``ctx.progress``."""
         before = file_listing(ctx.workspace)
-        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch)
+        say = ctx.progress
+        progress = None if say is None else (lambda text: say(f"baseline tests: {text}"))
+        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, progress=progress)
         if ctx.baseline is not None:
             record_test_outputs(ctx.workspace, ctx.baseline, before)
+        if say is not None and run.framework is not None:
+            stopped = f", stopped by the time limit with {run.not_run} not run" if run.timed_out else ""
+            say(f"baseline tests: {len(run.outcomes):,} results, {len(run.not_passed):,} not passing, in {run.duration_s:.0f} s{stopped}")
         return run
 
     def reward(self, task: Task, trajectory: Trajectory) -> RewardResult:
@@ -337,6 +356,19 @@ class CodingPlugin:
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
+        if final.timed_out and final.outcomes and baseline.get("timed_out"):
+            return RewardResult.not_applicable(
+                REWARD_VERSION, "not verified: the test runs at set-up and at the end were both stopped by the time limit")
+        if final.timed_out and final.outcomes:
+            # A stopped final run reports the tests that ran (testing.TestRun.not_run); the rest are not verified,
+            # and the suite finished at the start: 0, as when a stopped run reported nothing.
+            return RewardResult(
+                reward=0.0, correct=False, version=REWARD_VERSION,
+                summary=(f"the final test run was stopped by its time limit ({final.budget_s:.0f} s) with {final.not_run} "
+                         "tests not run: nothing verified, reward 0"),
+                components={"fail_to_pass": RewardComponent(value=0.0, detail={"before": baseline["outcomes"], "after": final.outcomes,
+                                                                                "not_run": final.not_run})},
+            )  # fmt: skip
         return grade(
             baseline["outcomes"], final.outcomes, graded.edited_tests,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),

@@ -35,8 +35,10 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -91,6 +93,12 @@ class TestRun(BaseModel):
         run_dir: the scratch folder holding the report and ``output.txt``.
         stream_problems: pytest runs: why the outcomes that reached the grader as the tests ran
             (``plugins.coding.verdict_stream``) cannot be believed; empty when nothing was unusual.
+        not_run: pytest runs the time limit stopped: how many collected tests had no outcome yet
+            (``outcomes`` then holds those that ran, as they reached the grader); 0 otherwise.
+        budget_s: the time limit the run had, in seconds (0: the sandbox's own, not recorded).
+        budget_reason: why that limit (``testing_scale.suite_budget``); "" for a fixed one.
+        parallel: how the run was spread over processes: ``"pytest-xdist -n 2"``, ``"2 shards"``;
+            "" for one process.
     """
 
     __test__ = False  # not a pytest test class
@@ -105,6 +113,10 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
     run_dir: str = ""
     stream_problems: list[str] = Field(default_factory=list)
+    not_run: int = 0
+    budget_s: float = 0.0
+    budget_reason: str = ""
+    parallel: str = ""
 
     @property
     def report_trusted(self) -> bool:
@@ -651,13 +663,19 @@ def read_pytest_run(result: ProcessResult, run_dir: Path, rootdir: Path, stream:
         if not result.timed_out:
             run.outcomes = verdict.outcomes  # only what arrived as the tests ran counts
             run.messages = {t: m for t, m in run.messages.items() if t in run.outcomes}
+        elif not report.is_file():  # killed before pytest wrote its report: what ran is what reached the grader
+            run.outcomes = verdict.outcomes  # type: ignore[assignment]
+            run.not_run = len(verdict.not_run)
     return run
 
 
 def _run_pytest(
     sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str | None,
-    environment: TestEnvironment,
+    environment: TestEnvironment, *, processes: int = 1, progress: Progress | None = None,
 ) -> TestRun:
+    """One pytest run; with ``processes`` > 1 (a whole-suite run) spread over that many
+    processes: pytest-xdist's ``-n`` when the environment has it, else Horizon's shards
+    (``plugins.coding.testing_scale``)."""
     unittest_files = () if _has_pytest_config(root) else ("-o", f"python_files={UNITTEST_FILES}")
     note = ""
     if python is None:
@@ -666,17 +684,140 @@ def _run_pytest(
             note = f"[the test environment chosen at set-up ({python}) is gone; Horizon's own Python ran the tests instead]\n"
             environment = horizon_environment(root, own=True)
             python = sys.executable
+    from plugins.coding.testing_scale import has_xdist
+
+    prefix = ""
+    if environment.prefix:
+        prefix = str(root / environment.prefix) if environment.in_workspace else environment.prefix
+    readers: list = []
+    ticker = _Ticker(progress, readers)
+    try:
+        if processes > 1 and has_xdist(python, prefix):
+            run = _pytest_process(sandbox, root, run_dir, tests, limits, python, environment,
+                                  (*unittest_files, "-n", str(processes)), {}, readers)  # fmt: skip
+            run.parallel = f"pytest-xdist -n {processes}"
+        elif processes > 1:
+            run = _sharded(sandbox, root, run_dir, tests, limits, python, environment, unittest_files, processes, readers)
+        else:
+            run = _pytest_process(sandbox, root, run_dir, tests, limits, python, environment, unittest_files, {}, readers)
+    finally:
+        ticker.stop()
+    if note:
+        run.output = note + run.output
+    return run
+
+
+#: Called with a line saying how far a long test run has got (``run_test_suite``'s ``progress``).
+Progress = Callable[[str], None]
+#: Seconds between two progress lines of a running suite.
+PROGRESS_S = 15.0
+
+
+def _pytest_process(
+    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str,
+    environment: TestEnvironment, extra: tuple[str, ...], variables: dict[str, str], readers: list,
+) -> TestRun:
+    """One sandboxed pytest command with the verdict stream (``pytest_argv``), read as a ``TestRun``;
+    its stream's reader is added to ``readers`` (what ``_Ticker`` counts)."""
     from plugins.coding.verdict_stream import StreamReader, install_plugin
 
-    env = {**environment.variables(root), **sandbox_env(run_dir)}
+    env = {**environment.variables(root), **sandbox_env(run_dir), **variables}
     plugin = install_plugin(run_dir)
     with StreamReader() as reader:
-        argv = pytest_argv(run_dir, root, tests, python=python, extra=unittest_files, stream=(reader.fd, plugin))
+        readers.append(reader)
+        argv = pytest_argv(run_dir, root, tests, python=python, extra=extra, stream=(reader.fd, plugin))
         result = environment.sandbox(sandbox).run(argv, cwd=root, env=env, limits=limits, pass_fds=(reader.fd,))
         records = reader.finish()
-    if note:
-        result = result.model_copy(update={"stdout": note + result.stdout})
     return read_pytest_run(result, run_dir, root, stream=(records, reader.overflow))
+
+
+class _Ticker:
+    """Every ``PROGRESS_S`` while a suite runs, one ``progress`` line: tests done so far (read from
+    the verdict streams received until now: every process of a sharded run), how many failed,
+    seconds so far."""
+
+    def __init__(self, progress: Progress | None, readers: list) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if progress is None:
+            return
+        started = time.monotonic()
+
+        def tick() -> None:
+            while not self._stop.wait(PROGRESS_S):
+                done = failing = 0
+                for reader in list(readers):
+                    for line in reader.so_far().split(b"\n"):
+                        if b'"k": "logged"' in line and b'"when": "call"' in line:
+                            done += 1
+                            failing += b'"outcome": "failed"' in line
+                try:
+                    progress(f"{done:,} tests done, {failing:,} failing, {time.monotonic() - started:.0f} s so far")
+                except Exception:  # a broken display must not stop the tests
+                    log.debug("progress display failed", exc_info=True)
+
+        self._thread = threading.Thread(target=tick, name="test-progress", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(1.0)
+
+
+def _sharded(
+    sandbox: Sandbox, root: Path, run_dir: Path, tests: list[str], limits: SandboxLimits | None, python: str,
+    environment: TestEnvironment, extra: tuple[str, ...], count: int, readers: list,
+) -> TestRun:
+    """``count`` pytest processes side by side, shard ``k`` in ``run_dir/shard-k`` with
+    ``HORIZON_SHARD=k/count`` (``verdict_plugin.shard_files``), merged (``merge_runs``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folders = [run_dir / f"shard-{index}" for index in range(count)]
+    for folder in folders:  # all made before any process starts: none can plant another's folder
+        folder.mkdir()
+
+    def shard(index: int) -> TestRun:
+        return _pytest_process(sandbox, root, folders[index], tests, limits, python, environment, extra,
+                               {"HORIZON_SHARD": f"{index}/{count}"}, readers)  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="test-shard") as pool:
+        runs = list(pool.map(shard, range(count)))
+    merged = merge_runs(runs, run_dir)
+    merged.parallel = f"{count} shards"
+    return merged
+
+
+def merge_runs(runs: list[TestRun], run_dir: Path) -> TestRun:
+    """One ``TestRun`` of the shards of a sharded pytest run (``_sharded``): their outcomes and
+    messages together, ``not_run`` and durations summed and maxed, the stream's problems each
+    named by its shard, the output of each under its shard's heading (also in ``run_dir/output.txt``).
+
+    The exit code is pytest's for the whole: the first shard's that is neither 0 nor 5 (5: that
+    shard collected nothing), else 0 when a shard passed, else 5; ``timed_out`` and
+    ``build_failed`` when any shard's is.
+    """
+    merged = TestRun(framework="pytest", exit_code=5, run_dir=str(run_dir))
+    codes = [r.exit_code for r in runs]
+    bad = [c for c in codes if c not in (0, 5)]
+    merged.exit_code = bad[0] if bad else (0 if 0 in codes else 5)
+    outputs = []
+    for index, run in enumerate(runs):
+        merged.outcomes.update(run.outcomes)
+        merged.messages.update(run.messages)
+        merged.not_run += run.not_run
+        merged.timed_out = merged.timed_out or run.timed_out
+        merged.build_failed = merged.build_failed or run.build_failed
+        merged.stream_problems += [f"shard {index + 1} of {len(runs)}: {p}" for p in run.stream_problems]
+        try:
+            text = read_regular(Path(run.run_dir) / "output.txt").decode("utf-8", "replace")
+        except OSError:
+            text = run.output
+        outputs.append(f"=== shard {index + 1} of {len(runs)} (exit code {run.exit_code}) ===\n{text.strip()}")
+    output = "\n".join(outputs)
+    write_new(run_dir / "output.txt", output)
+    merged.output = clip_output(output)
+    return merged
 
 
 def _java_selectors(root: Path, tests: list[str]) -> list[str]:
@@ -790,8 +931,13 @@ def run_test_suite(
     limits: SandboxLimits | None = None,
     python: str | None = None,
     environment: TestEnvironment | None = None,
+    progress: Progress | None = None,
 ) -> TestRun:
     """Run the repository's tests (or some of them) in the sandbox and collect per-test outcomes.
+
+    A whole-suite run (no ``tests``) is spread over processes and given a time limit that grows
+    with the suite (``plugins.coding.testing_scale``); a run the limit stops still reports the
+    pytest tests that ran (``TestRun.not_run`` counts the others).
 
     Args:
         sandbox: runs the build and test commands; its workspace is ``workspace``.
@@ -804,13 +950,16 @@ def run_test_suite(
             ``None`` or empty: all.
         framework: skip detection and use this one.
         limits: sandbox limits per command (default ``default_limits(sandbox)``: the sandbox's
-            own, with ``$HORIZON_TEST_TIMEOUT_S`` as ``timeout_s`` when set); for JUnit the
+            own, with ``$HORIZON_TEST_TIMEOUT_S`` as ``timeout_s`` when set; without that
+            variable a whole-suite run gets ``testing_scale.suite_budget``); for JUnit the
             launcher gets what the compiler left of ``timeout_s``.
         python: interpreter for pytest, overriding ``environment``'s.
         environment: where Python tests run (``plugins.coding.environment``): default the one
             chosen at set-up and saved in ``scratch``, else Horizon's own interpreter
             (``$HORIZON_TEST_PYTHON`` when set), always with the workspace's source roots
             (``src`` for a src layout) first on ``PYTHONPATH``.
+        progress: called from another thread every ``PROGRESS_S`` while a pytest suite runs,
+            with a line saying how many tests are done (the set-up's progress lines).
 
     Returns:
         ``TestRun``. A compile error or a test failure is a result, not an exception; so is a
@@ -827,12 +976,27 @@ def run_test_suite(
     if framework is None:
         return TestRun(framework=None, exit_code=-1, output=NO_TESTS_MESSAGE)
     selected = _check_selectors(tests or [])
+    from plugins.coding import testing_scale
+
+    processes, key, reason = 1, "", ""
+    if not selected:  # a whole-suite run: spread over processes, its limit sized by the suite
+        files = [f for f in test_files(root) if f.rsplit("/", 1)[-1] not in PYTEST_CONFIG_FILES]
+        key = testing_scale.suite_key(framework, root, files)
+        if framework == "pytest":
+            processes = testing_scale.processes_for(key, len(files))
+        if limits is None and not os.environ.get(TEST_TIMEOUT_ENV, "").strip():
+            budget, reason = testing_scale.suite_budget(sandbox.limits.timeout_s, key, len(files), processes)
+            limits = sandbox.limits.model_copy(update={"timeout_s": budget})
     limits = limits or default_limits(sandbox)
+    if progress is not None:
+        spread = f"{processes} processes" if processes > 1 else "one process"
+        why = f" ({reason})" if reason else ""
+        progress(f"running the {framework} tests in {spread}, time limit {(limits or sandbox.limits).timeout_s:.0f} s{why}")
     run_dir = new_run_dir(scratch, framework)
     started = time.monotonic()
     if framework == "pytest":
         environment = environment or horizon_environment(root)
-        run = _run_pytest(sandbox, root, run_dir, selected, limits, python, environment)
+        run = _run_pytest(sandbox, root, run_dir, selected, limits, python, environment, processes=processes, progress=progress)
     elif framework == "junit":
         run = _run_junit(sandbox, root, run_dir, selected, limits)
     elif framework in ("node", "jest"):
@@ -854,6 +1018,11 @@ def run_test_suite(
             raise ToolError("cannot run Go tests here: go is not installed (Debian package golang-go)")
         run = testing_go.run_go(sandbox, root, run_dir, selected, limits)
     run.duration_s = round(time.monotonic() - started, 3)
+    run.budget_s = (limits or sandbox.limits).timeout_s
+    run.budget_reason = reason
+    if key and (run.outcomes or run.timed_out):  # measured: the next run of this suite is sized by it
+        testing_scale.record(key, duration_s=run.duration_s, budget_s=run.budget_s, timed_out=run.timed_out,
+                             tests=len(run.outcomes), processes=processes)  # fmt: skip
     return run
 
 
@@ -918,11 +1087,15 @@ def format_test_run(run: TestRun, *, max_detailed: int = 10, max_listed: int = 5
     total = len(run.outcomes)
     counts = ", ".join(f"{run.count(o)} {o}" for o in ("passed", "failed", "error", "skipped") if run.count(o) or o == "passed")
     status = "timed out" if run.timed_out else f"exit code {run.exit_code}"
-    lines.append(f"{run.framework}: {total} test{'' if total == 1 else 's'}: {counts} ({status}, {run.duration_s:.1f} s)")
+    spread = f", {run.parallel}" if run.parallel else ""
+    lines.append(f"{run.framework}: {total} test{'' if total == 1 else 's'}: {counts} ({status}, {run.duration_s:.1f} s{spread})")
     if run.build_failed:
         lines.append("Some test modules could not be collected (see the errors below).")
     if run.timed_out:
-        lines.append("The run was stopped by the time limit; outcomes may be missing. Run fewer tests (pass test ids).")
+        limit = f" ({run.budget_s:.0f} s)" if run.budget_s else ""
+        missing = (f"{run.not_run} collected test{'' if run.not_run == 1 else 's'} did not run; the outcomes are those of the "
+                   "tests that ran" if run.not_run else "outcomes may be missing")  # fmt: skip
+        lines.append(f"The run was stopped by the time limit{limit}: {missing}. Run fewer tests (pass test ids).")
     bad = [t for t in run.not_passed if t not in failing_at_start]
     known = [t for t in run.not_passed if t in failing_at_start]
     broken = collection_errors(run)

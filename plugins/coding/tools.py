@@ -171,27 +171,42 @@ class RunTestsArgs(BaseModel):
         default_factory=list,
         description="tests to run; empty for the whole suite. pytest: node ids or paths such as 'tests/test_service.py::test_x'; JUnit: 'com.example.FooTest' or 'com.example.FooTest#method'; node/Jest: test file paths; Go: 'example.com/pkg::TestName' or package patterns such as './pkg'",
     )
+    on_start: bool = Field(
+        False,
+        description="true to also run these tests on the starting code (the files before your changes, with the test files as they are now) and show both results side by side: a reproduction test must fail there and pass now. Needs test ids or paths",
+    )
 
 
 @tool
 def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
-    """Run the repository's tests (pytest/unittest, JUnit 5, node --test or Jest, go test; detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build. Tests that were already failing at the start are named apart, as such. Files the run writes (reports, artefacts) are left out of the patch.
+    """Run the repository's tests (pytest/unittest, JUnit 5, node --test or Jest, go test; detected automatically) and report counts, each failing test with the first lines of its error, and the exit code. A compile error is reported as a failed build. Tests that were already failing at the start are named apart, as such. With on_start the named tests also run on the starting code (with your test files), to check in one call that a new test reproduces the problem. Files the run writes (reports, artefacts) are left out of the patch.
 
     Args: ``RunTestsArgs``. Returns a result whose ``data`` has ``tests`` (``{test_id: "passed" |
     "failed" | "error" | "skipped"}``), ``framework``, ``exit_code``, ``build_failed``,
-    ``timed_out``, ``duration_s`` and ``run_dir``.
+    ``timed_out``, ``duration_s`` and ``run_dir``; with ``on_start`` also ``start_tests`` (the
+    outcomes on the starting code), ``start_exit_code`` and ``start_timed_out``.
     """
     if any("\0" in t for t in args.tests):
         raise ToolError("a test selector contains a NUL byte; give node ids or class names as plain text")
+    start = None
+    if args.on_start:
+        from plugins.coding.start_run import run_on_start
+
+        start, copied = run_on_start(ctx.sandbox, ctx.workspace, ctx.baseline, ctx.scratch, args.tests)
     listed = file_listing(ctx.workspace)
     run = testing.run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, args.tests)
     if ctx.baseline is not None:  # what the run wrote (reports, artefacts) stays out of the patch
         record_test_outputs(ctx.workspace, ctx.baseline, listed)
     if run.framework is None:
         raise ToolError(testing.NO_TESTS_MESSAGE)
+    output = testing.format_test_run(run, failing_at_start=failing_at_start(ctx.scratch))
+    extra = {}
+    if start is not None:
+        output = _side_by_side(start, run, copied, output)
+        extra = {"start_tests": dict(start.outcomes), "start_exit_code": start.exit_code, "start_timed_out": start.timed_out}
     return ToolResult(
-        output=testing.format_test_run(run, failing_at_start=failing_at_start(ctx.scratch)),
-        data={
+        output=output,
+        data={**extra, 
             "tests": dict(run.outcomes),
             "framework": run.framework,
             "exit_code": run.exit_code,
@@ -201,6 +216,21 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
             "run_dir": run.run_dir,
         },
     )
+
+
+def _side_by_side(start: testing.TestRun, now: testing.TestRun, copied: list[str], now_text: str, most: int = 40) -> str:
+    """``run_tests`` with ``on_start``: each test's outcome at the start and now, then both runs' reports."""
+    ids = sorted(set(start.outcomes) | set(now.outcomes))
+    lines = [f"{len(ids)} test{'' if len(ids) == 1 else 's'}: on the starting code -> now"]
+    for test_id in ids[:most]:
+        before, after = start.outcomes.get(test_id, "not run"), now.outcomes.get(test_id, "not run")
+        mark = "  (reproduces: fails at the start, passes now)" if before in ("failed", "error") and after == "passed" else ""
+        lines.append(f"  {test_id}: {before} -> {after}{mark}")
+    if len(ids) > most:
+        lines.append(f"  … and {len(ids) - most} more")
+    shown = ", ".join(copied[:10]) + (f" and {len(copied) - 10} more" if len(copied) > 10 else "") if copied else "none changed"
+    lines += ["", f"On the starting code (test files as they are now: {shown}):", testing.format_test_run(start), "", "Now:", now_text]
+    return "\n".join(lines)
 
 
 class StaticCheckArgs(BaseModel):

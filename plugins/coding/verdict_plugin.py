@@ -11,7 +11,9 @@ number is the launcher's first argument), numbered from 0 (``n``) so that a reco
 anyone else, or one held back, shows as a gap or a repeat:
 
 * ``start``: pid, pytest's version, whether the run is distributed (pytest-xdist);
-* ``collected``: the node ids of the tests pytest will run;
+* ``collected``: the node ids of the tests pytest will run (with ``shard``, ``"k/N"``, the share of
+  this process when Horizon shards the suite: ``$HORIZON_SHARD``, read when the plugin is made,
+  before any code under test runs; the whole collection's size is ``of``);
 * ``made``: one per phase (setup, call, teardown) from around ``pytest_runtest_makereport``:
   the outcome of the report as made, and whether the phase raised (``call.excinfo``), which a
   report patched into a pass cannot hide;
@@ -30,12 +32,40 @@ _write = os.write  # bound now: code under test imported later may replace os.wr
 _dumps = json.dumps
 
 
+def _shard(text):
+    """``"k/N"`` as ``(k, N)`` (0 <= k < N); None for anything else (no sharding)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        return None
+    return (index, count) if 0 <= index < count else None
+
+
+def shard_files(files, count):
+    """Split test files into ``count`` sets of about equal numbers of tests: the files with the
+    most tests first, each to the set with the fewest so far (ties: the lowest index). ``files``
+    has one entry per collected test (its file), in collection order; every process of a sharded
+    run collects the same tests, so each computes the same split."""
+    sizes = {}
+    for name in files:
+        sizes[name] = sizes.get(name, 0) + 1
+    shares = [set() for _ in range(count)]
+    loads = [0] * count
+    for name in sorted(sizes, key=lambda n: (-sizes[n], n)):
+        lightest = min(range(count), key=lambda i: (loads[i], i))
+        shares[lightest].add(name)
+        loads[lightest] += sizes[name]
+    return shares
+
+
 class VerdictStream:
     """The plugin object (one per run)."""
 
     def __init__(self, fd):
         self.fd = fd
         self.n = 0
+        self.shard = _shard(os.environ.get("HORIZON_SHARD", ""))
+        self.total = None
         try:
             from _pytest.junitxml import mangle_test_address
         except ImportError:  # pragma: no cover - every pytest since 3 has it
@@ -69,8 +99,30 @@ class VerdictStream:
         distributed = hasattr(config, "workerinput") or (getattr(config.option, "dist", "no") or "no") != "no"
         self._send("start", pid=os.getpid(), pytest=getattr(pytest, "__version__", ""), distributed=bool(distributed))
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        """Keep this shard's share of the test files (``shard_files``); the others' are deselected."""
+        self.total = len(items)
+        if self.shard is None:
+            return
+        index, count = self.shard
+        mine = shard_files([item.nodeid.split("::", 1)[0] for item in items], count)[index]
+        kept = [item for item in items if item.nodeid.split("::", 1)[0] in mine]
+        dropped = [item for item in items if item.nodeid.split("::", 1)[0] not in mine]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
     def pytest_collection_finish(self, session):
-        self._send("collected", ids=[item.nodeid for item in session.items])
+        extra = {} if self.shard is None else {"shard": "{}/{}".format(*self.shard), "of": self.total}
+        self._send("collected", ids=[item.nodeid for item in session.items], **extra)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """pytest-xdist's controller collects nothing itself: the first worker's collection is the run's."""
+        if self.total is None:
+            self.total = len(ids)
+            self._send("collected", ids=list(ids))
 
     def pytest_collectreport(self, report):
         if report.passed:

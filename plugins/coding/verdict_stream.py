@@ -121,6 +121,10 @@ class StreamReader:
             self._chunks.append(chunk)
             self._size += len(chunk)
 
+    def so_far(self) -> bytes:
+        """The bytes read until now (the command may still be running): for progress lines only."""
+        return b"".join(list(self._chunks))
+
     def finish(self) -> bytes:
         """Close our write end, wait up to ``DRAIN_S`` for end of file, return what was read."""
         self._close_writer()
@@ -139,11 +143,16 @@ class StreamVerdict:
             ``testing.parse_pytest_report``).
         problems: why the run's outcomes cannot be believed, one line each; empty when none.
         records: how many records arrived.
+        collected: how many tests pytest collected to run (None: no ``collected`` record arrived).
+        not_run: node ids of collected tests whose outcome never arrived (a run the time limit
+            stopped: the tests it did not reach).
     """
 
     outcomes: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     records: int = 0
+    collected: int | None = None
+    not_run: list[str] = field(default_factory=list)
 
 
 _RANK = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
@@ -226,7 +235,7 @@ def read_stream(data: bytes, workspace: Path, *, exit_code: int, timed_out: bool
         problems.append(f"the test process was killed by signal {-exit_code}")
     distributed = any(r.get("k") == "start" and r.get("distributed") for r in records)
     made: dict[tuple[str, str], dict] = {}
-    collected: list[str] = []
+    collected: list[str] | None = None
     logged_ids: set[str] = set()
     phase_outcome: dict[str, str] = {}
     junit_id: dict[str, str] = {}
@@ -274,7 +283,9 @@ def read_stream(data: bytes, workspace: Path, *, exit_code: int, timed_out: bool
                 phase_outcome[test_id] = value
     if tampered:
         problems.append("reports were changed between pytest making and logging them: " + _short(tampered, 2))
-    missing = [t for t in collected if t not in logged_ids]
+    missing = [t for t in collected or [] if t not in logged_ids]
+    verdict.collected = None if collected is None else len(collected)
+    verdict.not_run = missing
     if missing and not timed_out and not (end or {}).get("stopped"):
         problems.append(f"{len(missing)} test(s) pytest collected never reported an outcome: {_short(missing)}")
     verdict.outcomes = phase_outcome
