@@ -120,3 +120,18 @@ def python_repo(tmp_path) -> Repo:
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` with its content, to check that nothing was written there."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The container engine (Docker or Podman) for the container tests; they skip, saying why, where none answers."""
+    from core.errors import UserError
+    from core.sandbox.engine import engine_or_none, find_engine
+
+    found = engine_or_none()
+    if found is None:
+        try:
+            find_engine()
+        except UserError as exc:
+            pytest.skip(f"no container engine answers here: {exc}")
+    return found

@@ -17,22 +17,10 @@ import pytest
 from core.errors import UserError
 from core.sandbox import SandboxLimits
 from core.sandbox.container import ContainerSandbox
-from core.sandbox.engine import engine_or_none, find_engine
 from core.sandbox.images import IMAGE_CACHE_VARIABLE, cached_images, ensure_base, evict_images, image_cache_limit, mark_used
 from plugins.coding.terminal_bench.container import resources
 
 LIMIT = 50 << 20
-
-
-@pytest.fixture(scope="module")
-def engine():
-    found = engine_or_none()
-    if found is None:
-        try:
-            find_engine()
-        except UserError as exc:
-            pytest.skip(f"no container engine answers here: {exc}")
-    return found
 
 
 @pytest.fixture(scope="module")

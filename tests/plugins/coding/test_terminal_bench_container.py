@@ -20,22 +20,10 @@ import pytest
 from core import eval as ev
 from core.errors import UserError
 from core.sandbox import SandboxLimits, open_container
-from core.sandbox.engine import engine_or_none, find_engine
 from plugins.coding import terminal_bench as tb
 
 HARBOR = Path(__file__).parent / "data" / "harbor"
 TASKS = ["apt-and-pip", "outside-workdir", "tmp-workdir"]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    found = engine_or_none()
-    if found is None:
-        try:
-            find_engine()
-        except UserError as exc:
-            pytest.skip(f"no container engine answers here: {exc}")
-    return found
 
 
 @pytest.fixture(scope="module")
