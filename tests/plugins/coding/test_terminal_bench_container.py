@@ -179,7 +179,7 @@ def test_a_task_whose_test_script_installs_what_its_tests_import_runs_in_the_con
 def test_the_stand_ins_have_uv_where_astral_sh_would_put_it(engine, base_images):
     """Dockerfiles that install uv from astral.sh (unreachable here) then run ``/root/.local/bin/uv``
     (tb1's pandas-sql-query) find it there, as after the installer; ``uv`` is on PATH too."""
-    done = engine.call(["run", "--rm", base_images["debian"], "sh", "-c", "/root/.local/bin/uv --version && /root/.local/bin/uvx --version && uv --version"])
+    done = engine.call(["run", "--rm", *engine.run_options(), base_images["debian"], "sh", "-c", "/root/.local/bin/uv --version && /root/.local/bin/uvx --version && uv --version"])
     lines = done.stdout.decode().split("\n")
     assert lines[0].startswith("uv ") and lines[1].startswith("uv") and lines[2] == lines[0], lines
 
