@@ -5,4 +5,4 @@ rest against the loaded plugin, so that it cannot drift."""
 
 DESCRIPTION = "Fix bugs in Python, Java, JavaScript/TypeScript and Go repositories; graded by fail-to-pass and pass-to-pass tests."
 TOOLS = ("search_code", "find_symbol", "repo_map", "view_file", "edit_file", "apply_patch", "run_tests", "static_check", "shell", "finish")
-REQUIRES = ("networkx",)
+REQUIRES = ()  # loading it imports nothing of its extra (scipy and the grammars load when a tool needs them)
