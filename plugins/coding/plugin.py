@@ -356,10 +356,15 @@ class CodingPlugin:
             why = "timed out" if baseline.get("timed_out") else "reported no test"
             return RewardResult.not_applicable(
                 REWARD_VERSION, f"not verified: the test run at set-up {why}, so there is no start to compare the change with")
+        before, after = baseline["outcomes"], final.outcomes
         if final.timed_out and final.outcomes and baseline.get("timed_out"):
-            return RewardResult.not_applicable(
-                REWARD_VERSION, "not verified: the test runs at set-up and at the end were both stopped by the time limit")
-        if final.timed_out and final.outcomes:
+            if not reproduced:
+                return RewardResult.not_applicable(
+                    REWARD_VERSION, "not verified: the test runs at set-up and at the end were both stopped by the time limit")
+            # The run's own reproduction test, run alone at both ends, decides; of the stopped suites only the tests
+            # that ran at both ends are compared (a test that passed at the start and fails now still counts).
+            before = {t: o for t, o in before.items() if t in after}
+        elif final.timed_out and final.outcomes:
             # A stopped final run reports the tests that ran (testing.TestRun.not_run); the rest are not verified,
             # and the suite finished at the start: 0, as when a stopped run reported nothing.
             return RewardResult(
@@ -370,7 +375,7 @@ class CodingPlugin:
                                                                                 "not_run": final.not_run})},
             )  # fmt: skip
         return grade(
-            baseline["outcomes"], final.outcomes, graded.edited_tests,
+            before, after, graded.edited_tests,
             report_trusted=final.report_trusted, exit_code=final.exit_code, reset=graded.reset, before_rerun=baseline.get("rerun_outcomes"),
             fail_to_pass=declared.get("fail_to_pass"), pass_to_pass=declared.get("pass_to_pass"),
             checker_changes=graded.checker_changes, patch_sha256=graded.patch_sha256,

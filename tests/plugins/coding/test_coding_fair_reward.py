@@ -160,9 +160,11 @@ def test_when_the_set_up_run_times_out_the_reproduction_test_decides(slow_repo, 
     assert run.rewards["fail_to_pass"]["detail"]["reproduction_before"] == {"tests/test_empty.py::test_mean_of_nothing_is_zero": "failed"}
     task_message = next(m for m in run.messages if m.role == "user").content
     assert "did not finish" in task_message and "runs your test files alone" in task_message
-    idle, _ = graded(Path(slow_repo), home, [], "slow-idle")  # nothing known of the start, no reproduction: no reward
+    # the stopped suites report the tests that ran: those that ran at both ends are compared, and still pass
+    assert run.rewards["pass_to_pass"]["value"] == 1.0, run.rewards["pass_to_pass"]
+    idle, _ = graded(Path(slow_repo), home, [], "slow-idle")  # both suites stopped, no reproduction: no reward
     assert (idle["reward"], idle["reward_status"]) == (None, "not_applicable"), idle["reward_summary"]
-    assert "not verified: the test run at set-up timed out" in idle["reward_summary"]
+    assert "not verified: the test runs at set-up and at the end were both stopped" in idle["reward_summary"]
 
 
 # --------------------------------------------------------------------------- (d) what the test run writes
