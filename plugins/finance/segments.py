@@ -21,6 +21,15 @@ the accounting identity that a breakdown of revenue adds up to the consolidated 
    says "operating income", "income from operations", "income before income taxes" or
    "earnings before interest and taxes"; only its rows named as segments are kept.
 
+5. A table printed with the segments as *columns* (CVS, Coca-Cola: one group of rows per year under
+   a "2022:" heading, ``tables`` dates each value by it and keeps the segment in ``column_label``)
+   gives one block per printed row and year, read across (``across_blocks``): its rows are the
+   columns other than totals (a header saying "total", "totals", "consolidated" or "full year"),
+   corporate and eliminations columns included as rows, exactly as the lines of a column block.
+   Only a row named as revenue or sales can be a revenue breakdown; the identity, its tolerance and
+   the classes above are the same, and a profit block is another row of the same group (its label
+   names the measure).
+
 Every value returned is a stored fact (its ``fact_id``), so a report prints each as a traced
 figure. A filing without such a table gets no breakdown: nothing is estimated.
 """
@@ -37,6 +46,11 @@ from plugins.finance.tables import _REGIONS
 #: Relative part of the identity's tolerance (on top of half a printed unit per row).
 REL_TOLERANCE = 0.0005
 _TOTAL = re.compile(r"^(total|subtotal|sub-total)\b")
+#: ``Block.column_index`` of a block read across one printed row (segments as columns).
+ACROSS = -1
+#: a row of a segments-as-columns table that may break revenue down; a column header that is a total
+_REVENUE_ROW = re.compile(r"\b(revenues?|net sales|sales)\b")
+_TOTAL_COLUMN = re.compile(r"\b(total|totals|consolidated)\b|\bfull year\b")
 _PROFIT = (("operating income", re.compile(r"operating income|income from operations|operating (profit|earnings)")),
            ("EBIT", re.compile(r"income before income taxes|earnings before interest and taxes|\bebit\b")))
 
@@ -71,10 +85,12 @@ class Block:
     """A run of consecutive lines of one table column.
 
     Attributes:
-        doc_name, page, column_index, fiscal_year, kind: where it is (``kind`` = the table's class, ``table:segment``...).
-        rows: lines other than totals, in printed order.
-        total: the last line when it is a total, else None.
+        doc_name, page, column_index, fiscal_year, kind: where it is (``kind`` = the table's class, ``table:segment``...;
+            ``column_index`` is ``ACROSS`` for a block read across one row of a segments-as-columns table).
+        rows: lines other than totals, in printed order (for ``ACROSS``: the columns, labelled by their headers).
+        total: the last line when it is a total, else None (for ``ACROSS``: the last total column).
         scale: the printed scale of the values (1e6 for millions).
+        row_label: for ``ACROSS``, the printed row's label ("Total revenues"); None for a column block.
     """
 
     doc_name: str
@@ -85,6 +101,7 @@ class Block:
     scale: float
     rows: list[Row] = field(default_factory=list)
     total: Row | None = None
+    row_label: str | None = None
 
     def labels(self) -> set[str]:
         """The rows' normalised labels."""
@@ -153,6 +170,38 @@ def blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
     return found
 
 
+def across_blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
+    """Candidate blocks of the document's tables printed with segments as columns (module docstring, 5).
+
+    One block per printed row and fiscal year whose values (USD, 12 months or no duration) all share
+    that year under two or more distinct column headers: a row of a table whose periods are row
+    headings ("2022:"), where each column is a segment. Rows are the columns other than totals, in
+    printed order; ``total`` is the last total column; ``row_label`` the row's label.
+    """
+    rows = con.execute(
+        "SELECT page, line_no, fiscal_year, label, column_label, fact_id, value, scale, statement FROM facts "
+        "WHERE doc_name = ? AND statement LIKE 'table:%' AND unit = 'USD' AND fiscal_year IS NOT NULL AND value IS NOT NULL "
+        "AND column_label IS NOT NULL AND (months IS NULL OR months = 12) ORDER BY page, line_no, fiscal_year, column_index",
+        [doc_name]).fetchall()
+    groups: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        groups.setdefault(row[:3], []).append(row)
+    found = []
+    for (page, _line, year), cells in groups.items():
+        headers = [normal_label(c[4]) for c in cells]
+        if len(cells) < 2 or len(set(headers)) < len(cells):
+            continue
+        block = Block(doc_name, page, ACROSS, year, cells[0][8], cells[0][7] or 1.0, row_label=cells[0][3] or "")
+        for cell, header in zip(cells, headers, strict=True):
+            if _TOTAL_COLUMN.search(header) or is_total(header):
+                block.total = Row(cell[4], cell[5], cell[6])
+            else:
+                block.rows.append(Row(cell[4], cell[5], cell[6]))
+        if block.rows:
+            found.append(block)
+    return found
+
+
 def breakdowns(con: duckdb.DuckDBPyConnection, doc_name: str, revenue: dict[int, tuple[str, float]],
                operating_income: dict[int, float] | None = None) -> list[Breakdown]:
     """The revenue breakdowns a document prints, found by the identity (module docstring).
@@ -167,9 +216,11 @@ def breakdowns(con: duckdb.DuckDBPyConnection, doc_name: str, revenue: dict[int,
         Breakdowns of kind ``segment`` and ``geography``, each with the first profit block found for segments.
     """
     operating_income = operating_income or {}
-    all_blocks = blocks(con, doc_name)
+    all_blocks = blocks(con, doc_name) + across_blocks(con, doc_name)
     found = []
     for block in all_blocks:
+        if block.row_label is not None and not _REVENUE_ROW.search(normal_label(block.row_label)):
+            continue  # a segments-as-columns row other than revenue or sales
         if block.fiscal_year not in revenue or not block.sums_to(revenue[block.fiscal_year][1]):
             continue
         profit = _profit_block(block, all_blocks, operating_income)
@@ -194,11 +245,11 @@ def _profit_block(revenue: Block, candidates: list[Block], operating_income: dic
         if oi is not None and abs(block.total.value - oi) <= 0.5 * block.scale + REL_TOLERANCE * abs(oi):
             measure = "operating income"
         else:
-            label = normal_label(block.total.label)
+            label = normal_label(block.row_label if block.row_label is not None else block.total.label)
             measure = next((name for name, pattern in _PROFIT if pattern.search(label)), None)
         if measure:
             kept = Block(block.doc_name, block.page, block.column_index, block.fiscal_year, block.kind, block.scale,
-                         [r for r in block.rows if normal_label(r.label) in names], block.total)
+                         [r for r in block.rows if normal_label(r.label) in names], block.total, block.row_label)
             return measure, kept
     return None
 
