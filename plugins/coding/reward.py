@@ -42,8 +42,11 @@ With no targets (a green suite and no reproduction), the suite cannot tell a fix
 the verdict is "not applicable" (reward None, never 1: a run that changed nothing would pass too),
 unless the run broke a test, weakened one or touched the checker (reward 0). When no test runs at
 the end (the suite does not build), nothing is verified and the reward is 0; a repository with no
-test suite at all gives "not applicable" (``core.reward``), never 0. Every test's outcome before
-and after is recorded. The version, ``REWARD_VERSION``, changes whenever this definition does.
+test suite at all gives "not applicable" (``core.reward``), never 0. A final run stopped by its
+time limit reports the tests that ran; when the set-up run had finished, that is 0 (the rest is not
+verified); when both were stopped, only the run's reproduction tests (run alone at both ends) can
+verify, with the tests that ran at both ends as the pass-to-pass gate, else "not applicable"
+(``CodingPlugin._verdict_of``). Every test's outcome before and after is recorded. The version, ``REWARD_VERSION``, changes whenever this definition does.
 
 The final run is made on a copy of the workspace whose test files were reset to their original
 content (``plugins.coding.grading``), as SWE-bench does, so an edited test cannot pass; a
