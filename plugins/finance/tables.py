@@ -289,6 +289,7 @@ def column_period(label: str) -> Column | None:
     3 months; "December 31, 2022" an instant at that date; a bare "2022" the fiscal year with
     the length unknown (months None).
     """
+    label = re.sub(r"\b((?:19|20)\d\d)\(\s?[a-z]\)", r"\1", label)  # "2022( a)": a footnote mark kerned onto the year
     years = [w.rstrip(",.") for w in label.split() if _YEAR.match(w)]
     if not years:
         return None
@@ -443,8 +444,9 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
         elif len(phrases) > 1:
             bounds = [(a.center + b.center) / 2 for a, b in itertools.pairwise(phrases)]
             hit = [phrases[sum(center > b for b in bounds)]]
-        elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing:
-            hit = phrases
+        elif (phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing
+              and not any(o.x0 - 3 <= phrases[0].x0 and phrases[0].x1 <= o.x1 + 3 for o in columns)):
+            hit = phrases  # a phrase within one column's extent is that column's own ("Total" over "Reportable Segments")
         if not hit and not spread:  # a year centred over its column but short of its numbers ("2022" over "$ 461")
             near = [p for p in phrases if _HEADER_WORD.match(p.text) and abs(p.center - center) < 0.5 * spacing
                     and not any(min(p.x1, o.x1 + 3) - max(p.x0, o.x0 - 3) > 0 for o in columns)]
@@ -480,6 +482,12 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
                    and not _SCALE_CAPTION.search(p.text)
                    and not _TITLE.match(p.text)
                    and not (p.x0 < left_edge - 5 and len(p.text.split()) >= 6)]  # a sentence introducing the table
+        corner = [p for p in phrases if p not in in_zone and p.x1 < left_edge and _PERIOD_HEADING.match(p.text)
+                  and re.fullmatch(r"(19[5-9]\d|20[0-4]\d):?", p.text)]
+        if corner and in_zone:
+            # "2022" in the labels' place on the line of the column headers (Verizon's segment tables, one per year)
+            section_period = column_period(corner[0].text.rstrip(":"))
+            phrases = [p for p in phrases if p is not corner[0]]
         outside = " ".join(p.text for p in phrases if p not in in_zone)
         if outside:  # a title, or "($ in millions)" over the labels
             caption_lines.append(outside)
