@@ -296,9 +296,8 @@ def _reconciled(con: duckdb.DuckDBPyConnection, block: Block, revenue: float) ->
                 if nxt[2] - prev[2] > 3:
                     break  # more than two text lines between: another table
                 if is_total(label) or _CONSOLIDATED.search(label):
-                    recon = Block(block.doc_name, block.page, block.column_index, block.fiscal_year, block.kind, block.scale,
-                                  items)
-                    if items and recon.sums_to(revenue - line[5]):
+                    gap = line[5] + sum(r.value for r in items) - revenue  # the reconciliation's own identity
+                    if items and abs(gap) <= 0.5 * block.scale * (len(items) + 1) + REL_TOLERANCE * abs(revenue):
                         merged = Block(block.doc_name, block.page, block.column_index, block.fiscal_year, block.kind,
                                        block.scale, block.rows + items, Row(nxt[3] or "", nxt[4], nxt[5], nxt[2]),
                                        block.row_label, block.header)
