@@ -657,8 +657,9 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
     Value", "Exercise Price"), lengths of time (a "(years)" column: unit ``years``), percentages
     (a ``%`` token, a percentage column, or a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
     not scaled; other amounts take the table's scale. A column
-    whose header names no year takes the period of the row heading above the value ("2022:" in a
-    table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
+    whose header names no year takes the year printed in the table's top-left corner, read with its
+    header ("2022" over Verizon's "Consumer", "2018" over 3M's "First Quarter": a quarter of 2018), or
+    the period of the row heading above the value ("2022:" in a table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
     NULL); its header text is in ``column_label`` either way. Share counts captioned "(000's)" are
     in thousands (``extract.share_scale``).
     """
