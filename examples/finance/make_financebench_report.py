@@ -8,7 +8,7 @@ The two were chosen for what issue 29 found wrong in company reports: Verizon pr
 within one year as "Debt maturing within one year" and its diluted share count under a caption
 ("Diluted Earnings Per Common Share" over "Weighted-average shares outstanding"), PepsiCo's fiscal
 years end on different days (December 31, 2022, December 25, 2021 and December 26, 2020).
-examples/finance/financebench-report/README.md checks 20 of its figures against the pages.
+examples/finance/financebench-report/README.md checks its figures against the pages.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def filing(name: str) -> Path:
 COMPANIES = [
     Company("Verizon", "VZ", [filing("VERIZON_2022_10K")],
             "Fiscal years end on 31 December. Verizon's segment tables print its two segments as columns (Consumer, "
-            "Business) beside a reconciliation to consolidated revenue; this version does not read such a table, so "
-            "segments are not available rather than estimated."),
+            "Business), one table per year, adding up to the reportable segments' total; a separate reconciliation "
+            "takes that total to consolidated revenue with corporate and other revenue and eliminations."),
     Company("PepsiCo", "PEP", [filing("PEPSICO_2022_10K")],
             "PepsiCo's fiscal year ends on the last Saturday of December, so each year has its own end date "
             "(the statements' headings print December 31, 2022, December 25, 2021 and December 26, 2020)."),

@@ -555,13 +555,28 @@ class _Writer:
         rows.append(["Sum of the rows above"] + [self.add(" + ".join("{" + r.fact_id + "}" for r in breakdown.years[y].revenue.rows),
                                                           "musd")[0] for y in years])
         rows.append(["Revenue (income statement)"] + [self.add("{" + breakdown.years[y].revenue_fact + "}", "musd")[0] for y in years])
-        where = sorted({(b.revenue.doc_name, b.revenue.page) for b in breakdown.years.values()})
+        ids = [r.fact_id for b in breakdown.years.values() for r in b.revenue.rows + [x for x in b.reportable or ()]]
+        page = dict(self.con.execute("SELECT fact_id, page FROM facts WHERE fact_id IN (SELECT unnest(?))", [ids]).fetchall())
+        where = sorted({(b.revenue.doc_name, page.get(r.fact_id, b.revenue.page)) for b in breakdown.years.values()
+                        for r in b.revenue.rows})
         reconciling = [shown for key, shown in breakdown.labels if re.search(r"corporate|elimination|reconcil", key)]
         note = f"; {' and '.join(reconciling)} are reconciling rows printed in the table" if reconciling else ""
         md = [f"#### {title} ($ millions)", "",
               ("Rows as printed in " + "; ".join(f"{d} p.{p}" for d, p in where) + ". The identity holds: in every year shown the "
                f"rows add up to the income statement's revenue within rounding (that is how the table was recognised{note})."),
-              "", *_table(header, rows)]
+              ""]
+        two_step = sorted((y, b) for y, b in breakdown.years.items() if b.reportable and y in years)
+        if two_step:  # segments.py, module docstring 6: the segments add up to a total the reconciliation starts from
+            y, b = two_step[-1]
+            segments, recon = b.reportable
+            named = [r.label for r in b.revenue.rows if not re.search(r"corporate|elimination|reconcil", _seg_key(r.label))]
+            md += [(f"The segment table prints the reportable segments apart from the reconciliation, so each year was checked in "
+                    f"two steps: in FY{y} {' + '.join(named)} add up to its \"{segments.label}\", "
+                    f"{self.add('{' + segments.fact_id + '}', 'musd')[0]} (p.{page.get(segments.fact_id)}), printed again as "
+                    f"\"{recon.label}\", {self.add('{' + recon.fact_id + '}', 'musd')[0]}, in the reconciliation "
+                    f"(p.{page.get(recon.fact_id)}), where {' and '.join(reconciling) or 'its reconciling lines'} take it to "
+                    "revenue."), ""]
+        md += [*_table(header, rows)]
         if breakdown.measure:
             md += self._profit_table(breakdown, years)
         elif breakdown.kind == "segment":

@@ -60,8 +60,10 @@ from plugins.finance.tables import table_pass
 #: calculation" lines are share counts, not per-share amounts; 13: notes tables read from PDFium characters, scale from
 #: the nearest caption or the filing's "tabular dollars are in millions", years and quarters in headers as periods,
 #: a year naming a row is its label, "2022:" row headings give segments-as-columns tables their period, share counts
-#: "(000's)" in thousands).
-PARSER_VERSION = "13"
+#: "(000's)" in thousands; 14: a year in the labels' place on the column headers' line is the table's period (Verizon's
+#: segment tables), a footnote mark kerned onto a header's year ("2022( a)") no longer hides it, the top of one column's stacked
+#: header ("Total" over "Reportable") is not spread to its neighbours).
+PARSER_VERSION = "14"
 #: Statuses of a document whose values were stored (the others: ``no_statements``, ``damaged``, ``error``).
 INGESTED = ("ok", "ok_with_warnings")
 

@@ -29,6 +29,14 @@ the accounting identity that a breakdown of revenue adds up to the consolidated 
    Only a row named as revenue or sales can be a revenue breakdown; the identity, its tolerance and
    the classes above are the same, and a profit block is another row of the same group (its label
    names the measure).
+6. A segment block that does not add up to revenue but to its own printed total of the reportable
+   segments ("Total Reportable Segments", Verizon p.101) is reconciled in two steps (``_reconciled``):
+   a column on the same page or the next must print that amount on a line so labelled, then the
+   reconciling lines ("Corporate and other", "Eliminations", Verizon p.102) up to a total or
+   "consolidated" line, and the total and those lines must add up to revenue. Both sums are the
+   identity with its tolerance; the breakdown's rows are then the segments and the reconciling
+   lines, which add up to revenue. Nothing else is matched: a block whose rows miss either sum is
+   not used.
 
 Every value returned is a stored fact (its ``fact_id``), so a report prints each as a traced
 figure. A filing without such a table gets no breakdown: nothing is estimated.
@@ -78,6 +86,7 @@ class Row:
     label: str
     fact_id: str
     value: float
+    line_no: int = 0
 
 
 @dataclass
@@ -91,6 +100,7 @@ class Block:
         total: the last line when it is a total, else None (for ``ACROSS``: the last total column).
         scale: the printed scale of the values (1e6 for millions).
         row_label: for ``ACROSS``, the printed row's label ("Total revenues"); None for a column block.
+        header: for a column block, its column's header ("Operating Profit/(Loss) 2022"); None for ``ACROSS``.
     """
 
     doc_name: str
@@ -102,6 +112,7 @@ class Block:
     rows: list[Row] = field(default_factory=list)
     total: Row | None = None
     row_label: str | None = None
+    header: str | None = None
 
     def labels(self) -> set[str]:
         """The rows' normalised labels."""
@@ -122,12 +133,16 @@ class Breakdown:
         revenue: the block whose rows sum to the consolidated revenue.
         revenue_fact: the income statement's revenue fact id it was checked against.
         profit: ``(measure, block)`` when a segment profit block was found ("operating income" or "EBIT").
+        reportable: for a breakdown reconciled in two steps (module docstring, 6), ``(segments' total, reconciliation's
+            line)``: the segment table's printed total of the reportable segments, which the segment rows add up to,
+            and the same amount printed as the first line of the reconciliation table; else None.
     """
 
     kind: str
     revenue: Block
     revenue_fact: str
     profit: tuple[str, Block] | None = None
+    reportable: tuple[Row, Row] | None = None
 
 
 def blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
@@ -140,7 +155,7 @@ def blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
     the breakdown.
     """
     rows = con.execute(
-        "SELECT page, column_index, fiscal_year, line_no, label, fact_id, value, scale, statement FROM facts "
+        "SELECT page, column_index, fiscal_year, line_no, label, fact_id, value, scale, statement, column_label FROM facts "
         "WHERE doc_name = ? AND statement LIKE 'table:%' AND unit = 'USD' AND fiscal_year IS NOT NULL "
         "AND value IS NOT NULL AND (months IS NULL OR months = 12) ORDER BY page, column_index, line_no", [doc_name]).fetchall()
     # lines holding any value (a "% of revenue" row between two amounts): they do not break a run; a text line does
@@ -162,9 +177,10 @@ def blocks(con: duckdb.DuckDBPyConnection, doc_name: str) -> list[Block]:
         for s in starts:
             for e in (e for e in ends if e >= s):
                 block = Block(doc_name, page, column, year, run[s][8], run[s][7] or 1.0,
-                              [Row(r[4] or "", r[5], r[6]) for r, t in zip(run[s:e + 1], totals[s:e + 1], strict=True) if not t])
+                              [Row(r[4] or "", r[5], r[6], r[3]) for r, t in zip(run[s:e + 1], totals[s:e + 1], strict=True) if not t],
+                              header=run[s][9])
                 if totals[e]:
-                    block.total = Row(run[e][4] or "", run[e][5], run[e][6])
+                    block.total = Row(run[e][4] or "", run[e][5], run[e][6], run[e][3])
                 if block.rows:
                     found.append(block)
     return found
@@ -221,8 +237,14 @@ def breakdowns(con: duckdb.DuckDBPyConnection, doc_name: str, revenue: dict[int,
     for block in all_blocks:
         if block.row_label is not None and not _REVENUE_ROW.search(normal_label(block.row_label)):
             continue  # a segments-as-columns row other than revenue or sales
-        if block.fiscal_year not in revenue or not block.sums_to(revenue[block.fiscal_year][1]):
+        if block.fiscal_year not in revenue:
             continue
+        reportable = None
+        if not block.sums_to(revenue[block.fiscal_year][1]):
+            reconciled = _reconciled(con, block, revenue[block.fiscal_year][1])
+            if reconciled is None:
+                continue
+            block, reportable = reconciled
         profit = _profit_block(block, all_blocks, operating_income)
         regions = sum(bool(_REGIONS.match(normal_label(r.label))) for r in block.rows)
         if regions * 2 > len(block.rows) and profit is None:
@@ -231,25 +253,82 @@ def breakdowns(con: duckdb.DuckDBPyConnection, doc_name: str, revenue: dict[int,
             kind = "segment"
         else:
             continue
-        found.append(Breakdown(kind, block, revenue[block.fiscal_year][0], profit))
+        found.append(Breakdown(kind, block, revenue[block.fiscal_year][0], profit, reportable))
     return found
+
+
+#: the label of a total of the reportable segments ("Total Reportable Segments", "Total segments", "Segment total")
+_REPORTABLE = re.compile(r"^total (reportable |operating |business )?segments?\b|^(reportable )?segments? total\b")
+#: the last line of a reconciliation: consolidated revenue ("Consolidated Operating Revenues", "Total")
+_CONSOLIDATED = re.compile(r"^consolidated\b")
+
+
+def _reconciled(con: duckdb.DuckDBPyConnection, block: Block, revenue: float) -> tuple[Block, tuple[Row, Row]] | None:
+    """A segment block reconciled to revenue in two steps (module docstring, 6), or None.
+
+    ``block``'s rows must add up to its printed total of the reportable segments, and a column of a
+    table on the same page or the next (same fiscal year, USD) must print that amount on a line
+    labelled as that total, then reconciling lines (text lines between them allowed, at most two in
+    a row) up to a total or "consolidated" line, with the total and the reconciling lines adding up
+    to ``revenue``. Returns the block with the reconciling lines appended to its rows and the
+    consolidated line as its total, and the two printings of the reportable total.
+    """
+    total = block.total
+    header = normal_label(total.label) if total is not None else ""
+    if (total is None or not _REPORTABLE.search(header) or not block.sums_to(total.value)
+            or any(_REPORTABLE.search(normal_label(r.label)) for r in block.rows)):
+        return None
+    lines = con.execute(
+        "SELECT page, column_index, line_no, label, fact_id, value FROM facts WHERE doc_name = ? AND page IN (?, ?) "
+        "AND statement LIKE 'table:%' AND unit = 'USD' AND fiscal_year = ? AND value IS NOT NULL "
+        "AND (months IS NULL OR months = 12) ORDER BY page, column_index, line_no",
+        [block.doc_name, block.page, block.page + 1, block.fiscal_year]).fetchall()
+    columns: dict[tuple[int, int], list[tuple]] = {}
+    for line in lines:
+        columns.setdefault(line[:2], []).append(line)
+    for column in columns.values():
+        for i, line in enumerate(column):
+            if not _REPORTABLE.search(normal_label(line[3])) or abs(line[5] - total.value) > 0.5 * block.scale:
+                continue
+            items: list[Row] = []
+            for prev, nxt in zip(column[i:], column[i + 1:]):
+                label = normal_label(nxt[3])
+                if nxt[2] - prev[2] > 3:
+                    break  # more than two text lines between: another table
+                if is_total(label) or _CONSOLIDATED.search(label):
+                    gap = line[5] + sum(r.value for r in items) - revenue  # the reconciliation's own identity
+                    if items and abs(gap) <= 0.5 * block.scale * (len(items) + 1) + REL_TOLERANCE * abs(revenue):
+                        merged = Block(block.doc_name, block.page, block.column_index, block.fiscal_year, block.kind,
+                                       block.scale, block.rows + items, Row(nxt[3] or "", nxt[4], nxt[5], nxt[2]),
+                                       block.row_label, block.header)
+                        if merged.sums_to(revenue):
+                            return merged, (total, Row(line[3] or "", line[4], line[5], line[2]))
+                    break
+                items.append(Row(nxt[3] or "", nxt[4], nxt[5], nxt[2]))
+    return None
 
 
 def _profit_block(revenue: Block, candidates: list[Block], operating_income: dict[int, float]) -> tuple[str, Block] | None:
     names = revenue.labels()
+    lines = {r.line_no for r in revenue.rows}
     for block in candidates:
         if (block is revenue or block.fiscal_year != revenue.fiscal_year or block.page not in (revenue.page, revenue.page + 1)
-                or block.column_index != revenue.column_index or block.total is None or len(block.labels() & names) < 2):
+                or block.total is None or len(block.labels() & names) < 2):
+            continue
+        # another column of the same printed lines (PepsiCo p.70: net revenue and operating profit side by side)
+        beside = (block.column_index != revenue.column_index and ACROSS not in (block.column_index, revenue.column_index)
+                  and block.page == revenue.page and lines <= {r.line_no for r in block.rows})
+        if block.column_index != revenue.column_index and not beside:
             continue
         oi = operating_income.get(block.fiscal_year)
         if oi is not None and abs(block.total.value - oi) <= 0.5 * block.scale + REL_TOLERANCE * abs(oi):
             measure = "operating income"
         else:
-            label = normal_label(block.row_label if block.row_label is not None else block.total.label)
+            label = normal_label(block.header if beside else block.row_label if block.row_label is not None else block.total.label)
             measure = next((name for name, pattern in _PROFIT if pattern.search(label)), None)
         if measure:
             kept = Block(block.doc_name, block.page, block.column_index, block.fiscal_year, block.kind, block.scale,
-                         [r for r in block.rows if normal_label(r.label) in names], block.total, block.row_label)
+                         [r for r in block.rows if normal_label(r.label) in names], block.total, block.row_label, block.header)
             return measure, kept
     return None
 
@@ -276,7 +355,8 @@ def company_breakdowns(con: duckdb.DuckDBPyConnection, docs: list[str], revenue_
     """A company's segment and geography revenue over the years its documents print.
 
     Within a document the page with the most breakdown years (then the most profit blocks, then
-    the later page: the notes over MD&A) is used; across documents a later one wins for a year
+    the later page: the notes over MD&A) is used, with the years only the page before or after prints when
+    their rows have the same labels (one table per year over two pages); across documents a later one wins for a year
     both print (the same rule as the rest of the company report).
 
     Args:
@@ -301,9 +381,12 @@ def company_breakdowns(con: duckdb.DuckDBPyConnection, docs: list[str], revenue_
             best = max(pages, key=lambda p: (len({b.revenue.fiscal_year for b in found if b.revenue.page == p}),
                                              sum(b.profit is not None for b in found if b.revenue.page == p), p))
             target = result.setdefault(kind, CompanyBreakdown(kind))
-            for b in found:
-                if b.revenue.page == best:
-                    target.years[b.revenue.fiscal_year] = b
+            chosen = {b.revenue.fiscal_year: b for b in found if b.revenue.page == best}
+            names = [b.revenue.labels() for b in chosen.values()]
+            for b in found:  # a note over two pages: Verizon's 2022 and 2021 tables on p.101, 2020 on p.102
+                if abs(b.revenue.page - best) == 1 and b.revenue.fiscal_year not in chosen and b.revenue.labels() in names:
+                    chosen[b.revenue.fiscal_year] = b
+            target.years.update(chosen)
     for target in result.values():
         seen: dict[str, str] = {}
         for year in sorted(target.years, reverse=True):

@@ -289,6 +289,7 @@ def column_period(label: str) -> Column | None:
     3 months; "December 31, 2022" an instant at that date; a bare "2022" the fiscal year with
     the length unknown (months None).
     """
+    label = re.sub(r"\b((?:19|20)\d\d)\(\s?[a-z]\)", r"\1", label)  # "2022( a)": a footnote mark kerned onto the year
     years = [w.rstrip(",.") for w in label.split() if _YEAR.match(w)]
     if not years:
         return None
@@ -424,7 +425,7 @@ def _header_rows(rows: list[list[_Word]], split: list[tuple[list[_Word], list[_W
     return header
 
 
-def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: bool) -> None:
+def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: bool, below: list[_Word] = ()) -> None:
     """Add one header line's phrases to the labels of the columns they stand over.
 
     A phrase labels every column it overlaps. On the topmost header line only (``spread``,
@@ -432,10 +433,15 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
     has several phrases, the one whose share of the line holds its centre (split halfway between
     phrase centres: "Q4" and "Full Year" over three columns each); when the line has one
     phrase, that phrase if the column lies within 1.5 column spacings of its ends ("% Change"
-    over four columns of changes).
+    over four columns of changes), unless the phrase is the top of one column's stacked header: a
+    phrase of the next header line (``below``) right-aligned with it and at least as wide ("Total"
+    over "Reportable" over "Segments", Verizon's segment tables; a spanning header is wider than
+    what it spans) and names no period.
     """
     centers = [(c.x0 + c.x1) / 2 for c in columns]
     spacing = sorted(b - a for a, b in itertools.pairwise(centers))[(len(centers) - 1) // 2] if len(centers) > 1 else 60.0
+    stacked = (len(phrases) == 1 and column_period(phrases[0].text) is None  # a period spans its columns ("June 30, 2023")
+               and any(abs(b.x1 - phrases[0].x1) <= 3 and b.x1 - b.x0 >= phrases[0].x1 - phrases[0].x0 for b in below))
     for c, center in zip(columns, centers):
         hit = [p for p in phrases if min(p.x1, c.x1 + 3) - max(p.x0, c.x0 - 3) > 0]
         if hit or not spread:
@@ -443,7 +449,7 @@ def _label_columns(columns: list[TableColumn], phrases: list[_Word], spread: boo
         elif len(phrases) > 1:
             bounds = [(a.center + b.center) / 2 for a, b in itertools.pairwise(phrases)]
             hit = [phrases[sum(center > b for b in bounds)]]
-        elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing:
+        elif phrases[0].x0 - 1.5 * spacing <= center <= phrases[0].x1 + 1.5 * spacing and not stacked:
             hit = phrases
         if not hit and not spread:  # a year centred over its column but short of its numbers ("2022" over "$ 461")
             near = [p for p in phrases if _HEADER_WORD.match(p.text) and abs(p.center - center) < 0.5 * spacing
@@ -465,6 +471,7 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
     label_right = max((w.x1 for i in value_rows for w in split[i][0]), default=0.0)
     header_text, caption_lines = [], []
     section_period: Column | None = None
+    corner_year = ""
     for h in block["header"]:
         heading = " ".join(w.text for w in rows[h]).strip()
         if _PERIOD_HEADING.match(heading) and not split[h][1] and max(w.x1 for w in rows[h]) < left_edge:
@@ -480,14 +487,21 @@ def _build_table(block: dict[str, Any], rows: list[list[_Word]], split: list[tup
                    and not _SCALE_CAPTION.search(p.text)
                    and not _TITLE.match(p.text)
                    and not (p.x0 < left_edge - 5 and len(p.text.split()) >= 6)]  # a sentence introducing the table
+        corner = [p for p in phrases if p not in in_zone and p.x1 < left_edge and _PERIOD_HEADING.match(p.text)
+                  and re.fullmatch(r"(19[5-9]\d|20[0-4]\d):?", p.text)]
+        if corner and in_zone:
+            # "2022" in the labels' place on the line of the column headers (Verizon's segment tables, one per year)
+            corner_year = corner[0].text.rstrip(":")
+            phrases = [p for p in phrases if p is not corner[0]]
         outside = " ".join(p.text for p in phrases if p not in in_zone)
         if outside:  # a title, or "($ in millions)" over the labels
             caption_lines.append(outside)
         if in_zone:
-            _label_columns(columns, in_zone, spread=not header_text)
+            below = _phrases(rows[h + 1]) if h + 1 in block["header"] else []
+            _label_columns(columns, in_zone, spread=not header_text, below=below)
             header_text.append(" ".join(p.text for p in in_zone))
     for c in columns:
-        c.period = column_period(c.label)
+        c.period = column_period(c.label) or (column_period(f"{c.label} {corner_year}") if corner_year else None)
         c.percent = bool(re.search(r"%|percent|\bchange\b", c.label.lower()))
     caption = " ".join(caption_lines)
     scale_word, scale = _scale(" ".join(caption_lines + header_text))
@@ -643,8 +657,9 @@ def table_facts(doc_name: str, sha256: str, tables: list[Table]) -> list[dict[st
     Value", "Exercise Price"), lengths of time (a "(years)" column: unit ``years``), percentages
     (a ``%`` token, a percentage column, or a label starting with "%") and counts (``is_count``: stores, employees; unit ``count``) are
     not scaled; other amounts take the table's scale. A column
-    whose header names no year takes the period of the row heading above the value ("2022:" in a
-    table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
+    whose header names no year takes the year printed in the table's top-left corner, read with its
+    header ("2022" over Verizon's "Consumer", "2018" over 3M's "First Quarter": a quarter of 2018), or
+    the period of the row heading above the value ("2022:" in a table with segments as columns), else has no period (``period_label`` and ``fiscal_year``
     NULL); its header text is in ``column_label`` either way. Share counts captioned "(000's)" are
     in thousands (``extract.share_scale``).
     """

@@ -155,3 +155,21 @@ def test_years_and_unit_prices_in_a_thousands_table_are_not_scaled():
     assert (term["unit"], term["value"]) == ("years", 1.24)
     assert (price["unit"], price["value"]) == ("USD/share", 143.02)
     assert (value["unit"], value["value"]) == ("USD", 1_032_222e3)
+
+
+def test_a_year_in_the_tables_corner_dates_its_columns_with_their_own_headers():
+    # Verizon 2022 p.101: "2022" left of "Consumer Business" (one table per year) dates the columns, and "Total" stacked
+    # over "Reportable Segments" labels only that column (main: "Total Business", no year)
+    facts = facts_as_ingested(FINANCEBENCH / "VERIZON_2022_10K.pdf", 101)
+    revenue = [(f["column_label"], f["fiscal_year"], f["value"]) for f in facts if f["label"] == "Total Operating Revenues(2)"]
+    assert revenue[:3] == [("Consumer", 2022, 103_506e6), ("Business", 2022, 31_072e6), ("Total Reportable Segments", 2022, 134_578e6)]
+    # 3M 2018 p.127 (quarterly data): "2018" over "First Quarter" ... gives quarters of 2018, not the year
+    q = one(facts_as_ingested(FILINGS / "3M_2018_10K.pdf", 127), label="Net sales", column_label="First Quarter", fiscal_year=2018)
+    assert (q["months"], q["value"]) == (3, 8_278e6)
+
+
+def test_a_footnote_mark_kerned_onto_a_headers_year_keeps_the_year():
+    # PepsiCo 2022 p.70: "Operating Profit/(Loss) 2022( a)" (main: no year, so the division profit column was not used)
+    facts = facts_as_ingested(FINANCEBENCH / "PEPSICO_2022_10K.pdf", 70)
+    flna = one(facts, label="FLNA", column_label="Operating Profit/(Loss) 2022( a)")
+    assert (flna["fiscal_year"], flna["value"]) == (2022, 6_135e6)

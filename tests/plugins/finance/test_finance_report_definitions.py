@@ -151,8 +151,11 @@ def test_the_committed_hand_checked_example_traces_and_its_readme_quotes_it(con)
     assert all(f"{shown} [{ref}]" in markdown for shown, ref in quoted)
     assert "Fiscal years: FY2020 ended 2020-12-26, FY2021 ended 2021-12-25, FY2022 ended 2022-12-31" in markdown
     assert '"Debt maturing within one year" (p.56)' in markdown and "do not print" not in markdown
+    # the segment tables (Verizon p.101-102, PepsiCo p.70) and PepsiCo's revenue by country (p.74) are cited too
+    assert "| Consumer | 88,533 [F52] | 95,300 [F53] | 103,506 [F54] |" in markdown and "| FLNA | 18,189" in markdown
     assert {p.name for p in (EXAMPLE / "pages").iterdir()} == {
-        f"{d}-p{n}.png" for d, pages in (("VERIZON_2022_10K", (54, 56, 57)), ("PEPSICO_2022_10K", (62, 64, 66))) for n in pages}
+        f"{d}-p{n}.png" for d, pages in (("VERIZON_2022_10K", (54, 56, 57, 101, 102)), ("PEPSICO_2022_10K", (62, 64, 66, 70, 74)))
+        for n in pages}
 
 
 def test_segments_whose_note_totals_reconcile_with_revenue_are_found(con):
