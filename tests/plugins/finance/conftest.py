@@ -58,6 +58,35 @@ def filings_db(tmp_path_factory, finance_cache) -> Path:
     return path
 
 
+def financebench_db(tmp_path_factory, finance_cache: Path, docs: list[str], name: str) -> Path:
+    """A filings database (path) of the named ../shared/data/financebench filings (``docs``: file names
+    without ``.pdf``) with the modelling views, ingested through the session's parse cache; skips the
+    test when the data or a filing is absent."""
+    need_data()
+    paths = [DATA / "financebench" / f"{d}.pdf" for d in docs]
+    if not all(p.is_file() for p in paths):
+        pytest.skip("the FinanceBench filings are not in ../shared/data/financebench")
+    path = tmp_path_factory.mktemp(name) / "filings.duckdb"
+    con = connect(path)
+    ingest(con, paths, finance_cache)
+    create_views(con)
+    con.close()
+    return path
+
+
+def segments_and_revenue(con, doc: str) -> tuple[object, dict[str, float]]:
+    """The company report's segment breakdown of one filing (``segments.Breakdown`` or None) and the
+    income statement's revenue by fiscal year ($m), as ``company_report`` reads them."""
+    from plugins.finance.company_report import company_data
+    from plugins.finance.segments import company_breakdowns
+
+    data = company_data(con, [doc])
+    revenue = {y: f["revenue"][0] for y, f in data.facts.items() if "revenue" in f}
+    income = {y: f["operating_income"][0] for y, f in data.facts.items() if "operating_income" in f}
+    revenue_value = {y: con.execute("SELECT value FROM facts WHERE fact_id = ?", [i]).fetchone()[0] for y, i in revenue.items()}
+    return company_breakdowns(con, data.docs, revenue, income).get("segment"), revenue_value
+
+
 @pytest.fixture
 def db(filings_db):
     """A read-only connection to the session's filings database."""

@@ -12,10 +12,8 @@ import pytest
 
 from plugins.finance.company_report import Company, CompanyReport, _Writer, company_data, debt_kind
 from plugins.finance.extract import caption_ends
-from plugins.finance.ingest import ingest
-from plugins.finance.model import create_views
 from plugins.finance.store import connect
-from tests.plugins.finance.conftest import DATA, need_data
+from tests.plugins.finance.conftest import DATA, financebench_db
 
 BENCH = DATA / "financebench"
 DOCS = ["VERIZON_2022_10K", "PEPSICO_2022_10K", "AMD_2015_10K", "GENERALMILLS_2022_10K"]
@@ -24,16 +22,7 @@ DOCS = ["VERIZON_2022_10K", "PEPSICO_2022_10K", "AMD_2015_10K", "GENERALMILLS_20
 @pytest.fixture(scope="module")
 def definitions_db(tmp_path_factory, finance_cache) -> Path:
     """Verizon's, PepsiCo's, AMD's and General Mills' 10-Ks from ../shared/data/financebench, ingested once."""
-    need_data()
-    paths = [BENCH / f"{d}.pdf" for d in DOCS]
-    if not all(p.is_file() for p in paths):
-        pytest.skip("the FinanceBench filings are not in ../shared/data/financebench")
-    path = tmp_path_factory.mktemp("definitions") / "filings.duckdb"
-    con = connect(path)
-    ingest(con, paths, finance_cache)
-    create_views(con)
-    con.close()
-    return path
+    return financebench_db(tmp_path_factory, finance_cache, DOCS, "definitions")
 
 
 @pytest.fixture

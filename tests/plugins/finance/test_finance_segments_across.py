@@ -10,30 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from plugins.finance.company_report import company_data
-from plugins.finance.ingest import ingest
-from plugins.finance.model import create_views
-from plugins.finance.segments import ACROSS, company_breakdowns
+from plugins.finance.segments import ACROSS
 from plugins.finance.store import connect
-from tests.plugins.finance.conftest import DATA, need_data
+from tests.plugins.finance.conftest import financebench_db, segments_and_revenue
 
-BENCH = DATA / "financebench"
 DOCS = ["CVSHEALTH_2022_10K", "COCACOLA_2017_10K"]
 
 
 @pytest.fixture(scope="module")
 def across_db(tmp_path_factory, finance_cache) -> Path:
     """CVS's 2022 and Coca-Cola's 2017 10-Ks from ../shared/data/financebench, ingested once."""
-    need_data()
-    paths = [BENCH / f"{d}.pdf" for d in DOCS]
-    if not all(p.is_file() for p in paths):
-        pytest.skip("the FinanceBench filings are not in ../shared/data/financebench")
-    path = tmp_path_factory.mktemp("across") / "filings.duckdb"
-    con = connect(path)
-    ingest(con, paths, finance_cache)
-    create_views(con)
-    con.close()
-    return path
+    return financebench_db(tmp_path_factory, finance_cache, DOCS, "across")
 
 
 @pytest.fixture
@@ -43,19 +30,13 @@ def con(across_db):
     connection.close()
 
 
-def _segments(con, doc: str):
-    data = company_data(con, [doc])
-    revenue = {y: f["revenue"][0] for y, f in data.facts.items() if "revenue" in f}
-    income = {y: f["operating_income"][0] for y, f in data.facts.items() if "operating_income" in f}
-    revenue_value = {y: con.execute("SELECT value FROM facts WHERE fact_id = ?", [i]).fetchone()[0] for y, i in revenue.items()}
-    return company_breakdowns(con, data.docs, revenue, income).get("segment"), revenue_value
 
 
 def test_cvs_segments_printed_as_columns_reconcile_with_revenue(con):
     # CVS p.179, "2022:" group, row "Total revenues": Health Care Benefits 91,409, Pharmacy Services 169,236,
     # Retail/LTC 106,594, Corporate/Other 530, Intersegment Eliminations (45,302); Consolidated Totals 322,467,
     # the income statement's total revenues (p.108)
-    segments, revenue = _segments(con, "CVSHEALTH_2022_10K")
+    segments, revenue = segments_and_revenue(con, "CVSHEALTH_2022_10K")
     assert segments is not None and sorted(segments.years) == [2020, 2021, 2022]
     fy22 = segments.years[2022]
     assert (fy22.revenue.page, fy22.revenue.column_index, fy22.revenue.row_label) == (179, ACROSS, "Total revenues")
@@ -74,7 +55,7 @@ def test_coca_cola_operating_segments_printed_as_columns_reconcile_with_revenue(
     # Coca-Cola p.143, "2016" group, "Total net operating revenues": EMEA 7,278, Latin America 3,819, North America
     # 10,210, Asia Pacific 5,294, Bottling Investments 19,885, Corporate 132, Eliminations (4,755); Consolidated
     # 41,863 = net operating revenues of 2016 (p.74)
-    segments, revenue = _segments(con, "COCACOLA_2017_10K")
+    segments, revenue = segments_and_revenue(con, "COCACOLA_2017_10K")
     assert segments is not None and 2016 in segments.years
     fy16 = segments.years[2016].revenue
     assert fy16.page == 143 and fy16.row_label == "Total net operating revenues"
@@ -90,6 +71,6 @@ def test_coca_cola_operating_segments_printed_as_columns_reconcile_with_revenue(
 def test_a_row_across_that_does_not_add_up_gives_no_segments(con):
     # CVS p.179's "Revenues from external customers" row (2022: 321,629) leaves out net investment income, so it is
     # not revenue (322,467): no breakdown is built from it, nor from rows other than revenue
-    segments, _ = _segments(con, "CVSHEALTH_2022_10K")
+    segments, _ = segments_and_revenue(con, "CVSHEALTH_2022_10K")
     rows = {b.revenue.row_label for b in segments.years.values()}
     assert rows == {"Total revenues"}

@@ -15,30 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from plugins.finance.company_report import company_data
-from plugins.finance.ingest import ingest
-from plugins.finance.model import create_views
-from plugins.finance.segments import ACROSS, company_breakdowns
+from plugins.finance.segments import ACROSS
 from plugins.finance.store import connect
-from tests.plugins.finance.conftest import DATA, need_data
+from tests.plugins.finance.conftest import financebench_db, segments_and_revenue
 
-BENCH = DATA / "financebench"
 DOCS = ["VERIZON_2022_10K", "PEPSICO_2022_10K"]
 
 
 @pytest.fixture(scope="module")
 def reconciled_db(tmp_path_factory, finance_cache) -> Path:
     """Verizon's and PepsiCo's 2022 10-Ks from ../shared/data/financebench, ingested once."""
-    need_data()
-    paths = [BENCH / f"{d}.pdf" for d in DOCS]
-    if not all(p.is_file() for p in paths):
-        pytest.skip("the FinanceBench filings are not in ../shared/data/financebench")
-    path = tmp_path_factory.mktemp("reconciled") / "filings.duckdb"
-    con = connect(path)
-    ingest(con, paths, finance_cache)
-    create_views(con)
-    con.close()
-    return path
+    return financebench_db(tmp_path_factory, finance_cache, DOCS, "reconciled")
 
 
 @pytest.fixture
@@ -48,12 +35,6 @@ def con(reconciled_db):
     connection.close()
 
 
-def _segments(con, doc: str):
-    data = company_data(con, [doc])
-    revenue = {y: f["revenue"][0] for y, f in data.facts.items() if "revenue" in f}
-    income = {y: f["operating_income"][0] for y, f in data.facts.items() if "operating_income" in f}
-    revenue_value = {y: con.execute("SELECT value FROM facts WHERE fact_id = ?", [i]).fetchone()[0] for y, i in revenue.items()}
-    return company_breakdowns(con, data.docs, revenue, income).get("segment"), revenue_value
 
 
 def _page(con, fact_id: str) -> int:
@@ -72,7 +53,7 @@ def test_verizon_segments_reconcile_through_total_reportable_segments(con):
     # p.101, 2022 table, "Total Operating Revenues": Consumer 103,506, Business 31,072, Total Reportable Segments
     # 134,578; p.102 reconciliation: Total reportable segments 134,578, Corporate and other 2,510, Eliminations (253),
     # Consolidated Operating Revenues 136,835 = the income statement's operating revenues of 2022
-    segments, revenue = _segments(con, "VERIZON_2022_10K")
+    segments, revenue = segments_and_revenue(con, "VERIZON_2022_10K")
     assert segments is not None and sorted(segments.years) == [2020, 2021, 2022]
     assert [shown for _, shown in segments.labels] == ["Consumer", "Business", "Corporate and other", "Eliminations"]
     fy22 = segments.years[2022]
@@ -96,7 +77,7 @@ def test_pepsico_divisions_with_operating_profit_beside_them(con):
     # p.70 "Net Revenue and Operating Profit/(Loss)": FLNA 23,291, QFNA 3,160, PBNA 26,213, LatAm 9,779, Europe 12,724,
     # AMESA 6,438, APAC 4,787, Total division 86,392 = net revenue of 2022 (p.62); operating profit FLNA 6,135,
     # Europe (1,380), total 11,512 = operating profit of 2022
-    segments, revenue = _segments(con, "PEPSICO_2022_10K")
+    segments, revenue = segments_and_revenue(con, "PEPSICO_2022_10K")
     assert segments is not None and sorted(segments.years) == [2020, 2021, 2022]
     fy22 = segments.years[2022]
     assert fy22.revenue.page == 70 and fy22.reportable is None
@@ -119,6 +100,6 @@ def test_a_reconciliation_that_does_not_add_up_gives_no_segments(reconciled_db, 
     changed = connect(copy)
     changed.execute("UPDATE facts SET value = -353e6 WHERE doc_name = 'VERIZON_2022_10K' AND page = 102 "
                     "AND label = 'Eliminations' AND fiscal_year = 2022")
-    segments, _ = _segments(changed, "VERIZON_2022_10K")
+    segments, _ = segments_and_revenue(changed, "VERIZON_2022_10K")
     changed.close()
     assert segments is not None and sorted(segments.years) == [2020, 2021]
