@@ -14,7 +14,9 @@
    minus the time inside the tool functions, is the framework's own cost: the LangGraph graph,
    a SQLite checkpoint after each node (``durability="sync"``), the DuckDB run-store writes,
    the stuck detector, and ``save_tree`` on half the steps. Target: under 10 ms a step, flat as
-   the episode grows.
+   the episode grows. Two rows split the loop's part: the time inside the run store's inserts
+   (``RunStore.append_model_turn``, ``append_observation``, ``append_message``) and inside
+   ``RunStore.sync_catalog`` (the runs catalog's row at each step's end), timed by wrapping them.
 2. ``save_tree`` alone on workspaces of ``--tree-files`` files (20 lines each), median of 10
    saves with one file changed before each: how the per-write cost grows with the repository.
 3. Sandbox start-up: median wall time of ``true`` through ``BwrapSandbox.run`` against a bare
@@ -73,7 +75,9 @@ def loop_overhead(steps: int, root: Path) -> dict[str, float]:
 
     Returns:
         Milliseconds: ``per_step_ms`` (wall time per step), ``tool_ms`` (inside the tool
-        functions, per step), ``save_ms`` (one ``save_tree`` before a writing call),
+        functions, per step), ``insert_ms`` (per step, inside the run store's ``append_*``
+        methods: the DuckDB inserts), ``catalog_ms`` (per step, inside ``sync_catalog``: the
+        runs catalog's row), ``save_ms`` (one ``save_tree`` before a writing call),
         ``save_per_step_ms`` (``save_tree`` time spread over all steps), ``framework_ms`` (per
         step, everything but the tool functions) and ``loop_ms`` (the same without ``save_tree``);
         ``writes`` (writing calls).
@@ -112,6 +116,24 @@ def loop_overhead(steps: int, root: Path) -> dict[str, float]:
             save_s.append(time.perf_counter() - start)
 
     journal.before = timed_before  # type: ignore[method-assign]
+    store_s = {"insert": 0.0, "catalog": 0.0}
+    store = run.store
+
+    def timed_store(name: str, part: str) -> None:
+        method = getattr(store, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                store_s[part] += time.perf_counter() - start
+
+        setattr(store, name, timed)
+
+    for name in ("append_model_turn", "append_observation", "append_message"):
+        timed_store(name, "insert")
+    timed_store("sync_catalog", "catalog")
     try:
         result = run.execute()
     finally:
@@ -127,6 +149,7 @@ def loop_overhead(steps: int, root: Path) -> dict[str, float]:
         "per_step_ms": per_step * 1e3, "tool_ms": tool * 1e3, "save_ms": statistics.mean(save_s) * 1e3 if save_s else 0.0,
         "save_per_step_ms": save_per_step * 1e3, "framework_ms": (per_step - tool) * 1e3,
         "loop_ms": (per_step - tool - save_per_step) * 1e3, "writes": len(save_s),
+        "insert_ms": store_s["insert"] / steps * 1e3, "catalog_ms": store_s["catalog"] / steps * 1e3,
     }  # fmt: skip
 
 
@@ -198,6 +221,8 @@ def main() -> None:
             ("in the tools (view_file, edit_file)", "tool_ms", ""),
             ("save_tree per writing call (CallJournal.before)", "save_ms", ""),
             ("loop: graph, checkpoints, run store, stuck detector", "loop_ms", ""),
+            ("  of which run-store inserts (DuckDB: model turn, observation)", "insert_ms", ""),
+            ("  of which the runs catalog's row (SQLite, sync_catalog)", "catalog_ms", ""),
             ("framework per step: loop + save_tree on half the steps", "framework_ms", f"< 10 ms: {ok}; {growth}"),
             ("framework per writing step: loop + save_tree", None, ""),
         ]
