@@ -15,7 +15,7 @@ Runs: a few real runs are made by the real code path (``agent run notes ... --po
 the test plugin ``tests/notes_plugin``, a two-step script, each its own process), into a
 temporary ``HORIZON_HOME``; the other run folders of each size hold hard links to those runs'
 ``trajectory.duckdb`` (the same bytes, so the same cost to open; no disk for 1,000 copies of a
-2 MB file; their run ids inside are the real runs'), each with its real run's catalog row. For each size: ``agent runs`` end to end
+store file; their run ids inside are the real runs'), each with its real run's catalog row. For each size: ``agent runs`` end to end
 (a child process, median of 3), then in this process the median of 3 ``core.catalog.list_runs``
 against one ``core.runs.scan_runs`` (each store opened and read as the catalog's rebuild reads
 it: the run row, the steps, the metrics' counts), and the catalog rebuilt from the stores after
