@@ -614,9 +614,10 @@ def _check_selectors(tests: list[str]) -> list[str]:
 def pytest_argv(run_dir: Path, rootdir: Path, targets: list[str], *, python: str | None = None, extra: tuple[str, ...] = (),
                 stream: tuple[int, Path] | None = None) -> list[str]:  # fmt: skip
     """The pytest command Horizon runs: started safely (``pytest_command``), a JUnit XML report at
-    ``run_dir/report.xml``, no cache, collection errors reported per module, then ``extra``
-    options (a ``--tb`` there replaces ``--tb=short``) and the ``targets`` (test ids or paths). With ``stream`` (the pipe's descriptor and the
-    plugin's path, ``plugins.coding.verdict_stream``) each outcome is also written to the pipe."""
+    ``run_dir/report.xml``, no cache, collection errors reported per module, short tracebacks,
+    then ``extra`` options (a ``--tb`` there replaces the short style) and the ``targets`` (test ids
+    or paths). With ``stream`` (the pipe's descriptor and the plugin's path,
+    ``plugins.coding.verdict_stream``) each outcome is also written to the pipe."""
     if stream is not None:
         from plugins.coding.verdict_stream import STREAM_LAUNCHER
 
