@@ -50,6 +50,19 @@ time (this process's, plus children's for the bare tool); targets (on an idle ma
 CPU time, as above): ``find_symbol`` warm under 50 ms and the focused map warm under 1 s on the
 large tree. The exit status is non-zero when a call finds nothing or a new process's answer
 differs from the first one's.
+
+Set-up to the first model call (issue 31: under 2 minutes on Django with a warm environment cache):
+``agent run coding TASK --repo TREE`` through the CLI, a new process, against a local
+OpenAI-compatible server (``FirstCallServer``) that notes when the first chat completion arrives,
+sends the run SIGINT and answers it (the run stops after that step: no second call, no
+verification), on the 11-file example and the large tree (Django in full mode, Jinja2 with
+``--quick``), each cold (an empty ``HORIZON_HOME``: the environment is built with uv, nothing
+indexed, the suite never measured) and then warm (the same home again). The phases are the
+seconds between the set-up's progress lines as they arrive (start-up, copy, snapshot, sandbox and
+plugin, environment, baseline tests, then the map, the messages and the call), with the seconds
+each line gives itself. Wall time only, from the process's start (the sandboxed tests' CPU is
+not all in the run's rusage). The exit status is non-zero when a run makes no model call or the
+warm run builds its environment again.
 """
 
 from __future__ import annotations
@@ -458,11 +471,176 @@ def code_table(scratch: Path, quick: bool, django: Path | None) -> bool:
     return ok_small and ok_large
 
 
+#: The task each set-up row's run is given (the repository map's focus comes from it, as in a real run).
+SETUP_TASKS = {name: focus for name, (_, focus) in CODE_CALLS.items()}
+#: Issue 31's target: set-up to the first model call on the large tree, the caches warm (seconds).
+SETUP_TARGET_S = 120.0
+#: The set-up's progress lines (``core.environment.Environment.prepare``, ``plugins.coding.plugin``), in order:
+#: (phase ended by the line, what the line starts with).
+SETUP_LINES = [("start-up", "copying the repository"), ("copy", "copied in"), ("snapshot", "snapshot of the starting files"),
+               ("sandbox, plugin", "choosing the test environment"), ("environment", "test environment ready"),
+               ("baseline tests", "baseline tests: ")]  # fmt: skip
+
+
+class FirstCallServer:
+    """An OpenAI-compatible server on 127.0.0.1 that notes when the first chat completion arrives,
+    sends the run SIGINT (``agent run`` stops after the step in flight: no second call, no
+    verification) and answers it with a plain message. ``GET /models`` names one model, so the
+    run's probe passes."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.first: float | None = None
+        self.child: subprocess.Popen | None = None
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "first-call", "object": "model", "owned_by": "bench"}]})
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if owner.first is None:
+                    owner.first = time.perf_counter()
+                    if owner.child is not None:
+                        owner.child.send_signal(2)  # SIGINT: stop after this step
+                    time.sleep(0.3)  # the run's handler runs before the answer arrives
+                self._send({"id": "first-call", "object": "chat.completion", "created": int(time.time()), "model": "first-call",
+                            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "stop"}}],
+                            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})  # fmt: skip
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def first_call(repo: Path, home: Path, task: str, limit_s: float = 3600.0) -> dict:
+    """One ``agent run coding TASK --repo REPO`` through the CLI (its own process, ``HORIZON_HOME=home``)
+    against a ``FirstCallServer``, until the first model call.
+
+    Returns:
+        ``{"total": s to the first call, "phases": {phase: s between its progress lines}, "said": {phase: s the line
+        itself gives}, "lines": [(s, line)]}``; seconds from the start of the process. (No CPU time: the sandboxed
+        tests' processes are not all counted in the run's rusage.)
+
+    Raises:
+        RuntimeError: the run never called the model (its output's end is in the message).
+    """
+    import re
+
+    server = FirstCallServer()
+    env = {key: value for key, value in os.environ.items() if key not in ("HORIZON_CODE_INDEX_CACHE", "HORIZON_TEST_ENV")}
+    env.update({"HORIZON_HOME": str(home), "PYTHONPATH": str(ROOT), "COLUMNS": "200", "PYTHONUNBUFFERED": "1"})
+    argv = AGENT + ["run", "coding", task, "--repo", str(repo), "--base-url", server.url, "--model", "first-call"]
+    lines: list[tuple[float, str]] = []
+    try:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT, text=True,
+                                errors="replace")  # fmt: skip
+        server.child = proc
+        killer = __import__("threading").Timer(limit_s, proc.kill)
+        killer.start()
+        for line in proc.stdout or []:
+            lines.append((time.perf_counter() - started, line.rstrip()))
+        proc.wait()
+        killer.cancel()
+    finally:
+        server.close()
+    if server.first is None:
+        tail = "\n".join(text for _, text in lines[-15:])
+        raise RuntimeError(f"agent run coding on {repo} made no model call:\n{tail}")
+    total = server.first - started
+    phases: dict[str, float] = {}
+    said: dict[str, float] = {}
+    last = 0.0
+    for phase, head in SETUP_LINES:
+        hit = next(((t, text) for t, text in lines if text.removeprefix("setup").strip().startswith(head)
+                    and (phase != "baseline tests" or " results, " in text)), None)  # fmt: skip
+        if hit is None:
+            continue
+        phases[phase], last = hit[0] - last, hit[0]
+        number = re.search(r" in ([0-9.]+) s", hit[1])
+        if number and phase in ("copy", "snapshot", "environment", "baseline tests"):
+            said[phase] = float(number.group(1))
+    phases["map, messages, first call"] = total - last
+    return {"total": total, "phases": phases, "said": said, "lines": lines}
+
+
+def setup_table(scratch: Path, quick: bool, django: Path | None) -> bool:
+    """Print the set-up rows: the small example and the large tree, each cold (an empty ``HORIZON_HOME``)
+    and warm (the same home again: its environment, code index and test-budget caches filled)."""
+    big_name = "jinja2" if quick else "django"
+    big = quick_tree() if quick else (django or django_tree())
+    trees = {"example": ROOT / "examples" / "python-user-service", big_name: big}
+    results: dict[tuple[str, str], dict] = {}
+    for name, repo in trees.items():
+        home = scratch / f"setup-home-{name}"
+        for kind in ("cold", "warm"):
+            results[(name, kind)] = first_call(repo, home, SETUP_TASKS[name])
+        shutil.rmtree(home, ignore_errors=True)
+    files = sum(1 for p in big.rglob("*") if p.is_file())
+    print(f"\nSet-up to the first model call: `agent run coding TASK --repo TREE` through the CLI, a new process each, until its "
+          f"first chat completion reaches a local server; cold: an empty HORIZON_HOME, warm: the same home again. Seconds from "
+          f"the process's start, between the set-up's progress lines (in brackets: what the line itself says); the example "
+          f"(11 files) against {big.name} ({files:,} files)\n")  # fmt: skip
+    phases = [phase for phase, _ in SETUP_LINES] + ["map, messages, first call"]
+    columns = [(name, kind) for name in trees for kind in ("cold", "warm")]
+    print("| phase | " + " | ".join(f"{name} {kind}" for name, kind in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for phase in phases:
+        cells = []
+        for key in columns:
+            got = results[key]
+            wall = got["phases"].get(phase)
+            cell = "-" if wall is None else f"{wall:,.1f}"
+            if phase in got["said"]:
+                cell += f" ({got['said'][phase]:,.1f})" if phase != "baseline tests" else f" ({got['said'][phase]:,.0f})"
+            cells.append(cell)
+        print(f"| {phase} | " + " | ".join(cells) + " |")
+    print("| **to the first model call** | " + " | ".join(f"**{results[key]['total']:,.1f}**" for key in columns) + " |")
+    ratios = [results[(big_name, kind)]["total"] / results[("example", kind)]["total"] for kind in ("cold", "warm")]
+    print(f"| x example | | | {ratios[0]:,.1f}x | {ratios[1]:,.1f}x |")
+    warm = results[(big_name, "warm")]
+    if quick:
+        print(f"\ntarget: under {SETUP_TARGET_S:.0f} s warm on Django (full mode); {big_name} warm here: {warm['total']:.1f} s")
+    else:
+        worst = max(warm["phases"], key=lambda phase: warm["phases"][phase])
+        verdict = ("met" if warm["total"] <= SETUP_TARGET_S else
+                   f"missed by {warm['total'] - SETUP_TARGET_S:.0f} s (the longest phase: {worst}, {warm['phases'][worst]:.0f} s)")  # fmt: skip
+        print(f"\ntarget: warm set-up to the first model call on Django under {SETUP_TARGET_S:.0f} s: {verdict}")
+    ok = True
+    for key in columns:  # what the set-up said, for the reasons
+        said = [text.removeprefix("setup").strip() for _, text in results[key]["lines"] if text.startswith("setup")]
+        print(f"\n{key[0]} {key[1]}:\n" + "\n".join(f"    {text[:300]}" for text in said[:14]))
+        if key[1] == "warm" and any(text.startswith("Test environment: built with uv") for text in said):
+            print(f"error: the warm run on {key[0]} built its test environment again instead of reusing the cold run's")
+            ok = False
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 start-ups each; the old way for 1 and 100 runs only")
     parser.add_argument("--real-runs", type=int, default=None, help="runs made through agent run (default 3, quick 2)")
-    parser.add_argument("--only", choices=["runs", "startup", "workspace", "code"], action="append",
+    parser.add_argument("--only", choices=["runs", "startup", "workspace", "code", "setup"], action="append",
                         help="only these tables (repeatable; default all)")  # fmt: skip
     parser.add_argument("--files", type=int, action="append", help="workspace rows at this many files (repeatable; "
                         "default 1,000, 10,000 and, in full mode, 100,000)")  # fmt: skip
@@ -470,7 +648,7 @@ def main() -> int:
     parser.add_argument("--django", type=Path, help="an unpacked Django 5.1.4 sdist for the code rows (default: "
                         "fetched with pip into the sources cache)")  # fmt: skip
     args = parser.parse_args()
-    only = set(args.only or ["runs", "startup", "workspace", "code"])
+    only = set(args.only or ["runs", "startup", "workspace", "code", "setup"])
     files = args.files or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
     saves = args.saves or (5 if args.quick else 10)
     repeat = 3 if args.quick else 10
@@ -491,6 +669,8 @@ def main() -> int:
             ok &= workspace_table(scratch, files, saves)
         if "code" in only:
             ok &= code_table(scratch, args.quick, args.django)
+        if "setup" in only:
+            ok &= setup_table(scratch, args.quick, args.django)
     except RuntimeError as exc:
         print(f"error: {exc}")
         return 1

@@ -278,7 +278,10 @@ class CodingPlugin:
         before = file_listing(ctx.workspace)
         say = ctx.progress
         progress = None if say is None else (lambda text: say(f"baseline tests: {text}"))
-        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, progress=progress)
+        # native tracebacks: pytest's short ones re-parse every frame's source file for each failing test
+        # (Django's suite without its settings: 5,326 errors, most of a 5-minute baseline); the baseline keeps
+        # outcomes, and a module that fails to import is reported in pytest's short style whatever --tb says
+        run = run_test_suite(ctx.sandbox, ctx.workspace, ctx.scratch, progress=progress, traceback="native")
         if ctx.baseline is not None:
             record_test_outputs(ctx.workspace, ctx.baseline, before)
         if say is not None and run.framework is not None:

@@ -287,3 +287,29 @@ def test_a_patch_that_makes_the_suite_hang_scores_0_though_some_tests_ran(tmp_pa
         detail = store.rewards()["fail_to_pass"]["detail"]
     assert result.reward == 0.0 and detail["not_run"] == 1, detail
     assert detail["after"] == {"tests/test_text.py::test_shout": "passed"}, detail  # what ran is recorded
+
+
+def test_the_baseline_asks_pytest_for_native_tracebacks_and_still_names_import_errors(tmp_path):
+    """The set-up's whole-suite run formats failures with ``--tb=native`` (pytest's short style
+    parses each frame's source file again per failing test: most of Django's 5-minute baseline),
+    keeps the same outcomes, and a module that cannot be imported is still named with its reason;
+    ``run_tests`` keeps pytest's short tracebacks for the agent."""
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "tests" / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
+                                                 "def test_zero():\n    assert add(0, 0) == 0\n")  # fmt: skip
+    (root / "tests" / "test_broken.py").write_text("import no_such_module_here\n\n\ndef test_never():\n    pass\n")
+    scratch = tmp_path / "scratch"
+    ctx = context(root, scratch)
+    snapshot(root, scratch / "baseline.git")
+    ctx.baseline = scratch / "baseline.git"
+    text = CodingPlugin().setup(Task(plugin="coding", instruction="add is wrong"), ctx)
+    baseline = json.loads((scratch / BASELINE_FILE).read_text())
+    assert baseline["outcomes"] == {"tests/test_calc.py::test_add": "failed", "tests/test_calc.py::test_zero": "passed",
+                                    "tests/test_broken.py": "error"}, baseline["outcomes"]  # fmt: skip
+    assert "- tests/test_broken.py (could not be imported: ModuleNotFoundError: No module named 'no_such_module_here')" in text, text
+    output = next(scratch.glob("runs/*-pytest/output.txt")).read_text()
+    assert "Traceback (most recent call last):" in output and "assert add(2, 2) == 4" in output, output
+    again = run_test_suite(ctx.sandbox, root, scratch, ["tests/test_calc.py"])
+    assert "Traceback (most recent call last):" not in again.output and again.outcomes["tests/test_calc.py::test_add"] == "failed"
