@@ -281,8 +281,11 @@ class McpToolset:
                 raise UserError(f"MCP server {spec.name!r} ({spec.where()}) was stopped while starting: it ran into {why}; "
                                 "lower what it needs, or give the episode's sandbox more") from None  # fmt: skip
             said = _tail(log) if log is not None else ""
+            under_tmp = [a for a in spec.command or [] if a == "/tmp" or a.startswith("/tmp/")]
             raise UserError(f"MCP server {spec.name!r} ({spec.where()}) could not be reached: {_reason(exc)}"
                             + (f"; it said: {said}" if said else "")  # the log's folder goes with the run that could not start
+                            + (f"; {under_tmp[0]} is under /tmp, which the sandbox replaces with a /tmp of its own: move the "
+                               "server into the workspace or a folder outside /tmp" if under_tmp else "")
                             + "; check its command or url (a stdio server runs in the episode's sandbox: it sees the "
                             "workspace and loopback only)") from None  # fmt: skip
         self._clients[spec.name] = client

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -177,3 +178,18 @@ def test_the_config_names_servers_for_agent_run(tmp_path, monkeypatch):
     trust(tmp_path / "horizon.toml")
     with pytest.raises(UserError, match=f"mcp_servers from {tmp_path / 'horizon.toml'}.*give exactly one of command"):
         _mcp_metadata(load_settings())
+
+
+def test_a_stdio_server_under_tmp_is_refused_with_what_to_do(tmp_path, horizon_home, notes_plugin, notes_folder):
+    """issue 30: the sandbox's private /tmp hides a server installed under /tmp; the error says so."""
+    folder = Path(tempfile.mkdtemp(prefix="horizon-mcp-", dir="/tmp"))
+    try:
+        shutil.copy(SERVER, folder / "server.py")
+        spec = {"name": "notes", "command": [sys.executable, str(folder / "server.py")], "timeout_s": 20}
+        with pytest.raises(UserError) as caught:
+            run_episode([{"tool": "finish", "arguments": {"summary": "x"}}], [spec], horizon_home, notes_folder)
+    finally:
+        shutil.rmtree(folder)
+    message = str(caught.value)
+    assert "could not be reached" in message and str(folder) in message and " is under /tmp, which the sandbox replaces" in message, message
+    assert "move the server into the workspace or a folder outside /tmp" in message
